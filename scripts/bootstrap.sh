@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian machine: Debian packages, a venv with sparkcdc and its
+# extras, and the JVM jars (Maven). Each step is skipped when its result is already there and
+# its inputs have not changed. Called by `make demo` and `make test`; safe to run by hand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+STAMPS="$ROOT/.venv/.sparkcdc-stamps"
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+need_pkg() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# 1. Debian packages: database servers and clients, headers to build mysqlclient, JDK, Maven.
+#    Commands already present (say a JDK installed another way) are not installed again.
+missing=()
+for p in mariadb-server mariadb-client libmariadb-dev pkg-config postgresql postgresql-client; do
+  need_pkg "$p" && missing+=("$p")
+done
+command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+command -v cc >/dev/null || missing+=(build-essential)
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  log "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  # The packages' scripts may try to start system-wide servers; we never use those.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# 2. Python venv with the package and every extra.
+PY=${PYTHON:-}
+if [[ -z $PY ]]; then
+  for c in python3.12 python3.11 python3.10 python3; do
+    if command -v "$c" >/dev/null && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+      PY=$c; break
+    fi
+  done
+fi
+[[ -n $PY ]] || { echo "need Python >= 3.10" >&2; exit 1; }
+if [[ ! -x .venv/bin/python ]]; then
+  log "creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+mkdir -p "$STAMPS"
+pip_key=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [[ ! -f $STAMPS/pip || $(cat "$STAMPS/pip") != "$pip_key" ]]; then
+  log "pip install -e .[all,dev]"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[all,dev]"
+  echo "$pip_key" >"$STAMPS/pip"
+fi
+
+# 3. JVM jars from Maven Central (Spark's Kafka connector, Delta Lake, JDBC drivers, Kafka broker).
+mvn_key=$(sha256sum jvm/pom.xml | cut -d' ' -f1)
+if [[ ! -f $STAMPS/mvn || $(cat "$STAMPS/mvn") != "$mvn_key" || ! -d jvm/jars ]]; then
+  log "fetching JVM jars with Maven into jvm/jars"
+  rm -rf jvm/jars
+  mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -Pspark -DoutputDirectory="$ROOT/jvm/jars/spark"
+  mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -Pkafka -DoutputDirectory="$ROOT/jvm/jars/kafka"
+  echo "$mvn_key" >"$STAMPS/mvn"
+fi
+log "ready"

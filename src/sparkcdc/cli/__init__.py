@@ -1,0 +1,1 @@
+"""The ``sparkcdc`` command line: a thin layer over ``pipeline``."""

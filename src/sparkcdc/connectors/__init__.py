@@ -1,0 +1,1 @@
+"""Database dialect plug-ins; drivers are imported lazily inside methods."""

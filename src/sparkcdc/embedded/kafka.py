@@ -1,0 +1,124 @@
+"""A single-node Apache Kafka broker in KRaft mode, run from the Maven-fetched jars."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+from sparkcdc.embedded.process import (
+    ServiceError,
+    free_port,
+    port_open,
+    require_binary,
+    start_process,
+    stop_process,
+    wait_until,
+)
+from sparkcdc.spark.jars import jar_files, jars_root
+
+
+def _cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class EmbeddedKafka:
+    """``kafka.Kafka`` as combined broker + controller on two free loopback ports."""
+
+    def __init__(self, base_dir: Path | None = None, *, heap: str = "512m") -> None:
+        self._own_dir = base_dir is None
+        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-kafka-"))
+        self.heap = heap
+        self.port = 0
+        self.controller_port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.base_dir / "kafka.out"
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        java = require_binary("java", [], "install a JDK 17 (Debian: openjdk-17-jdk-headless)")
+        log4j = jars_root().parent / "kafka-log4j2.yaml"
+        return [
+            java,
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={self.base_dir / 'logs'}",
+            "-cp",
+            ":".join(str(p) for p in jar_files("kafka")),
+            main,
+            *args,
+        ]
+
+    def start(self, timeout: float = 90.0) -> EmbeddedKafka:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.port, self.controller_port = free_port(), free_port()
+        config = self.base_dir / "server.properties"
+        config.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
+                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    "controller.listener.names=CONTROLLER",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    f"log.dirs={self.base_dir / 'data'}",
+                    "num.partitions=1",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "share.coordinator.state.topic.replication.factor=1",
+                    "share.coordinator.state.topic.min.isr=1",
+                    "group.initial.rebalance.delay.ms=0",
+                    "auto.create.topics.enable=true",
+                    "log.flush.interval.messages=1000000",
+                    "",
+                ]
+            )
+        )
+        fmt = subprocess.run(
+            self._java(
+                "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)
+            ),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if fmt.returncode != 0:
+            raise ServiceError(f"kafka storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        self._process = start_process(self._java("kafka.Kafka", str(config)), self.log)
+        wait_until(
+            lambda: port_open(self.port),
+            timeout=timeout,
+            process=self._process,
+            what="kafka",
+            log=self.log,
+        )
+        return self
+
+    def stop(self) -> None:
+        stop_process(self._process, timeout=30)
+        self._process = None
+        if self._own_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedKafka:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,178 @@
+"""A private PostgreSQL server with ``wal_level=logical`` for logical replication slots."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.embedded.process import (
+    ServiceError,
+    free_port,
+    port_open,
+    require_binary,
+    start_process,
+    stop_process,
+    wait_until,
+)
+
+
+def _pg_bin(name: str) -> str:
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)
+    return require_binary(name, candidates, "install the Debian package postgresql")
+
+
+class EmbeddedPostgres:
+    """``initdb`` + ``postgres`` in a temp directory, on a free loopback port.
+
+    PostgreSQL refuses to run as root, so when we are root the server runs as the
+    ``postgres`` system user that the Debian package creates.
+    """
+
+    def __init__(self, base_dir: Path | None = None) -> None:
+        self._own_dir = base_dir is None
+        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-postgres-"))
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.user = "postgres"
+        self.password = secrets.token_urlsafe(12)
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def datadir(self) -> Path:
+        return self.base_dir / "data"
+
+    @property
+    def log(self) -> Path:
+        return self.base_dir / "postgres.log"
+
+    def _as_server_user(self, argv: Sequence[str]) -> list[str]:
+        if os.geteuid() != 0:
+            return list(argv)
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError as exc:
+            raise ServiceError("running as root needs the 'postgres' system user") from exc
+        return ["runuser", "-u", "postgres", "--", *argv]
+
+    def start(self, timeout: float = 60.0) -> EmbeddedPostgres:
+        """Initialise the cluster (first time only) and start it."""
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            os.chown(self.base_dir, entry.pw_uid, entry.pw_gid)
+        if not (self.datadir / "PG_VERSION").exists():
+            pwfile = self.base_dir / "pwfile"
+            pwfile.write_text(self.password + "\n")
+            if os.geteuid() == 0:
+                entry = pwd.getpwnam("postgres")
+                os.chown(pwfile, entry.pw_uid, entry.pw_gid)
+            done = subprocess.run(
+                self._as_server_user(
+                    [
+                        _pg_bin("initdb"),
+                        "-D",
+                        str(self.datadir),
+                        "-U",
+                        self.user,
+                        f"--pwfile={pwfile}",
+                        "-A",
+                        "scram-sha-256",
+                        "-E",
+                        "UTF8",
+                        "--locale=C.UTF-8",
+                        "--no-sync",
+                    ]
+                ),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            pwfile.unlink()
+            if done.returncode != 0:
+                raise ServiceError(f"initdb failed:\n{done.stdout}\n{done.stderr}")
+        self.port = free_port()
+        argv = [
+            _pg_bin("postgres"),
+            "-D",
+            str(self.datadir),
+            "-p",
+            str(self.port),
+            "-h",
+            self.host,
+            "-k",
+            str(self.base_dir),
+            "-c",
+            "wal_level=logical",
+            "-c",
+            "max_replication_slots=20",
+            "-c",
+            "max_wal_senders=20",
+            # Durability is not needed for throw-away servers. synchronous_commit stays on:
+            # logical decoding only sees flushed WAL, so async commits would appear late.
+            "-c",
+            "fsync=off",
+            "-c",
+            "full_page_writes=off",
+        ]
+        self._process = start_process(self._as_server_user(argv), self.log)
+        wait_until(
+            lambda: port_open(self.port) and self._accepts_queries(),
+            timeout=timeout,
+            process=self._process,
+            what="postgres",
+            log=self.log,
+        )
+        return self
+
+    def _accepts_queries(self) -> bool:
+        try:
+            with self.connect():
+                return True
+        except Exception:  # still starting: "the database system is starting up"
+            return False
+
+    def connect(self, dbname: str = "postgres", **kwargs: Any) -> Any:
+        """A psycopg (v3) connection with autocommit on."""
+        import psycopg
+
+        return psycopg.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname=dbname,
+            autocommit=True,
+            **kwargs,
+        )
+
+    def execute(self, sql: str, params: Any = None, dbname: str = "postgres") -> list[tuple[Any, ...]]:
+        with self.connect(dbname) as conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall()) if cur.description else []
+
+    def create_database(self, name: str) -> str:
+        self.execute(f'CREATE DATABASE "{name}"')
+        return name
+
+    def jdbc_url(self, dbname: str = "postgres") -> str:
+        return f"jdbc:postgresql://{self.host}:{self.port}/{dbname}"
+
+    def stop(self) -> None:
+        stop_process(self._process, timeout=30)
+        self._process = None
+        if self._own_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedPostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,107 @@
+"""Process plumbing shared by the embedded servers: ports, waiting, logs, shutdown."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+class ServiceError(RuntimeError):
+    """An embedded server could not be started or stopped; the message carries its log tail."""
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that is free right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """True when something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last lines of a log file, for error messages."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def require_binary(name: str, candidates: Sequence[str], hint: str) -> str:
+    """Find an executable by name on PATH or at known locations, else explain how to install it."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise ServiceError(f"{name} not found (looked on PATH and in {list(candidates)}); {hint}")
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    *,
+    timeout: float,
+    process: subprocess.Popen[bytes] | None,
+    what: str,
+    log: Path,
+) -> None:
+    """Poll ``ready`` until true; fail early when the process dies, with its log tail."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if process is not None and process.poll() is not None:
+            raise ServiceError(
+                f"{what} exited with code {process.returncode} during start-up:\n{log_tail(log)}"
+            )
+        time.sleep(0.1)
+    raise ServiceError(f"{what} not ready after {timeout:.0f}s:\n{log_tail(log)}")
+
+
+def start_process(
+    argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a server in its own process group with stdout/stderr going to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 20.0) -> None:
+    """SIGTERM the process group, then SIGKILL it if it does not exit in time."""
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        process.wait(timeout=timeout)

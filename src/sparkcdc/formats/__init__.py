@@ -1,0 +1,1 @@
+"""Changelog serialisation formats (changelog-json, debezium-json); pure Python."""

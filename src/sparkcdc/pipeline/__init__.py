@@ -1,0 +1,1 @@
+"""YAML pipeline definitions and the composer that turns them into Spark queries."""

@@ -1,0 +1,1 @@
+"""Sinks: Delta Lake, JDBC, Kafka, console."""

@@ -1,0 +1,1 @@
+"""Engine-neutral incremental snapshot framework: chunk splitting, normalisation, cursors."""

@@ -1,0 +1,1 @@
+"""The Spark binding: Python data sources, stream readers, type mapping (imports pyspark)."""

@@ -1,0 +1,46 @@
+"""A local SparkSession with sparkcdc's JVM jars (Kafka, Delta, JDBC) attached."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sparkcdc.spark.jars import jar_files
+
+DELTA_CONF: Mapping[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def local_session(
+    app_name: str = "sparkcdc",
+    *,
+    master: str = "local[2]",
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """Build (or get) a local SparkSession with jars attached and sparkcdc registered.
+
+    Jars go through ``spark.jars`` (local files fetched by Maven), never
+    ``spark.jars.packages``, which would need Spark to reach a repository at run time.
+    """
+    from pyspark.sql import SparkSession
+
+    import sparkcdc
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.jars", ",".join(str(p) for p in jar_files("spark")))
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
+    for key, value in {**DELTA_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    sparkcdc.register(spark)
+    return spark

@@ -1,0 +1,90 @@
+"""Test harness: real services on loopback, started once per test session and only when used.
+
+Tests under ``tests/integration`` are marked ``integration``; everything else is a fast unit
+test needing no server. A service that cannot start is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+
+INTEGRATION_DIR = Path(__file__).parent / "integration"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if INTEGRATION_DIR in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+def _unique(request: pytest.FixtureRequest, prefix: str) -> str:
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:32]
+    return f"{prefix}_{stem}_{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[EmbeddedMariaDB]:
+    server = EmbeddedMariaDB().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def mysql_db(mariadb: EmbeddedMariaDB, request: pytest.FixtureRequest) -> str:
+    """A fresh database on the shared MariaDB, named after the test."""
+    return mariadb.create_database(_unique(request, "db"))
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[EmbeddedPostgres]:
+    server = EmbeddedPostgres().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_db(postgres: EmbeddedPostgres, request: pytest.FixtureRequest) -> str:
+    return postgres.create_database(_unique(request, "db"))
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[EmbeddedKafka]:
+    broker = EmbeddedKafka().start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def topic(request: pytest.FixtureRequest) -> str:
+    return _unique(request, "topic")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from sparkcdc.spark.session import local_session
+
+    session = local_session("sparkcdc-tests")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A per-test folder for checkpoints and tables."""
+    return tmp_path
