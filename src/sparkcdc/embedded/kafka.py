@@ -92,9 +92,7 @@ class EmbeddedKafka:
             )
         )
         fmt = subprocess.run(
-            self._java(
-                "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)
-            ),
+            self._java("kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)),
             capture_output=True,
             text=True,
             check=False,

@@ -176,7 +176,9 @@ class EmbeddedMariaDB:
         except pymysql.err.OperationalError as exc:
             raise ServiceError(f"cannot connect to embedded MariaDB: {exc}\n{log_tail(self.log)}")
 
-    def execute(self, sql: str, args: Any = None, database: str | None = None) -> list[tuple[Any, ...]]:
+    def execute(
+        self, sql: str, args: Any = None, database: str | None = None
+    ) -> list[tuple[Any, ...]]:
         """Run one statement as root and return its rows (empty for DML/DDL)."""
         with self.connect(database) as conn, conn.cursor() as cur:
             cur.execute(sql, args)

@@ -153,7 +153,9 @@ class EmbeddedPostgres:
             **kwargs,
         )
 
-    def execute(self, sql: str, params: Any = None, dbname: str = "postgres") -> list[tuple[Any, ...]]:
+    def execute(
+        self, sql: str, params: Any = None, dbname: str = "postgres"
+    ) -> list[tuple[Any, ...]]:
         with self.connect(dbname) as conn, conn.cursor() as cur:
             cur.execute(sql, params)
             return list(cur.fetchall()) if cur.description else []
