@@ -47,7 +47,7 @@ def test_unknown_option_names_itself_and_the_valid_ones() -> None:
 
 
 def test_invalid_choice_lists_valid_values() -> None:
-    with pytest.raises(OptionError, match="'scan.startup.mode'.*Valid values: initial, latest"):
+    with pytest.raises(OptionError, match=r"'scan\.startup\.mode'.*Valid values: initial, latest"):
         parse_options({"hostname": "h", "scan.startup.mode": "sometimes"}, SPECS, context="x")
 
 

@@ -52,8 +52,13 @@ def test_replayed_changelog_equals_source_at_every_batch(
         else:
             target = data.draw(st.integers(position, len(changes)), label="batch end")
         # 1. log changes in (P_i, P_{i+1}] for keys emitted as of P_i
+        at_start = progress
+
+        def emitted(row: Row, at_start: TableProgress = at_start) -> bool:
+            return order.emitted(row[0], at_start)
+
         for change in changes[position:target]:
-            for kind, row in changes_to_emit(change, lambda r: order.emitted(r[0], progress)):
+            for kind, row in changes_to_emit(change, emitted):
                 replay(consumer, kind, row)
         # 2. new chunks, split on the data the driver sees when planning (position target)
         if not progress.done:
@@ -81,9 +86,11 @@ def test_replayed_changelog_equals_source_at_every_batch(
                     else backward_overrides(changes[target:s], key_of)
                 )
                 snapshot_rows = [r for k, r in states[s].items() if order.in_chunk(k, chunk)]
-                for row in apply_overrides(
-                    snapshot_rows, window, key_of, lambda r, c=chunk: order.in_chunk(r[0], c)
-                ):
+
+                def in_range(row: Row, chunk: Chunk = chunk) -> bool:
+                    return order.in_chunk(row[0], chunk)
+
+                for row in apply_overrides(snapshot_rows, window, key_of, in_range):
                     replay(consumer, ChangeType.INSERT, row)
             last = chunks[-1]
             progress = (
@@ -92,8 +99,8 @@ def test_replayed_changelog_equals_source_at_every_batch(
                 else TableProgress(started=True, cursor=last.hi)
             )
         position = target
-        emitted = {k: r for k, r in states[position].items() if order.emitted(k, progress)}
-        assert consumer == emitted
+        expected = {k: r for k, r in states[position].items() if order.emitted(k, progress)}
+        assert consumer == expected
         if progress.done and position == len(changes):
             break
     assert consumer == states[-1]

@@ -154,9 +154,8 @@ class EmbeddedMariaDB:
                 "CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s",
                 (self.cdc.user, self.cdc.password),
             )
-            cur.execute(
-                f"GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{self.cdc.user}'@'%'"
-            )
+            privileges = "SELECT, REPLICATION SLAVE, REPLICATION CLIENT"
+            cur.execute(f"GRANT {privileges} ON *.* TO '{self.cdc.user}'@'%'")
 
     def connect(self, database: str | None = None, account: Account | None = None) -> Any:
         """A PyMySQL connection (autocommit) as root, or as ``account``."""
@@ -174,7 +173,9 @@ class EmbeddedMariaDB:
                 charset="utf8mb4",
             )
         except pymysql.err.OperationalError as exc:
-            raise ServiceError(f"cannot connect to embedded MariaDB: {exc}\n{log_tail(self.log)}")
+            raise ServiceError(
+                f"cannot connect to embedded MariaDB: {exc}\n{log_tail(self.log)}"
+            ) from None
 
     def execute(
         self, sql: str, args: Any = None, database: str | None = None

@@ -57,12 +57,12 @@ def apply_overrides(
 ) -> Iterator[Row]:
     """The chunk at the target position: snapshot rows with overrides applied, then rows
     that exist only in the overrides (inserted in the window), restricted to the chunk."""
-    pending = {k: v for k, v in overrides.items() if v is not ABSENT and in_range(v)}
+    pending = {k: v for k, v in overrides.items() if v is not None and in_range(v)}
     for row in rows:
         key = key_of(row)
         if key in overrides:
-            replacement = pending.pop(key, ABSENT)
-            if replacement is not ABSENT:
+            replacement = pending.pop(key, None)
+            if replacement is not None:
                 yield replacement
         else:
             yield row
