@@ -57,8 +57,9 @@ mvn_key=$(sha256sum jvm/pom.xml | cut -d' ' -f1)
 if [[ ! -f $STAMPS/mvn || $(cat "$STAMPS/mvn") != "$mvn_key" || ! -d jvm/jars ]]; then
   log "fetching JVM jars with Maven into jvm/jars"
   rm -rf jvm/jars
-  mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -Pspark -DoutputDirectory="$ROOT/jvm/jars/spark"
-  mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -Pkafka -DoutputDirectory="$ROOT/jvm/jars/kafka"
+  # Maven prints stray escape codes to stdout even with -q: keep stdout quiet, trust the exit code.
+  mvn -q -B -f jvm/pom.xml -Pspark dependency:copy-dependencies >/dev/null
+  mvn -q -B -f jvm/pom.xml -Pkafka dependency:copy-dependencies >/dev/null
   echo "$mvn_key" >"$STAMPS/mvn"
 fi
 log "ready"

@@ -48,11 +48,12 @@ class EmbeddedKafka:
 
     def _java(self, main: str, *args: str) -> list[str]:
         java = require_binary("java", [], "install a JDK 17 (Debian: openjdk-17-jdk-headless)")
-        log4j = jars_root().parent / "kafka-log4j2.yaml"
+        log4j = jars_root().parent / "kafka-log4j2.properties"
         return [
             java,
+            "-Xms128m",
             f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={self.base_dir / 'logs'}",
             "-cp",
@@ -84,15 +85,23 @@ class EmbeddedKafka:
                     "transaction.state.log.min.isr=1",
                     "share.coordinator.state.topic.replication.factor=1",
                     "share.coordinator.state.topic.min.isr=1",
+                    "offsets.topic.num.partitions=1",
                     "group.initial.rebalance.delay.ms=0",
                     "auto.create.topics.enable=true",
-                    "log.flush.interval.messages=1000000",
                     "",
                 ]
             )
         )
         fmt = subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)),
+            self._java(
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                _cluster_id(),
+                "--config",
+                str(config),
+                "--ignore-formatted",
+            ),
             capture_output=True,
             text=True,
             check=False,
@@ -101,7 +110,10 @@ class EmbeddedKafka:
             raise ServiceError(f"kafka storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
         self._process = start_process(self._java("kafka.Kafka", str(config)), self.log)
         wait_until(
-            lambda: port_open(self.port),
+            lambda: (
+                port_open(self.port)
+                and "Kafka Server started" in self.log.read_text(errors="replace")
+            ),
             timeout=timeout,
             process=self._process,
             what="kafka",

@@ -4,5 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Filled as data sources are added; each entry is a ``pyspark.sql.datasource.DataSource``.
-DATA_SOURCES: tuple[type[Any], ...] = ()
+from sparkcdc.spark.mysql_source import MySqlCdcDataSource
+
+DATA_SOURCES: tuple[type[Any], ...] = (MySqlCdcDataSource,)

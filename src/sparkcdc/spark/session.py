@@ -24,9 +24,17 @@ def local_session(
     Jars go through ``spark.jars`` (local files fetched by Maven), never
     ``spark.jars.packages``, which would need Spark to reach a repository at run time.
     """
+    import os
+    import sys
+
     from pyspark.sql import SparkSession
 
     import sparkcdc
+
+    # Workers must run this interpreter (the venv that has sparkcdc), and everything stays
+    # on loopback: Spark otherwise binds to the first external interface.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     builder = (
         SparkSession.builder.master(master)
@@ -34,9 +42,15 @@ def local_session(
         .config("spark.jars", ",".join(str(p) for p in jar_files("spark")))
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Delta's default of 50 snapshot partitions costs seconds per small table.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
     )
     for key, value in {**DELTA_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)

@@ -1,1 +1,1 @@
-
+"""MySQL / MariaDB dialect: discovery, validation, chunk reads and binlog reads."""

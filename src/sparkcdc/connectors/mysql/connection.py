@@ -1,0 +1,115 @@
+"""Connections to the source: the C client for reads, with retries and no leaked secrets."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.core.errors import SourceConfigurationError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: MySQL error codes worth retrying: can't connect, server gone away, lost connection,
+#: too many connections, host blocked temporarily.
+RETRYABLE_CODES = frozenset({1040, 2002, 2003, 2006, 2013, 2055})
+ACCESS_DENIED_CODES = frozenset({1044, 1045, 1227, 1142, 1143})
+
+
+def _scrub(message: str, config: MySqlSourceConfig) -> str:
+    secret = config.password.reveal()
+    return message.replace(secret, "******") if secret else message
+
+
+def with_retries(config: MySqlSourceConfig, what: str, action: Callable[[], T]) -> T:
+    """Run ``action``; retry connection errors ``connect.max-retries`` times with backoff."""
+    attempt = 0
+    while True:
+        try:
+            return action()
+        except Exception as exc:
+            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+            if code not in RETRYABLE_CODES or attempt >= config.connect_max_retries:
+                raise
+            delay = min(0.5 * 2**attempt, 10.0)
+            attempt += 1
+            log.warning(
+                "%s failed (%s); retry %d/%d in %.1fs",
+                what,
+                _scrub(str(exc), config),
+                attempt,
+                config.connect_max_retries,
+                delay,
+            )
+            time.sleep(delay)
+
+
+def connect(config: MySqlSourceConfig, *, streaming: bool = False) -> Any:
+    """A mysqlclient connection (autocommit off, UTC session, fast value converters).
+
+    ``streaming=True`` makes cursors unbuffered (server-side), so a chunk's rows stream
+    through instead of being loaded whole.
+    """
+    import MySQLdb
+    import MySQLdb.cursors
+
+    from sparkcdc.connectors.mysql.types import snapshot_conversions
+
+    kwargs: dict[str, Any] = {
+        "host": config.hostname,
+        "port": config.port,
+        "user": config.username,
+        "password": config.password.reveal(),
+        "connect_timeout": max(1, int(config.connect_timeout)),
+        "charset": "utf8mb4",
+        "conv": snapshot_conversions(),
+        "autocommit": True,
+    }
+    if streaming:
+        kwargs["cursorclass"] = MySQLdb.cursors.SSCursor
+    tls = config.tls
+    if tls:
+        mode = tls.get("sslMode", "required").lower()
+        if mode != "disabled":
+            kwargs["ssl_mode"] = mode.upper()
+            ssl = {
+                k: tls[v]
+                for k, v in (("ca", "sslCa"), ("cert", "sslCert"), ("key", "sslKey"))
+                if v in tls
+            }
+            if ssl:
+                kwargs["ssl"] = ssl
+
+    def attempt() -> Any:
+        try:
+            conn = MySQLdb.connect(**kwargs)
+        except MySQLdb.OperationalError as exc:
+            code = exc.args[0] if exc.args else None
+            if code in ACCESS_DENIED_CODES:
+                raise SourceConfigurationError(
+                    f"cannot log in to {config.hostname}:{config.port} as "
+                    f"'{config.username}': {_scrub(str(exc.args[-1]), config)}. Check "
+                    "'username'/'password' and that the user may connect from this host."
+                ) from None
+            raise type(exc)(code, _scrub(str(exc.args[-1]), config)) from None
+        with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+        return conn
+
+    return with_retries(config, f"connecting to {config.hostname}:{config.port}", attempt)
+
+
+def query(conn: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def query_dicts(conn: Any, sql: str, args: Any = None) -> list[dict[str, Any]]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

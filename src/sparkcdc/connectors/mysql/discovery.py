@@ -1,0 +1,102 @@
+"""Which tables to capture, and their columns, keys and chunk key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.connection import query, query_dicts
+from sparkcdc.connectors.mysql.types import MySqlColumn
+from sparkcdc.core.errors import SchemaError, SourceConfigurationError
+from sparkcdc.core.table import TableId
+
+SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+
+
+@dataclass(frozen=True)
+class CapturedTable:
+    """A table's schema as captured: columns in ordinal order, primary key, chunk key."""
+
+    table_id: TableId
+    columns: tuple[MySqlColumn, ...]
+    primary_key: tuple[str, ...]
+    chunk_key: str
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def index_of(self, name: str) -> int:
+        return self.column_names.index(name)
+
+    @property
+    def key_indexes(self) -> tuple[int, ...]:
+        return tuple(self.index_of(n) for n in self.primary_key)
+
+    @property
+    def chunk_key_index(self) -> int:
+        return self.index_of(self.chunk_key)
+
+    @property
+    def chunk_column(self) -> MySqlColumn:
+        return self.columns[self.chunk_key_index]
+
+
+def discover_tables(conn: Any, config: MySqlSourceConfig) -> list[CapturedTable]:
+    """The base tables matching ``database-name``/``table-name``, with schemas."""
+    rows = query(
+        conn,
+        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+        "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+    )
+    ids = [
+        TableId(db, name)
+        for db, name in rows
+        if db.lower() not in SYSTEM_DATABASES and config.matches(db, name)
+    ]
+    if not ids:
+        raise SourceConfigurationError(
+            f"no table matches database-name '{config.database_name.pattern}' and table-name "
+            f"'{config.table_name.pattern}' (both are regular expressions matched against the "
+            f"whole name) that user '{config.username}' can see; check the names and that "
+            "the user has SELECT on them"
+        )
+    return [describe_table(conn, table_id, config.chunk_key_column) for table_id in ids]
+
+
+def describe_table(conn: Any, table_id: TableId, chunk_key_column: str | None) -> CapturedTable:
+    columns = tuple(
+        MySqlColumn.from_information_schema(row)
+        for row in query_dicts(
+            conn,
+            "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+            "ORDER BY ORDINAL_POSITION",
+            (table_id.database, table_id.table),
+        )
+    )
+    primary_key = tuple(
+        name
+        for (name,) in query(
+            conn,
+            "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+            (table_id.database, table_id.table),
+        )
+    )
+    names = [c.name for c in columns]
+    if not primary_key:
+        raise SchemaError(
+            f"table {table_id} has no primary key. Add one, or capture it with "
+            "'scan.incremental.snapshot.chunk.key-column' once tables without primary keys are "
+            "supported (not yet: rows without a key cannot be matched to their changes)"
+        )
+    chunk_key = primary_key[0]
+    if chunk_key_column:
+        if chunk_key_column not in names:
+            raise SchemaError(
+                f"'scan.incremental.snapshot.chunk.key-column' is '{chunk_key_column}', but "
+                f"table {table_id} has no such column. Columns: {', '.join(names)}"
+            )
+        chunk_key = chunk_key_column
+    return CapturedTable(table_id, columns, primary_key, chunk_key)

@@ -1,0 +1,158 @@
+"""Reading chunks lock-free and normalising them to a batch's binlog position.
+
+One partition reads several chunks of one table inside one ``START TRANSACTION WITH
+CONSISTENT SNAPSHOT`` (MVCC, no locks), whose exact binlog position S MariaDB reports. The
+log window between S and the batch position P is read once for the whole partition and
+folded into per-key overrides (see snapshot/normalize.py); rows then stream through in
+batches of ``scan.snapshot.fetch.size``, so memory does not grow with the chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from sparkcdc.connectors.mysql.binlog import read_changes
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.connection import connect, with_retries
+from sparkcdc.connectors.mysql.discovery import CapturedTable
+from sparkcdc.connectors.mysql.keys import chunk_key_order, row_key
+from sparkcdc.connectors.mysql.positions import snapshot_position
+from sparkcdc.connectors.mysql.types import snapshot_converter, snapshot_select_expression
+from sparkcdc.core.position import BinlogPosition
+from sparkcdc.core.rows import Row
+from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.normalize import apply_overrides, backward_overrides, forward_overrides
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def chunk_query(table: CapturedTable, chunk: Chunk) -> tuple[str, list[Any]]:
+    """``SELECT`` of one chunk; NULL chunk keys sort first, so they belong to the first."""
+    columns = ", ".join(snapshot_select_expression(c) for c in table.columns)
+    key = quote(table.chunk_key)
+    conditions, args = [], []
+    if chunk.lo is not None:
+        conditions.append(f"{key} >= %s")
+        args.append(chunk.lo)
+    if chunk.hi is not None:
+        conditions.append(
+            f"({key} < %s)" if chunk.lo is not None else f"({key} IS NULL OR {key} < %s)"
+        )
+        args.append(chunk.hi)
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    return f"SELECT {columns} FROM {table.table_id.quoted}{where}", args
+
+
+def read_chunks(
+    config: MySqlSourceConfig,
+    table: CapturedTable,
+    chunks: Sequence[Chunk],
+    target: BinlogPosition,
+    server_id: int,
+) -> Iterator[list[Row]]:
+    """The rows of ``chunks`` as of ``target``, in lists of at most ``fetch_size`` rows."""
+    conn = connect(config, streaming=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        snapshot_at = snapshot_position(conn)
+        order = chunk_key_order(table)
+        k = table.chunk_key_index
+        key_of = row_key(table)
+
+        def in_partition(row: Row) -> bool:
+            return any(order.in_chunk(row[k], c) for c in chunks)
+
+        overrides = _window_overrides(
+            config, table, snapshot_at, target, server_id, key_of, in_partition
+        )
+        converters = [snapshot_converter(c) for c in table.columns]
+        convert = _row_converter(converters)
+        for chunk in chunks:
+            sql, args = chunk_query(table, chunk)
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                if overrides:
+
+                    def in_chunk(row: Row, chunk: Chunk = chunk) -> bool:
+                        return order.in_chunk(row[k], chunk)
+
+                    rows = apply_overrides(
+                        _fetch(cur, config.fetch_size, convert), overrides, key_of, in_chunk
+                    )
+                    yield from _batched(rows, config.fetch_size)
+                else:
+                    yield from (b for b in _fetch_batches(cur, config.fetch_size, convert))
+        with conn.cursor() as cur:
+            cur.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _window_overrides(
+    config: MySqlSourceConfig,
+    table: CapturedTable,
+    snapshot_at: BinlogPosition,
+    target: BinlogPosition,
+    server_id: int,
+    key_of: Callable[[Row], Any],
+    relevant: Callable[[Row], bool],
+) -> dict[Any, Row | None]:
+    forward = snapshot_at <= target
+    low, high = (snapshot_at, target) if forward else (target, snapshot_at)
+
+    def window() -> list[Any]:
+        return [
+            c
+            for c in read_changes(config, {table.table_id: table}, low, high, server_id)
+            if (c.before is not None and relevant(c.before))
+            or (c.after is not None and relevant(c.after))
+        ]
+
+    changes = with_retries(config, f"reading the binlog window {low}..{high}", window)
+    return forward_overrides(changes, key_of) if forward else backward_overrides(changes, key_of)
+
+
+def _row_converter(converters: list[Callable[[Any], Any] | None]) -> Callable[[Row], Row] | None:
+    active = [(i, c) for i, c in enumerate(converters) if c is not None]
+    if not active:
+        return None
+
+    def convert(row: Row) -> Row:
+        values = list(row)
+        for i, conv in active:
+            if values[i] is not None:
+                values[i] = conv(values[i])
+        return tuple(values)
+
+    return convert
+
+
+def _fetch_batches(
+    cur: Any, size: int, convert: Callable[[Row], Row] | None
+) -> Iterator[list[Row]]:
+    while True:
+        rows = cur.fetchmany(size)
+        if not rows:
+            return
+        yield [convert(r) for r in rows] if convert else list(rows)
+
+
+def _fetch(cur: Any, size: int, convert: Callable[[Row], Row] | None) -> Iterator[Row]:
+    for batch in _fetch_batches(cur, size, convert):
+        yield from batch
+
+
+def _batched(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:
+    batch: list[Row] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

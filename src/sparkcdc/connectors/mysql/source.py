@@ -1,0 +1,307 @@
+"""The MySQL/MariaDB CDC source, engine-neutral: offsets, batch planning and partition reads.
+
+The Spark binding (spark/mysql_source.py) only forwards to this class. An offset is
+
+    {"log": {"file", "pos", "gtid"}, "tables": {"db.table": progress}, "bounded": bool}
+
+with one small progress entry per table (see snapshot/progress.py), never chunk lists. A
+batch from offset A to offset B emits (1) the log changes in (A.log, B.log] for keys that A
+had already emitted, and (2) the chunks between A's and B's cursors, read in parallel and
+normalised to B.log. ``bounded`` (startup mode ``snapshot``) freezes the log position.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkcdc.connectors.mysql.binlog import read_changes
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.connection import connect
+from sparkcdc.connectors.mysql.discovery import CapturedTable, discover_tables
+from sparkcdc.connectors.mysql.keys import chunk_key_order
+from sparkcdc.connectors.mysql.planner import ChunkPlanner
+from sparkcdc.connectors.mysql.positions import (
+    current_position,
+    earliest_position,
+    ensure_available,
+    gtid_at,
+)
+from sparkcdc.connectors.mysql.snapshot_reader import read_chunks
+from sparkcdc.connectors.mysql.types import arrow_type
+from sparkcdc.connectors.mysql.validation import validate_server
+from sparkcdc.core.changelog_arrow import ChangelogBatchBuilder, changelog_schema
+from sparkcdc.core.changes import ChangeType
+from sparkcdc.core.errors import OptionError
+from sparkcdc.core.position import BinlogPosition
+from sparkcdc.core.rows import Row, RowChange
+from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.emit import changes_to_emit
+from sparkcdc.snapshot.progress import TableProgress
+
+Offset = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChunkRead:
+    """A partition of snapshot work: some chunks of one table, normalised to ``target``."""
+
+    table: CapturedTable
+    chunks: tuple[Chunk, ...]
+    target: BinlogPosition
+    server_id: int
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """A partition of log work: changes in ``(start, end]`` for keys emitted as of start."""
+
+    start: BinlogPosition
+    end: BinlogPosition
+    tables: Mapping[TableId, CapturedTable]
+    progress: Mapping[TableId, TableProgress]
+    server_id: int
+
+
+PartitionSpec = ChunkRead | LogRead
+
+
+def _table_schema(table: CapturedTable, metadata: tuple[str, ...]) -> pa.Schema:
+    fields = [pa.field(c.name, arrow_type(c), nullable=c.nullable) for c in table.columns]
+    return changelog_schema(fields, metadata)
+
+
+class MySqlCdcSource:
+    """One captured table (several tables arrive with the envelope format)."""
+
+    def __init__(self, config: MySqlSourceConfig) -> None:
+        self.config = config
+        self._conn: Any = None
+        self._tables: dict[TableId, CapturedTable] | None = None
+        self._planners: dict[TableId, ChunkPlanner] = {}
+        self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
+
+    # -- driver side -------------------------------------------------------------------
+    @property
+    def conn(self) -> Any:
+        if self._conn is None:
+            self._conn = connect(self.config)
+        else:
+            self._conn.ping(True)
+        return self._conn
+
+    @property
+    def tables(self) -> dict[TableId, CapturedTable]:
+        """Captured tables, after validating the server (up front, with the fix in errors)."""
+        if self._tables is None:
+            validate_server(self.conn, self.config.username)
+            found = discover_tables(self.conn, self.config)
+            if len(found) > 1:
+                names = ", ".join(str(t.table_id) for t in found[:10])
+                raise OptionError(
+                    f"mysql-cdc: database-name/table-name match {len(found)} tables ({names}); "
+                    "capturing several tables in one stream is not supported yet, narrow the "
+                    "regular expressions to one table"
+                )
+            for table in found:
+                chunk_key_order(table)  # fails up front for chunk keys we cannot order
+            self._tables = {t.table_id: t for t in found}
+        return self._tables
+
+    @property
+    def table(self) -> CapturedTable:
+        return next(iter(self.tables.values()))
+
+    def arrow_schema(self) -> pa.Schema:
+        return _table_schema(self.table, self.config.metadata)
+
+    def current_position(self) -> BinlogPosition:
+        return current_position(self.conn)
+
+    def initial_offset(self) -> Offset:
+        mode = self.config.startup_mode
+        tables = self.tables
+        if mode in ("initial", "snapshot"):
+            progress = {t: TableProgress() for t in tables}
+            return _offset(self.current_position(), progress, bounded=mode == "snapshot")
+        done = {t: TableProgress.finished() for t in tables}
+        if mode == "latest-offset":
+            return _offset(self.current_position(), done)
+        if mode == "earliest-offset":
+            return _offset(earliest_position(self.conn), done)
+        if self.config.specific_file is None or self.config.specific_pos is None:
+            raise OptionError(
+                "mysql-cdc: starting from 'scan.startup.specific-offset.gtid-set' is not "
+                "supported yet; give 'scan.startup.specific-offset.file' and '.pos'"
+            )
+        file, pos = self.config.specific_file, self.config.specific_pos
+        position = BinlogPosition(file, pos, gtid_at(self.conn, file, pos))
+        ensure_available(self.conn, position)
+        return _offset(position, done)
+
+    def latest_offset(
+        self, start: Offset, max_rows: int | None, cap: BinlogPosition | None = None
+    ) -> Offset:
+        """The end of the next batch: the log now (or ``cap``) and a few more chunks."""
+        position = _position(start)
+        progress = _progress(start)
+        if not start.get("bounded"):
+            now = self.current_position()
+            if cap is not None and cap < now:
+                now = cap
+            if now > position:
+                position = now
+        budget = max_rows
+        new_progress = dict(progress)
+        for table_id in sorted(progress):
+            if budget is not None and budget <= 0:
+                break
+            table_progress = progress[table_id]
+            if table_progress.done:
+                continue
+            planner = self._planner(table_id)
+            max_chunks = (
+                1 << 30 if budget is None else max(1, math.ceil(budget / self.config.chunk_size))
+            )
+            chunks = planner.plan(table_progress, max_chunks)
+            last = chunks[-1]
+            after = (
+                TableProgress.finished()
+                if last.is_last
+                else TableProgress(started=True, cursor=last.hi)
+            )
+            new_progress[table_id] = after
+            self._plans[_plan_key(table_id, table_progress, after)] = chunks
+            if budget is not None:
+                budget -= len(chunks) * self.config.chunk_size
+        return _offset(position, new_progress, bounded=bool(start.get("bounded")))
+
+    def partitions(self, start: Offset, end: Offset) -> list[PartitionSpec]:
+        start_pos, end_pos = _position(start), _position(end)
+        before, after = _progress(start), _progress(end)
+        specs: list[PartitionSpec] = []
+        if end_pos > start_pos and any(p.started or p.done for p in before.values()):
+            live = {t: self.tables[t] for t, p in before.items() if p.started or p.done}
+            specs.append(LogRead(start_pos, end_pos, live, before, self.config.server_id(0)))
+        per_partition = max(1, self.config.rows_per_partition // self.config.chunk_size)
+        for table_id in sorted(after):
+            if before.get(table_id, TableProgress()) == after[table_id]:
+                continue
+            key = _plan_key(table_id, before[table_id], after[table_id])
+            chunks = self._plans.pop(key, None)
+            if chunks is None:  # planned in another process, or replayed after a restart
+                chunks = self._planner(table_id).chunks_between(before[table_id], after[table_id])
+            table = self.tables[table_id]
+            for i in range(0, len(chunks), per_partition):
+                specs.append(
+                    ChunkRead(
+                        table,
+                        tuple(chunks[i : i + per_partition]),
+                        end_pos,
+                        self.config.server_id(len(specs)),
+                    )
+                )
+        return specs
+
+    def snapshot_partitions(self) -> list[PartitionSpec]:
+        """All chunks of every table, normalised to the log position now (batch reads)."""
+        start = _offset(self.current_position(), {t: TableProgress() for t in self.tables})
+        return self.partitions(start, self.latest_offset(start | {"bounded": True}, None))
+
+    def _planner(self, table_id: TableId) -> ChunkPlanner:
+        if table_id not in self._planners:
+            self._planners[table_id] = ChunkPlanner(self.conn, self.tables[table_id], self.config)
+        return self._planners[table_id]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._planners.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # travels to executors: connections and caches stay behind
+        return {"config": self.config, "_tables": self._tables}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"])  # type: ignore[misc]
+        self._tables = state["_tables"]
+
+    # -- executor side -----------------------------------------------------------------
+    def read(self, spec: PartitionSpec) -> Iterator[pa.RecordBatch]:
+        if isinstance(spec, ChunkRead):
+            yield from self._read_chunks(spec)
+        else:
+            yield from self._read_log(spec)
+
+    def _read_chunks(self, spec: ChunkRead) -> Iterator[pa.RecordBatch]:
+        schema = _table_schema(spec.table, self.config.metadata)
+        builder = ChangelogBatchBuilder(schema, len(spec.table.columns), spec.table.table_id)
+        at = dt.datetime.now(dt.timezone.utc)
+        for rows in read_chunks(self.config, spec.table, spec.chunks, spec.target, spec.server_id):
+            yield builder.snapshot_batch(rows, spec.target.version, at)
+
+    def _read_log(self, spec: LogRead) -> Iterator[pa.RecordBatch]:
+        live = spec.tables
+        builders = {
+            t: ChangelogBatchBuilder(
+                _table_schema(table, self.config.metadata), len(table.columns), t
+            )
+            for t, table in live.items()
+        }
+        emitted = {t: _emitted_predicate(table, spec.progress[t]) for t, table in live.items()}
+        pending: dict[TableId, list[tuple[ChangeType, Row, RowChange]]] = {t: [] for t in live}
+        size = self.config.fetch_size
+        for change in read_changes(self.config, live, spec.start, spec.end, spec.server_id):
+            t = change.table
+            out = pending[t]
+            for kind, row in changes_to_emit(change, emitted[t]):
+                out.append((kind, row, change))
+            if len(out) >= size:
+                yield builders[t].change_batch(out)
+                out.clear()
+        for t, out in pending.items():
+            if out:
+                yield builders[t].change_batch(out)
+
+
+def _emitted_predicate(table: CapturedTable, progress: TableProgress) -> Callable[[Row], bool]:
+    """Whether a row's key had been emitted when the batch started (log events are
+    emitted only for those keys)."""
+    order = chunk_key_order(table)
+    k = table.chunk_key_index
+
+    def emitted(row: Row) -> bool:
+        return order.emitted(row[k], progress)
+
+    return emitted
+
+
+def _offset(
+    position: BinlogPosition, progress: Mapping[TableId, TableProgress], bounded: bool = False
+) -> Offset:
+    return {
+        "log": position.to_json(),
+        "tables": {str(t): p.to_json() for t, p in sorted(progress.items())},
+        "bounded": bounded,
+    }
+
+
+def _position(offset: Offset) -> BinlogPosition:
+    return BinlogPosition.from_json(offset["log"])
+
+
+def _progress(offset: Offset) -> dict[TableId, TableProgress]:
+    return {TableId.parse(t): TableProgress.from_json(p) for t, p in offset["tables"].items()}
+
+
+def _plan_key(
+    table_id: TableId, before: TableProgress, after: TableProgress
+) -> tuple[TableId, str, str]:
+    return (table_id, repr(before.to_json()), repr(after.to_json()))
