@@ -153,3 +153,49 @@ def test_batch_read_is_the_table(spark: Any, mariadb: EmbeddedMariaDB, orders: s
     rows = {r["id"]: (r["id"], r["name"], r["qty"]) for r in df.collect()}
     assert rows == table_state(mariadb, orders, "orders")
     assert {r["_change_type"] for r in df.select("_change_type").collect()} == {"insert"}
+
+
+def test_several_tables_share_one_stream_and_unpack_to_typed_changelogs(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    from sparkcdc.spark.envelope import table_schema, unpack_table
+
+    options = source_options(mariadb, orders, maxRowsPerTrigger="700")
+    options["table-name"] = "orders|audit"
+    schemas = {t: table_schema(spark, options, orders, t) for t in ("orders", "audit")}
+    replayers = {
+        "orders": ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty"]),
+        "audit": ChangelogReplayer(lambda r: r["id"], ["id", "note"]),
+    }
+    writer = RandomWriter(mariadb, orders, seed=11, key_space=7000)
+    writer.limit = 1500
+
+    def each(batch: Any, batch_id: int) -> None:
+        assert set(batch.columns) >= {"database_name", "table_name", "key", "before", "after"}
+        for name, replayer in replayers.items():
+            typed = unpack_table(batch, orders, name, schemas[name])
+            replayer.apply_batch(r.asDict() for r in typed.collect())
+
+    def run() -> None:
+        query = (
+            spark.readStream.format("mysql-cdc")
+            .options(**options)
+            .load()
+            .writeStream.foreachBatch(each)
+            .option("checkpointLocation", str(scratch / "ckpt"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(600)
+        if query.exception():
+            raise query.exception()
+
+    writer.start()
+    try:
+        run()
+    finally:
+        writer.stop()
+    run()
+    assert replayers["orders"].state == table_state(mariadb, orders, "orders")
+    assert replayers["audit"].state == table_state(mariadb, orders, "audit")
+    assert len(replayers["audit"].state) > 10

@@ -35,12 +35,17 @@ from sparkcdc.connectors.mysql.positions import (
 from sparkcdc.connectors.mysql.snapshot_reader import read_chunks
 from sparkcdc.connectors.mysql.types import arrow_type
 from sparkcdc.connectors.mysql.validation import validate_server
-from sparkcdc.core.changelog_arrow import ChangelogBatchBuilder, changelog_schema
-from sparkcdc.core.changes import ChangeType
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
+from sparkcdc.formats.changelog_arrow import (
+    ChangelogBatchBuilder,
+    Emitted,
+    EnvelopeBatchBuilder,
+    changelog_schema,
+    envelope_schema,
+)
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.emit import changes_to_emit
 from sparkcdc.snapshot.progress import TableProgress
@@ -56,6 +61,7 @@ class ChunkRead:
     chunks: tuple[Chunk, ...]
     target: BinlogPosition
     server_id: int
+    envelope: bool
 
 
 @dataclass(frozen=True)
@@ -67,9 +73,11 @@ class LogRead:
     tables: Mapping[TableId, CapturedTable]
     progress: Mapping[TableId, TableProgress]
     server_id: int
+    envelope: bool
 
 
 PartitionSpec = ChunkRead | LogRead
+BatchBuilder = ChangelogBatchBuilder | EnvelopeBatchBuilder
 
 
 def _table_schema(table: CapturedTable, metadata: tuple[str, ...]) -> pa.Schema:
@@ -102,24 +110,20 @@ class MySqlCdcSource:
         if self._tables is None:
             validate_server(self.conn, self.config.username)
             found = discover_tables(self.conn, self.config)
-            if len(found) > 1:
-                names = ", ".join(str(t.table_id) for t in found[:10])
-                raise OptionError(
-                    f"mysql-cdc: database-name/table-name match {len(found)} tables ({names}); "
-                    "capturing several tables in one stream is not supported yet, narrow the "
-                    "regular expressions to one table"
-                )
             for table in found:
                 chunk_key_order(table)  # fails up front for chunk keys we cannot order
             self._tables = {t.table_id: t for t in found}
         return self._tables
 
     @property
-    def table(self) -> CapturedTable:
-        return next(iter(self.tables.values()))
+    def envelope(self) -> bool:
+        """Several tables share one stream in the envelope schema; one table is typed."""
+        return len(self.tables) > 1
 
     def arrow_schema(self) -> pa.Schema:
-        return _table_schema(self.table, self.config.metadata)
+        if self.envelope:
+            return envelope_schema(self.config.metadata)
+        return _table_schema(next(iter(self.tables.values())), self.config.metadata)
 
     def current_position(self) -> BinlogPosition:
         return current_position(self.conn)
@@ -188,7 +192,9 @@ class MySqlCdcSource:
         specs: list[PartitionSpec] = []
         if end_pos > start_pos and any(p.started or p.done for p in before.values()):
             live = {t: self.tables[t] for t, p in before.items() if p.started or p.done}
-            specs.append(LogRead(start_pos, end_pos, live, before, self.config.server_id(0)))
+            specs.append(
+                LogRead(start_pos, end_pos, live, before, self.config.server_id(0), self.envelope)
+            )
         per_partition = max(1, self.config.rows_per_partition // self.config.chunk_size)
         for table_id in sorted(after):
             if before.get(table_id, TableProgress()) == after[table_id]:
@@ -205,6 +211,7 @@ class MySqlCdcSource:
                         tuple(chunks[i : i + per_partition]),
                         end_pos,
                         self.config.server_id(len(specs)),
+                        self.envelope,
                     )
                 )
         return specs
@@ -240,29 +247,37 @@ class MySqlCdcSource:
         else:
             yield from self._read_log(spec)
 
+    def _builder(self, table: CapturedTable, envelope: bool) -> BatchBuilder:
+        if envelope:
+            return EnvelopeBatchBuilder(
+                envelope_schema(self.config.metadata),
+                table.table_id,
+                table.column_names,
+                [arrow_type(c) for c in table.columns],
+                table.key_indexes,
+            )
+        schema = _table_schema(table, self.config.metadata)
+        return ChangelogBatchBuilder(schema, len(table.columns), table.table_id)
+
     def _read_chunks(self, spec: ChunkRead) -> Iterator[pa.RecordBatch]:
-        schema = _table_schema(spec.table, self.config.metadata)
-        builder = ChangelogBatchBuilder(schema, len(spec.table.columns), spec.table.table_id)
+        builder = self._builder(spec.table, spec.envelope)
         at = dt.datetime.now(dt.timezone.utc)
         for rows in read_chunks(self.config, spec.table, spec.chunks, spec.target, spec.server_id):
             yield builder.snapshot_batch(rows, spec.target.version, at)
 
     def _read_log(self, spec: LogRead) -> Iterator[pa.RecordBatch]:
         live = spec.tables
-        builders = {
-            t: ChangelogBatchBuilder(
-                _table_schema(table, self.config.metadata), len(table.columns), t
-            )
-            for t, table in live.items()
-        }
+        builders = {t: self._builder(table, spec.envelope) for t, table in live.items()}
         emitted = {t: _emitted_predicate(table, spec.progress[t]) for t, table in live.items()}
-        pending: dict[TableId, list[tuple[ChangeType, Row, RowChange]]] = {t: [] for t in live}
+        pending: dict[TableId, list[tuple[RowChange, Emitted]]] = {t: [] for t in live}
         size = self.config.fetch_size
         for change in read_changes(self.config, live, spec.start, spec.end, spec.server_id):
             t = change.table
+            images = changes_to_emit(change, emitted[t])
+            if not images:
+                continue
             out = pending[t]
-            for kind, row in changes_to_emit(change, emitted[t]):
-                out.append((kind, row, change))
+            out.append((change, images))
             if len(out) >= size:
                 yield builders[t].change_batch(out)
                 out.clear()

@@ -51,38 +51,86 @@ def check_version(flavor: str, version: tuple[int, ...], text: str) -> None:
         )
 
 
-def check_settings(values: dict[str, str], flavor: str) -> None:
+def settings_problems(values: dict[str, str], flavor: str) -> list[str]:
+    """One line per required setting that is wrong: its value, the value needed, the fix."""
     problems = []
     for name, wanted, fix in required_settings(flavor):
         actual = values.get(name, "(not set)")
         if actual.upper() != wanted:
             problems.append(f"{name} is {actual}, needs {wanted}: {fix}")
+    return problems
+
+
+def check_settings(values: dict[str, str], flavor: str) -> None:
+    problems = settings_problems(values, flavor)
     if problems:
         raise SourceConfigurationError(
             "the server is not configured for CDC:\n  - " + "\n  - ".join(problems)
         )
 
 
-def check_grants(grants: list[str], user: str) -> None:
+_GLOBAL_GRANT = re.compile(r"^\s*GRANT\s+(.+?)\s+ON\s+\*\.\*\s+TO\s", re.IGNORECASE | re.DOTALL)
+
+
+def global_privileges(grants: list[str]) -> set[str]:
+    """The privileges granted ``ON *.*`` in ``SHOW GRANTS`` lines, upper-cased, one per item
+    (so ``REPLICATION SLAVE ADMIN`` is not mistaken for ``REPLICATION SLAVE``)."""
+    privileges: set[str] = set()
+    for grant in grants:
+        match = _GLOBAL_GRANT.match(grant)
+        if match:
+            privileges.update(" ".join(p.split()).upper() for p in match.group(1).split(","))
+    return privileges
+
+
+#: (privilege to name in the fix, privileges that satisfy it). REPLICATION REPLICA is
+#: MariaDB's/MySQL's newer spelling; MariaDB 10.5+ shows REPLICATION CLIENT as BINLOG MONITOR;
+#: SUPER still allows SHOW MASTER STATUS / SHOW BINARY LOGS on both.
+_NEEDED_PRIVILEGES = (
+    ("REPLICATION SLAVE", frozenset({"REPLICATION SLAVE", "REPLICATION REPLICA"})),
+    ("REPLICATION CLIENT", frozenset({"REPLICATION CLIENT", "BINLOG MONITOR", "SUPER"})),
+)
+
+
+def grant_problems(grants: list[str], user: str, flavor: str = "mysql") -> list[str]:
+    """What the user lacks of REPLICATION SLAVE and REPLICATION CLIENT (MariaDB: BINLOG
+    MONITOR), as one line with the GRANT statement that fixes it; empty if nothing."""
+    privileges = global_privileges(grants)
+    if privileges & {"ALL", "ALL PRIVILEGES"}:
+        return []
+    missing = [name for name, accepted in _NEEDED_PRIVILEGES if not privileges & accepted]
+    if not missing:
+        return []
+    names = [
+        "REPLICATION CLIENT (called BINLOG MONITOR in MariaDB 10.5+)"
+        if name == "REPLICATION CLIENT" and flavor == "mariadb"
+        else name
+        for name in missing
+    ]
+    account = user if "@" in user else f"'{user}'@'<host>'"
+    return [
+        f"user {account} lacks {' and '.join(names)} ON *.*: run GRANT SELECT, "
+        f"REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {account} (read-only privileges; "
+        "sparkcdc never writes to the source)"
+    ]
+
+
+def check_grants(grants: list[str], user: str, flavor: str = "mysql") -> None:
     """The user needs REPLICATION SLAVE and REPLICATION CLIENT (MariaDB: BINLOG MONITOR)."""
-    global_grants = " ".join(g.upper() for g in grants if " ON *.* " in g.upper())
-    if "ALL PRIVILEGES" in global_grants:
-        return
-    missing = []
-    if "REPLICATION SLAVE" not in global_grants and "REPLICATION REPLICA" not in global_grants:
-        missing.append("REPLICATION SLAVE")
-    if not any(p in global_grants for p in ("REPLICATION CLIENT", "BINLOG MONITOR", "SUPER")):
-        missing.append("REPLICATION CLIENT")
-    if missing:
-        raise SourceConfigurationError(
-            f"user '{user}' lacks {' and '.join(missing)}: run GRANT SELECT, REPLICATION SLAVE, "
-            f"REPLICATION CLIENT ON *.* TO '{user}'@'<host>' (read-only privileges; sparkcdc "
-            "never writes to the source)"
-        )
+    problems = grant_problems(grants, user, flavor)
+    if problems:
+        raise SourceConfigurationError(problems[0])
+
+
+def _account(conn: Any, user: str) -> str:
+    """``'user'@'host'`` as the server knows the logged-in account (for a runnable GRANT)."""
+    ((current,),) = query(conn, "SELECT CURRENT_USER()")
+    name, _, host = str(current).rpartition("@")
+    return f"'{name}'@'{host}'" if name else f"'{user}'@'<host>'"
 
 
 def validate_server(conn: Any, user: str) -> tuple[str, tuple[int, ...]]:
-    """Run every check; return the server flavor and version."""
+    """Run every check; raise one error listing every problem; return flavor and version."""
     ((text,),) = query(conn, "SELECT VERSION()")
     flavor, version = server_flavor(text)
     check_version(flavor, version, text)
@@ -95,6 +143,11 @@ def validate_server(conn: Any, user: str) -> tuple[str, tuple[int, ...]]:
             names,
         )
     }
-    check_settings(values, flavor)
-    check_grants([g for (g,) in query(conn, "SHOW GRANTS")], user)
+    problems = settings_problems(values, flavor)
+    grants = [str(g) for (g,) in query(conn, "SHOW GRANTS")]
+    problems += grant_problems(grants, _account(conn, user), flavor)
+    if problems:
+        raise SourceConfigurationError(
+            "the server is not set up for CDC:\n  - " + "\n  - ".join(problems)
+        )
     return flavor, version

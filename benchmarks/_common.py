@@ -1,0 +1,425 @@
+"""Shared plumbing for the benchmarks: the test table, timing, memory sampling, reporting.
+
+Every benchmark measures sparkcdc and its C reference in the same run against the same
+server and table, because on a shared 2-core machine absolute figures drift by tens of
+percent between runs while ratios within one run stay meaningful.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.embedded import EmbeddedMariaDB
+
+DATABASE = "bench"
+TABLE = "orders"
+
+#: The ``orders`` table of STACK-NOTES: 7 columns, BIGINT primary key.
+ORDERS_DDL = f"""
+CREATE TABLE `{TABLE}` (
+    id BIGINT NOT NULL PRIMARY KEY,
+    order_date DATE NOT NULL,
+    order_time DATETIME NOT NULL,
+    quantity INT NOT NULL,
+    product_id INT NOT NULL,
+    price DECIMAL(10, 2) NOT NULL,
+    purchaser VARCHAR(64) NOT NULL
+) ENGINE=InnoDB
+"""
+
+ORDERS_COLUMNS = "id, order_date, order_time, quantity, product_id, price, purchaser"
+
+
+def orders_select(seq: str = "seq", offset: int = 0) -> str:
+    """Row values derived from a sequence number, so generation runs inside the server.
+
+    Values vary per row (dates over ~4 years, prices, 100k purchasers) so that neither the
+    server nor a decoder benefits from repeated values more than a real table would.
+    """
+    s = f"({seq} + {int(offset)})"
+    return (
+        f"SELECT {s}, DATE'2020-01-01' + INTERVAL ({s} % 1500) DAY, "
+        f"TIMESTAMP'2020-01-01 00:00:00' + INTERVAL ({s} * 7919 % 126230400) SECOND, "
+        f"1 + {s} % 10, 100 + {s} % 5000, "
+        f"CAST(({s} * 37 % 1000000) / 100 AS DECIMAL(10, 2)), "
+        f"CONCAT('purchaser-', {s} * 13 % 100000)"
+    )
+
+
+# -- servers -----------------------------------------------------------------------------
+
+
+def start_mariadb(buffer_pool: str) -> EmbeddedMariaDB:
+    """A private MariaDB configured for CDC, with a buffer pool big enough to be warmed."""
+    db = EmbeddedMariaDB(settings={"innodb-buffer-pool-size": buffer_pool})
+    db.start()
+    try:
+        db.create_database(DATABASE)
+        db.execute(ORDERS_DDL, database=DATABASE)
+    except BaseException:
+        db.stop()
+        raise
+    return db
+
+
+def populate_orders(
+    db: EmbeddedMariaDB, rows: int, *, first_id: int = 1, batch: int = 1_000_000
+) -> float:
+    """Insert ``rows`` rows with ids from ``first_id`` with the sequence engine; seconds taken.
+
+    The session skips the binlog (``sql_log_bin=0``): the initial load is not part of any
+    measured log range, and logging 10 M rows with FULL images would double the load time.
+    """
+    started = time.perf_counter()
+    with db.connect(DATABASE) as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+        for lo in range(first_id, first_id + rows, batch):
+            hi = min(lo + batch - 1, first_id + rows - 1)
+            cur.execute(
+                f"INSERT INTO `{TABLE}` ({ORDERS_COLUMNS}) {orders_select()} "
+                f"FROM seq_{lo}_to_{hi}"
+            )
+    return time.perf_counter() - started
+
+
+def warm_buffer_pool(db: EmbeddedMariaDB) -> tuple[int, float]:
+    """Scan the clustered index once so measured reads come from memory; (rows, MiB)."""
+    db.execute(f"ANALYZE TABLE `{TABLE}`", database=DATABASE)  # refreshes DATA_LENGTH
+    ((count, _),) = db.execute(
+        f"SELECT COUNT(*), SUM(LENGTH(purchaser) + quantity) FROM `{TABLE}`", database=DATABASE
+    )
+    ((data_length,),) = db.execute(
+        "SELECT DATA_LENGTH FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+        (DATABASE, TABLE),
+    )
+    return int(count), int(data_length) / 2**20
+
+
+def disk_page_reads(db: EmbeddedMariaDB) -> int:
+    """``Innodb_buffer_pool_reads``: pages read from disk; a warm pool keeps it constant."""
+    ((_, value),) = db.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")
+    return int(value)
+
+
+def require_tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise SystemExit(f"{name} not found on PATH (Debian package mariadb-client)")
+    return found
+
+
+def run_quiet(argv: Sequence[str]) -> float:
+    """Run a command with stdout to /dev/null; seconds taken. Fails loudly on errors."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr.strip()}")
+    return elapsed
+
+
+# -- Spark -------------------------------------------------------------------------------
+
+
+def spark_session(cores: int) -> tuple[Any, float]:
+    """A local SparkSession with sparkcdc registered, and the seconds it took to start."""
+    from sparkcdc.spark.session import local_session
+
+    started = time.perf_counter()
+    spark = local_session("sparkcdc-benchmark", master=f"local[{cores}]")
+    return spark, time.perf_counter() - started
+
+
+def stream_to_noop(spark: Any, options: dict[str, str], checkpoint: Path) -> tuple[int, int, float]:
+    """Run ``readStream`` with ``availableNow`` into ``noop``: (rows, batches, seconds).
+
+    Rows come from Spark's own progress reports (``numInputRows``), so the count is what
+    Spark received, not what we believe we sent.
+    """
+    started = time.perf_counter()
+    query = (
+        spark.readStream.format("mysql-cdc")
+        .options(**options)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    if query.exception() is not None:
+        raise RuntimeError(f"the stream failed: {query.exception()}")
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    return sum(int(p["numInputRows"]) for p in progress), len(progress), elapsed
+
+
+# -- measurement and reporting -------------------------------------------------------------
+
+
+@dataclass
+class Figure:
+    """One measured rate: ``count`` units in ``seconds``; compared against the baseline."""
+
+    name: str
+    count: int
+    seconds: float
+    unit: str = "rows"
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds if self.seconds > 0 else float("nan")
+
+
+def human(value: float) -> str:
+    """1234567 -> '1.23 M': rates are read at a glance, three significant digits."""
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.3g} {suffix}"
+    return f"{value:.3g}"
+
+
+def print_figures(title: str, figures: Sequence[Figure], baseline: Figure) -> None:
+    """A fixed-width table; ratio = rate / baseline rate (the C client of the same run)."""
+    name_width = max(len(f.name) for f in figures)
+    print(f"\n{title}")
+    header = f"{'measurement':<{name_width}}  {'count':>10}  {'seconds':>8}  {'rate/s':>9}  ratio"
+    print(header)
+    print("-" * len(header))
+    for f in figures:
+        ratio = f.rate / baseline.rate
+        line = (
+            f"{f.name:<{name_width}}  {f.count:>10,}  {f.seconds:>8.2f}  "
+            f"{human(f.rate):>9}  {ratio:5.2f}"
+        )
+        print(line + (f"  {f.note}" if f.note else ""))
+
+
+def print_kv(title: str, items: Sequence[tuple[str, str]]) -> None:
+    width = max(len(k) for k, _ in items)
+    print(f"\n{title}")
+    for key, value in items:
+        print(f"  {key:<{width}}  {value}")
+
+
+def profile(call: Callable[[], object], top: int = 18) -> str:
+    """cProfile ``call``; the ``top`` functions by own time, with short paths."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        call()
+    finally:
+        profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    lines = out.getvalue().splitlines()
+    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
+    total = next((line.strip() for line in lines if "function calls" in line), "")
+    return "\n".join([total, *lines[start:]]).rstrip()
+
+
+# -- memory --------------------------------------------------------------------------------
+
+#: Process categories, in print order; the driver is this Python process itself.
+CATEGORIES = ("driver python", "python workers", "jvm", "mariadbd", "c client")
+
+
+def _classify(pid: int, comm: str) -> str | None:
+    if pid == os.getpid():
+        return "driver python"
+    if comm == "java":
+        return "jvm"
+    if comm == "mariadbd":
+        return "mariadbd"
+    if comm in ("mariadb", "mariadb-binlog", "mysql", "mysqlbinlog"):
+        return "c client"
+    if comm.startswith("python"):
+        return "python workers"
+    return None
+
+
+def _status_kib(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in KiB; (0, 0) once it has exited."""
+    rss = hwm = 0
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, hwm
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command name) for every process, from /proc/<pid>/stat."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        ppid = int(text[text.rindex(")") + 2 :].split()[1])
+        table[int(entry.name)] = (ppid, comm)
+    return table
+
+
+def _descendants(root: int, table: dict[int, tuple[int, str]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+@dataclass
+class _Peaks:
+    rss_sum: dict[str, int] = field(default_factory=dict)  # KiB, summed over processes
+    hwm_max: dict[str, int] = field(default_factory=dict)  # KiB, largest single process
+
+
+class MemorySampler:
+    """Samples /proc for this process and its descendants (JVM, Spark's Python workers,
+    mariadbd, C clients) from a background thread, keeping peaks per phase.
+
+    psutil is not a dependency, and VmHWM alone is not enough: Spark's Python workers are
+    forked and may exit between phases, so RSS is also sampled and summed per category.
+    Summed RSS counts pages shared after fork once per worker: an upper bound.
+    """
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval = interval
+        self.phases: dict[str, _Peaks] = {}
+        self._phase: str | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        with self._lock:
+            self._phase = name
+            self.phases.setdefault(name, _Peaks())
+        self.sample()
+        try:
+            yield
+        finally:
+            self.sample()
+            with self._lock:
+                self._phase = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        table = _process_table()
+        rss: dict[str, int] = {}
+        hwm: dict[str, int] = {}
+        for pid in _descendants(os.getpid(), table):
+            category = _classify(pid, table.get(pid, (0, ""))[1])
+            if category is None:
+                continue
+            now, peak = _status_kib(pid)
+            rss[category] = rss.get(category, 0) + now
+            hwm[category] = max(hwm.get(category, 0), peak)
+        with self._lock:
+            if self._phase is None:
+                return
+            peaks = self.phases[self._phase]
+            for category, value in rss.items():
+                peaks.rss_sum[category] = max(peaks.rss_sum.get(category, 0), value)
+            for category, value in hwm.items():
+                peaks.hwm_max[category] = max(peaks.hwm_max.get(category, 0), value)
+
+    def report(self) -> str:
+        """Per phase and category: peak summed RSS (MiB), and in brackets the largest
+        single-process VmHWM (its peak since it started, which may predate the phase)."""
+        names = list(self.phases)
+        width = max(len(n) for n in names) if names else 5
+        header = f"{'phase':<{width}}" + "".join(f"  {c:>20}" for c in CATEGORIES)
+        lines = [header, "-" * len(header)]
+        for name in names:
+            peaks = self.phases[name]
+            cells = []
+            for category in CATEGORIES:
+                if category in peaks.rss_sum:
+                    total = peaks.rss_sum[category] / 1024
+                    single = peaks.hwm_max.get(category, 0) / 1024
+                    cells.append(f"{total:>9.0f} [{single:>6.0f}]")
+                else:
+                    cells.append("-")
+            lines.append(f"{name:<{width}}" + "".join(f"  {c:>20}" for c in cells))
+        return "\n".join(lines)
+
+
+# -- command line --------------------------------------------------------------------------
+
+
+def source_option_pairs(values: Sequence[str]) -> dict[str, str]:
+    """``-o key=value`` arguments: extra ``mysql-cdc`` options passed to every sparkcdc read."""
+    pairs = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"-o expects key=value, got {value!r}")
+        pairs[key.strip()] = text
+    return pairs
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cores", type=int, default=2, help="Spark local[N] (default 2: the machine's cores)"
+    )
+    parser.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra mysql-cdc option for every sparkcdc read, e.g. -o scan.snapshot.fetch.size=4096",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also cProfile sparkcdc's Python read path in this process and print the top functions",
+    )
+    parser.add_argument(
+        "--no-spark", action="store_true", help="skip the Spark measurements (Python/C only)"
+    )

@@ -1,0 +1,247 @@
+"""Snapshot throughput: sparkcdc against the ``mariadb`` C client, on one table in one run.
+
+    .venv/bin/python -m benchmarks.snapshot [--rows N] [--profile] [-o key=value ...]
+
+Loads an ``orders`` table (STACK-NOTES) with the server's sequence engine, warms the buffer
+pool, then reads the whole table with (1) the C client, (2) sparkcdc's reader in this process
+without Spark, (3) a Spark batch read into ``noop`` and (4) a Spark ``availableNow`` stream
+into ``noop``. Prints rows/s, the ratio to the C client and peak memory per process kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import (
+    DATABASE,
+    ORDERS_COLUMNS,
+    TABLE,
+    Figure,
+    MemorySampler,
+    add_common_arguments,
+    disk_page_reads,
+    populate_orders,
+    print_figures,
+    print_kv,
+    profile,
+    require_tool,
+    run_quiet,
+    source_option_pairs,
+    spark_session,
+    start_mariadb,
+    stream_to_noop,
+    warm_buffer_pool,
+)
+from sparkcdc.connectors.mysql.config import parse_config
+from sparkcdc.connectors.mysql.source import ChunkRead, MySqlCdcSource, PartitionSpec
+from sparkcdc.connectors.mysql.snapshot_reader import read_chunks
+from sparkcdc.embedded import EmbeddedMariaDB
+
+TARGET_RATIO = 0.75
+
+
+def c_client(db: EmbeddedMariaDB, rows: int) -> Figure:
+    """The reference: the C client streaming the table (``--quick``) in batch format."""
+    argv = [
+        require_tool("mariadb"),
+        "--no-defaults",
+        "--quick",
+        "-B",
+        "-h",
+        db.host,
+        "-P",
+        str(db.port),
+        "-u",
+        db.root.user,
+        "-e",
+        f"SELECT {ORDERS_COLUMNS} FROM {DATABASE}.{TABLE}",
+    ]
+    reads = disk_page_reads(db)
+    seconds = run_quiet(argv)
+    note = f"disk page reads {disk_page_reads(db) - reads}"
+    return Figure("C client: mariadb --quick -B > /dev/null", rows, seconds, note=note)
+
+
+def in_process(source: MySqlCdcSource, specs: list[PartitionSpec]) -> tuple[Figure, Figure]:
+    """sparkcdc's executor code on one core without Spark: rows only, then rows to Arrow.
+
+    Separates the Python reader's own ceiling from what Spark adds on top of it.
+    """
+    chunk_reads = [s for s in specs if isinstance(s, ChunkRead)]
+    config = source.config
+    rows = 0
+    started = time.perf_counter()
+    for spec in chunk_reads:
+        for batch in read_chunks(config, spec.table, spec.chunks, spec.target, spec.server_id):
+            rows += len(batch)
+    tuples = Figure("sparkcdc read_chunks, 1 core, no Spark", rows, time.perf_counter() - started)
+    arrow_rows = 0
+    started = time.perf_counter()
+    for spec in chunk_reads:
+        for record_batch in source.read(spec):
+            arrow_rows += record_batch.num_rows
+    arrow = Figure(
+        "sparkcdc source.read (+Arrow), 1 core, no Spark",
+        arrow_rows,
+        time.perf_counter() - started,
+    )
+    return tuples, arrow
+
+
+def spark_batch(spark: Any, options: dict[str, str]) -> tuple[int, float]:
+    """``spark.read...write.format('noop')``; the row count comes from a Spark observation."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation("snapshot-benchmark")
+    started = time.perf_counter()
+    (
+        spark.read.format("mysql-cdc")
+        .options(**options)
+        .load()
+        .observe(observation, F.count(F.lit(1)).alias("rows"))
+        .write.format("noop")
+        .mode("overwrite")
+        .save()
+    )
+    seconds = time.perf_counter() - started
+    return int(observation.get["rows"]), seconds
+
+
+def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: MemorySampler) -> None:
+    with memory.phase("load"):
+        load_seconds = populate_orders(db, args.rows)
+        count, mib = warm_buffer_pool(db)
+    print_kv(
+        f"Table {DATABASE}.{TABLE}",
+        [
+            ("rows", f"{count:,}"),
+            ("data length", f"{mib:,.0f} MiB (buffer pool {args.buffer_pool})"),
+            ("load", f"{load_seconds:.1f} s ({count / load_seconds:,.0f} rows/s, sequence engine)"),
+        ],
+    )
+    options = {
+        **db.source_options(),
+        "database-name": DATABASE,
+        "table-name": TABLE,
+        **source_option_pairs(args.option),
+    }
+
+    with memory.phase("C client"):
+        baseline = min((c_client(db, count) for _ in range(args.repeat)), key=lambda f: f.seconds)
+    figures = [baseline]
+
+    source = MySqlCdcSource(parse_config(options))
+    try:
+        specs = source.snapshot_partitions()
+        direct = specs[: max(1, args.direct_partitions)]
+        with memory.phase("in-process reader"):
+            figures.extend(in_process(source, direct))
+        if args.profile:
+            print("\ncProfile of source.read() on one partition (read_chunks + Arrow):")
+            print(profile(lambda: sum(b.num_rows for b in source.read(specs[0]))))
+    finally:
+        source.close()
+
+    if not args.no_spark:
+        figures.extend(spark_figures(args, options, count, memory))
+
+    print_figures(
+        f"Snapshot of {count:,} rows ({len(specs)} partitions of "
+        f"<= {source.config.rows_per_partition:,} rows, chunks of {source.config.chunk_size:,})",
+        figures,
+        baseline,
+    )
+    spark_rows = [f for f in figures if f.name.startswith("Spark batch, 2nd")]
+    if spark_rows:
+        ratio = spark_rows[0].rate / baseline.rate
+        verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
+        print(
+            f"\nsparkcdc (Spark batch, warm) / C client = {ratio:.2f} "
+            f"(target >= {TARGET_RATIO}: {verdict})"
+        )
+    print("\nPeak memory, MiB: summed RSS per kind [largest single-process VmHWM]")
+    print(memory.report())
+
+
+def spark_figures(
+    args: argparse.Namespace, options: dict[str, str], count: int, memory: MemorySampler
+) -> list[Figure]:
+    with memory.phase("spark start"):
+        spark, start_seconds = spark_session(args.cores)
+    checkpoint = Path(tempfile.mkdtemp(prefix="sparkcdc-bench-"))
+    try:
+        with memory.phase("spark batch 1st"):
+            rows1, first = spark_batch(spark, options)
+        with memory.phase("spark batch 2nd"):
+            runs = [spark_batch(spark, options) for _ in range(args.repeat)]
+            rows2, second = min(runs, key=lambda r: r[1])
+        stream_options = dict(options)
+        if args.stream_max_rows:
+            stream_options["maxRowsPerTrigger"] = str(args.stream_max_rows)
+        with memory.phase("spark stream"):
+            rows3, batches, stream_seconds = stream_to_noop(spark, stream_options, checkpoint)
+    finally:
+        spark.stop()
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    for rows in (rows1, rows2, rows3):
+        if rows != count:
+            print(f"WARNING: Spark saw {rows:,} rows, the table has {count:,}")
+    cores = f"local[{args.cores}]"
+    return [
+        Figure(
+            "Spark batch, 1st run, incl. session start",
+            rows1,
+            start_seconds + first,
+            note=f"session start {start_seconds:.1f} s",
+        ),
+        Figure("Spark batch, 1st run", rows1, first, note=cores),
+        Figure("Spark batch, 2nd run (warm JVM/workers)", rows2, second, note=cores),
+        Figure(
+            "Spark stream availableNow",
+            rows3,
+            stream_seconds,
+            note=f"{batches} micro-batch(es), {cores}",
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.snapshot", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--rows", type=int, default=10_000_000, help="table rows (10,000,000)")
+    parser.add_argument(
+        "--buffer-pool", default="2G", help="innodb-buffer-pool-size, large enough for the table"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of the C client and warm Spark batch (best)"
+    )
+    parser.add_argument(
+        "--direct-partitions",
+        type=int,
+        default=8,
+        help="partitions read by the in-process (no Spark) measurement (8 = ~2 M rows)",
+    )
+    parser.add_argument(
+        "--stream-max-rows", type=int, default=None, help="maxRowsPerTrigger for the stream"
+    )
+    add_common_arguments(parser)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    with MemorySampler() as memory:
+        db = start_mariadb(args.buffer_pool)
+        try:
+            run(args, db, memory)
+        finally:
+            db.stop()
+    print(f"\nTotal wall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

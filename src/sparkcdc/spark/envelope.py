@@ -1,0 +1,67 @@
+"""Several captured tables in one stream: turning one table's envelope rows back into typed
+changelog columns (the same shape a single-table stream has)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+ENVELOPE_COLUMNS = (
+    "database_name",
+    "table_name",
+    *CHANGE_COLUMNS,
+    "key",
+    "before",
+    "after",
+)
+
+
+def table_schema(spark: Any, options: Mapping[str, str], database: str, table: str) -> Any:
+    """The typed columns of one captured table (a StructType), asked from the source."""
+    from pyspark.sql.types import StructType
+
+    single = {
+        **options,
+        "database-name": re.escape(database),
+        "table-name": re.escape(table),
+        "metadata.list": "",
+    }
+    schema = spark.read.format("mysql-cdc").options(**single).load().schema
+    return StructType([f for f in schema.fields if f.name not in CHANGE_COLUMNS])
+
+
+def unpack_table(envelope: Any, database: str, table: str, schema: Any) -> Any:
+    """One table's rows of an envelope DataFrame as a typed changelog DataFrame.
+
+    The result has the table's columns, then ``_change_type`` (``insert``,
+    ``update_preimage``, ``update_postimage``, ``delete``), ``_commit_version``,
+    ``_commit_timestamp`` and any metadata columns the envelope carries. Works on batch and
+    streaming DataFrames.
+    """
+    from pyspark.sql import functions as F
+
+    rows = envelope.where((F.col("database_name") == database) & (F.col("table_name") == table))
+    before = F.from_json("before", schema)
+    after = F.from_json("after", schema)
+
+    def image(kind: str, value: Any) -> Any:
+        return F.struct(F.lit(kind).alias("kind"), value.alias("image"))
+
+    images = (
+        F.when(F.col("_change_type") == "insert", F.array(image("insert", after)))
+        .when(
+            F.col("_change_type") == "update",
+            F.array(image("update_preimage", before), image("update_postimage", after)),
+        )
+        .otherwise(F.array(image("delete", before)))
+    )
+    metadata = [c for c in envelope.columns if c not in ENVELOPE_COLUMNS]
+    exploded = rows.select(F.explode(images).alias("_c"), *CHANGE_COLUMNS[1:], *metadata)
+    return exploded.select(
+        "_c.image.*",
+        F.col("_c.kind").alias("_change_type"),
+        *CHANGE_COLUMNS[1:],
+        *metadata,
+    )
