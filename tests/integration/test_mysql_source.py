@@ -199,3 +199,100 @@ def test_several_tables_share_one_stream_and_unpack_to_typed_changelogs(
     assert replayers["orders"].state == table_state(mariadb, orders, "orders")
     assert replayers["audit"].state == table_state(mariadb, orders, "audit")
     assert len(replayers["audit"].state) > 10
+
+
+def collect_stream(spark: Any, options: dict[str, str], checkpoint: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def each(batch: Any, _: int) -> None:
+        rows.extend(r.asDict() for r in batch.collect())
+
+    query = (
+        spark.readStream.format("mysql-cdc")
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(600)
+    if query.exception():
+        raise query.exception()
+    return rows
+
+
+def test_startup_modes(spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mysql_db)
+    mariadb.execute("INSERT INTO t VALUES (1, 10), (2, 20)", database=mysql_db)
+    file, pos = mariadb.execute("SHOW MASTER STATUS")[0][:2]
+    mariadb.execute("INSERT INTO t VALUES (3, 30)", database=mysql_db)
+    base = {**mariadb.source_options(), "database-name": mysql_db, "table-name": "t"}
+
+    def run(name: str, **extra: str) -> list[tuple[str, int]]:
+        rows = collect_stream(spark, {**base, **extra}, scratch / name)
+        return sorted((r["_change_type"], r["id"]) for r in rows)
+
+    # latest-offset: nothing old; the checkpointed query then sees only new changes
+    assert run("latest", **{"scan.startup.mode": "latest-offset"}) == []
+    mariadb.execute("UPDATE t SET v = 31 WHERE id = 3", database=mysql_db)
+    assert run("latest", **{"scan.startup.mode": "latest-offset"}) == [
+        ("update_postimage", 3),
+        ("update_preimage", 3),
+    ]
+    # specific-offset: changes after the recorded position only (insert of 3, its update)
+    specific = {
+        "scan.startup.mode": "specific-offset",
+        "scan.startup.specific-offset.file": file,
+        "scan.startup.specific-offset.pos": str(pos),
+    }
+    assert run("specific", **specific) == [
+        ("insert", 3),
+        ("update_postimage", 3),
+        ("update_preimage", 3),
+    ]
+    # earliest-offset: every change still in the binlog, without a snapshot
+    earliest = run("earliest", **{"scan.startup.mode": "earliest-offset"})
+    assert [k for k in earliest if k[0] == "insert"] == [
+        ("insert", 1),
+        ("insert", 2),
+        ("insert", 3),
+    ]
+    # snapshot: the table as it is, and nothing after, even when it changes later
+    assert run("snapshot", **{"scan.startup.mode": "snapshot"}) == [
+        ("insert", 1),
+        ("insert", 2),
+        ("insert", 3),
+    ]
+    mariadb.execute("DELETE FROM t WHERE id = 1", database=mysql_db)
+    assert run("snapshot", **{"scan.startup.mode": "snapshot"}) == []
+
+
+def test_metadata_columns(
+    spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path
+) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mysql_db)
+    mariadb.execute("INSERT INTO t VALUES (1, 10)", database=mysql_db)
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "t",
+        "metadata.list": "database_name,table_name,op_ts,row_kind,"
+        "binlog_file,binlog_pos,binlog_gtid",
+    }
+    snapshot = collect_stream(spark, options, scratch / "ckpt")
+    mariadb.execute("UPDATE t SET v = 11 WHERE id = 1", database=mysql_db)
+    (gtid,) = mariadb.execute("SELECT @@gtid_binlog_pos")[0]
+    changes = collect_stream(spark, options, scratch / "ckpt")
+    assert [(r["row_kind"], r["database_name"], r["table_name"]) for r in snapshot] == [
+        ("+I", mysql_db, "t")
+    ]
+    assert snapshot[0]["binlog_file"] is None and snapshot[0]["op_ts"] is None
+    by_kind = {r["row_kind"]: r for r in changes}
+    assert set(by_kind) == {"-U", "+U"}
+    update = by_kind["+U"]
+    assert update["binlog_file"].startswith("binlog.") and update["binlog_pos"] > 4
+    assert update["binlog_gtid"] == gtid
+    assert update["op_ts"] == update["_commit_timestamp"]
+    assert by_kind["-U"]["_commit_version"] == update["_commit_version"]
+    assert update["_commit_version"] > snapshot[0]["_commit_version"]

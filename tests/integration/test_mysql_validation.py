@@ -93,15 +93,19 @@ def make_user(server: EmbeddedMariaDB, privileges: str | None) -> Account:
 def opts(
     server: EmbeddedMariaDB,
     account: Account | None = None,
+    *,
     database: str = DB,
     table: str = TABLE,
-    **extra: str,
+    extra: dict[str, str] | None = None,
+    **simple: str,
 ) -> dict[str, str]:
+    """Options reaching ``server`` as ``account``; ``simple``/``extra`` add or override."""
     return {
         **server.source_options(account),
         "database-name": database,
         "table-name": table,
-        **extra,
+        **simple,
+        **(extra or {}),
     }
 
 
@@ -264,17 +268,10 @@ def test_unknown_user(flipped: EmbeddedMariaDB) -> None:
     assert "as 'nobody_here'" in message and "Check 'username'/'password'" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG connection.py: an unreachable host/port surfaces as the raw MySQLdb "
-    "OperationalError (2002, \"Can't connect to server on '127.0.0.1' (115)\") that names "
-    "neither option nor fix",
-)
 def test_unreachable_port_names_hostname_and_port(flipped: EmbeddedMariaDB) -> None:
     from sparkcdc.embedded.process import free_port
 
-    options = opts(flipped, port=str(free_port()), **{"connect.max-retries": "0"})
+    options = opts(flipped, port=str(free_port()), extra={"connect.max-retries": "0"})
     try:
         open_source(options)
     except SourceConfigurationError as exc:
@@ -355,7 +352,7 @@ def test_chunk_key_column_missing(mariadb: EmbeddedMariaDB, mysql_db: str) -> No
         mariadb,
         database=mysql_db,
         table="t",
-        **{"scan.incremental.snapshot.chunk.key-column": "skew"},
+        extra={"scan.incremental.snapshot.chunk.key-column": "skew"},
     )
     message = failure(options, SchemaError)
     assert "'scan.incremental.snapshot.chunk.key-column' is 'skew'" in message
@@ -366,7 +363,7 @@ def test_chunk_key_column_missing(mariadb: EmbeddedMariaDB, mysql_db: str) -> No
 
 
 def spark_failure(spark: Any, options: dict[str, str]) -> str:
-    with pytest.raises(Exception) as info:  # noqa: B017 - Spark wraps our error
+    with pytest.raises(Exception) as info:
         spark.readStream.format("mysql-cdc").options(**options).load()
     return str(info.value)
 
@@ -387,7 +384,18 @@ def test_spark_wrong_password_not_shown(spark: Any, flipped: EmbeddedMariaDB) ->
 
 
 def test_spark_shows_option_error(spark: Any, flipped: EmbeddedMariaDB) -> None:
-    options = opts(flipped, **{"scan.startup.mode": "latest"})
+    options = opts(flipped, extra={"scan.startup.mode": "latest"})
     text = spark_failure(spark, options)
     assert "option 'scan.startup.mode' has invalid value 'latest'. Valid values: initial" in text
     assert options["password"] not in text
+
+
+def test_spark_accepts_a_correct_setup(spark: Any, flipped: EmbeddedMariaDB) -> None:
+    frame = spark.readStream.format("mysql-cdc").options(**opts(flipped)).load()
+    assert {"id", "note"} <= set(frame.columns)
+
+
+def test_spark_accepts_jdbc_properties(spark: Any, flipped: EmbeddedMariaDB) -> None:
+    options = opts(flipped, extra={"jdbc.properties.sslMode": "disabled"})
+    frame = spark.readStream.format("mysql-cdc").options(**options).load()
+    assert "id" in frame.columns

@@ -144,10 +144,14 @@ def test_unknown_option_without_close_match_still_lists_valid_options() -> None:
     assert "Valid options: " in message and "hostname" in message
 
 
+def test_unknown_option_suggestion_is_right_ignoring_case() -> None:
+    message = option_error(options(maxRowsPerTriger="5"))
+    assert re.search(r"Did you mean 'maxrowspertrigger'\?", message, re.IGNORECASE), message
+
+
 def test_unknown_option_suggestion_keeps_the_documented_spelling() -> None:
     message = option_error(options(maxRowsPerTriger="5"))
-    # the suggestion is case-insensitively right; ideally it is spelled as documented
-    assert re.search(r"Did you mean 'maxrowspertrigger'\?", message, re.IGNORECASE), message
+    assert "Did you mean 'maxRowsPerTrigger'?" in message
 
 
 @pytest.mark.parametrize("name", ["hostname", "username", "database-name", "table-name"])
@@ -300,11 +304,6 @@ def test_tls_properties_kept() -> None:
     assert dict(config.tls) == {"sslMode": "VERIFY_CA", "sslCa": "/ca.pem"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG config.py: jdbc.properties.* sub-keys are compared case-sensitively, but Spark "
-    "lower-cases option keys, so jdbc.properties.sslMode arrives as ...sslmode and is rejected",
-)
 def test_tls_properties_lower_cased_by_spark() -> None:
     config = parse_config(
         options(**{"jdbc.properties.sslmode": "required", "jdbc.properties.sslca": "/ca.pem"})
@@ -366,8 +365,6 @@ def test_no_option_error_mentions_the_password(
     with pytest.raises(OptionError) as info_other:
         parse_config(other)
     assert str(info.value) == str(info_other.value)
-    if len(password) >= 4:
-        assert password not in str(info.value) or password in str(info_other.value)
 
 
 @given(password=st.text(min_size=1, max_size=40))

@@ -125,8 +125,9 @@ def parse_options(
                 valid = sorted(
                     [s.name for s in by_name.values()] + [p.name + "*" for p in prefixes]
                 )
-                close = difflib.get_close_matches(lowered, [v.lower() for v in valid], n=1)
-                hint = f" Did you mean '{close[0]}'?" if close else ""
+                spelled = {v.lower(): v for v in valid}
+                close = difflib.get_close_matches(lowered, list(spelled), n=1)
+                hint = f" Did you mean '{spelled[close[0]]}'?" if close else ""
                 raise OptionError(
                     f"{context}: unknown option '{key}'.{hint} Valid options: {', '.join(valid)}"
                 )

@@ -59,7 +59,10 @@ def _metadata(text: str) -> tuple[str, ...]:
     names = tuple(n.strip().lower() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in METADATA_COLUMNS]
     if unknown:
-        raise ValueError(f"a comma-separated list of {', '.join(METADATA_COLUMNS)}")
+        raise ValueError(
+            f"a comma-separated list of {', '.join(METADATA_COLUMNS)} "
+            f"(unknown: {', '.join(unknown)})"
+        )
     return names
 
 
@@ -161,7 +164,11 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
             "mysql-cdc: option 'chunk-key.even-distribution.factor.lower-bound' "
             f"({lower}) must not exceed '...upper-bound' ({upper})"
         )
-    tls = dict(opts.groups.get("jdbc.properties.", {}))
+    # Spark lower-cases option keys: match the property names case-insensitively
+    canonical = {k.lower(): k for k in TLS_PROPERTIES}
+    tls = {
+        canonical.get(k.lower(), k): v for k, v in opts.groups.get("jdbc.properties.", {}).items()
+    }
     unknown = [k for k in tls if k not in TLS_PROPERTIES]
     if unknown:
         raise OptionError(

@@ -99,7 +99,18 @@ def connect(config: MySqlSourceConfig, *, streaming: bool = False) -> Any:
             cur.execute("SET time_zone = '+00:00'")
         return conn
 
-    return with_retries(config, f"connecting to {config.hostname}:{config.port}", attempt)
+    try:
+        return with_retries(config, f"connecting to {config.hostname}:{config.port}", attempt)
+    except MySQLdb.OperationalError as exc:
+        code = exc.args[0] if exc.args else None
+        if code not in RETRYABLE_CODES:
+            raise
+        raise SourceConfigurationError(
+            f"cannot connect to {config.hostname}:{config.port} after "
+            f"{config.connect_max_retries + 1} attempts: {_scrub(str(exc.args[-1]), config)}. "
+            "Check 'hostname' and 'port', that the server is running and reachable from here; "
+            "'connect.timeout' and 'connect.max-retries' set how long to try"
+        ) from None
 
 
 def query(conn: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:

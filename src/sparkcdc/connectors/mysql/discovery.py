@@ -62,7 +62,15 @@ def discover_tables(conn: Any, config: MySqlSourceConfig) -> list[CapturedTable]
             f"whole name) that user '{config.username}' can see; check the names and that "
             "the user has SELECT on them"
         )
-    return [describe_table(conn, table_id, config.chunk_key_column) for table_id in ids]
+    tables, problems = [], []
+    for table_id in ids:
+        try:
+            tables.append(describe_table(conn, table_id, config.chunk_key_column))
+        except SchemaError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise SchemaError("\n".join(problems))
+    return tables
 
 
 def describe_table(conn: Any, table_id: TableId, chunk_key_column: str | None) -> CapturedTable:
@@ -93,6 +101,9 @@ def describe_table(conn: Any, table_id: TableId, chunk_key_column: str | None) -
         )
     chunk_key = primary_key[0]
     if chunk_key_column:
+        # MySQL column names are case-insensitive
+        by_lower = {n.lower(): n for n in names}
+        chunk_key_column = by_lower.get(chunk_key_column.lower(), chunk_key_column)
         if chunk_key_column not in names:
             raise SchemaError(
                 f"'scan.incremental.snapshot.chunk.key-column' is '{chunk_key_column}', but "

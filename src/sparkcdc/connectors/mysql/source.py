@@ -98,10 +98,15 @@ class MySqlCdcSource:
     # -- driver side -------------------------------------------------------------------
     @property
     def conn(self) -> Any:
+        if self._conn is not None:
+            try:
+                self._conn.ping()
+            except Exception:  # dropped since the last batch: reconnect below
+                self._conn.close()
+                self._conn = None
+                self._planners.clear()
         if self._conn is None:
             self._conn = connect(self.config)
-        else:
-            self._conn.ping(True)
         return self._conn
 
     @property
