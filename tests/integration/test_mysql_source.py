@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,9 @@ def test_startup_modes(spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scra
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mysql_db)
     mariadb.execute("INSERT INTO t VALUES (1, 10), (2, 20)", database=mysql_db)
     file, pos = mariadb.execute("SHOW MASTER STATUS")[0][:2]
+    (gtid,) = mariadb.execute("SELECT @@gtid_binlog_pos")[0]
+    time.sleep(1.1)  # binlog timestamps have whole seconds
+    millis = int(time.time() * 1000)
     mariadb.execute("INSERT INTO t VALUES (3, 30)", database=mysql_db)
     base = {**mariadb.source_options(), "database-name": mysql_db, "table-name": "t"}
 
@@ -246,11 +250,15 @@ def test_startup_modes(spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scra
         "scan.startup.specific-offset.file": file,
         "scan.startup.specific-offset.pos": str(pos),
     }
-    assert run("specific", **specific) == [
-        ("insert", 3),
-        ("update_postimage", 3),
-        ("update_preimage", 3),
-    ]
+    after_3 = [("insert", 3), ("update_postimage", 3), ("update_preimage", 3)]
+    assert run("specific", **specific) == after_3
+    by_gtid = {
+        "scan.startup.mode": "specific-offset",
+        "scan.startup.specific-offset.gtid-set": gtid,
+    }
+    assert run("gtid", **by_gtid) == after_3
+    by_time = {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": str(millis)}
+    assert run("timestamp", **by_time) == after_3
     # earliest-offset: every change still in the binlog, without a snapshot
     earliest = run("earliest", **{"scan.startup.mode": "earliest-offset"})
     assert [k for k in earliest if k[0] == "insert"] == [
@@ -293,6 +301,8 @@ def test_metadata_columns(
     update = by_kind["+U"]
     assert update["binlog_file"].startswith("binlog.") and update["binlog_pos"] > 4
     assert update["binlog_gtid"] == gtid
+    events = mariadb.execute(f"SHOW BINLOG EVENTS IN '{update['binlog_file']}'")
+    assert {r[1]: r[2] for r in events}[update["binlog_pos"]].startswith("Update_rows")
     assert update["op_ts"] == update["_commit_timestamp"]
     assert by_kind["-U"]["_commit_version"] == update["_commit_version"]
     assert update["_commit_version"] > snapshot[0]["_commit_version"]

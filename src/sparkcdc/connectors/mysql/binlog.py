@@ -110,7 +110,7 @@ def read_changes(
             decoder = decoders.get(table_id)
             if decoder is None:
                 continue
-            event_start = event_end - event.event_size
+            event_start = event_end - event.packet.event_size
             base = (file_index(file) << POS_BITS) | event_start
             timestamp = int(event.timestamp)
             for index, row in enumerate(event.rows):

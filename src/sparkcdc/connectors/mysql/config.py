@@ -18,7 +18,14 @@ from sparkcdc.core.options import (
 )
 from sparkcdc.core.secret import Secret
 
-STARTUP_MODES = ("initial", "snapshot", "latest-offset", "earliest-offset", "specific-offset")
+STARTUP_MODES = (
+    "initial",
+    "snapshot",
+    "latest-offset",
+    "earliest-offset",
+    "specific-offset",
+    "timestamp",
+)
 METADATA_COLUMNS = (
     "database_name",
     "table_name",
@@ -156,6 +163,11 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
             "mysql-cdc: scan.startup.mode 'specific-offset' needs "
             "'scan.startup.specific-offset.file' and 'scan.startup.specific-offset.pos' "
             "(or 'scan.startup.specific-offset.gtid-set')"
+        )
+    if mode == "timestamp" and opts.get("scan.startup.timestamp-millis") is None:
+        raise OptionError(
+            "mysql-cdc: scan.startup.mode 'timestamp' needs 'scan.startup.timestamp-millis' "
+            "(epoch milliseconds)"
         )
     lower = opts["chunk-key.even-distribution.factor.lower-bound"]
     upper = opts["chunk-key.even-distribution.factor.upper-bound"]

@@ -25,6 +25,7 @@ from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.connection import connect
 from sparkcdc.connectors.mysql.discovery import CapturedTable, discover_tables
 from sparkcdc.connectors.mysql.keys import chunk_key_order
+from sparkcdc.connectors.mysql.locate import position_for_gtid, position_for_timestamp
 from sparkcdc.connectors.mysql.planner import ChunkPlanner
 from sparkcdc.connectors.mysql.positions import (
     current_position,
@@ -35,7 +36,6 @@ from sparkcdc.connectors.mysql.positions import (
 from sparkcdc.connectors.mysql.snapshot_reader import read_chunks
 from sparkcdc.connectors.mysql.types import arrow_type
 from sparkcdc.connectors.mysql.validation import validate_server
-from sparkcdc.core.errors import OptionError
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
@@ -94,6 +94,12 @@ class MySqlCdcSource:
         self._tables: dict[TableId, CapturedTable] | None = None
         self._planners: dict[TableId, ChunkPlanner] = {}
         self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
+        self.flavor = "mariadb"
+
+    @property
+    def _scan_id(self) -> int:
+        """Server id for the driver's own short binlog scans (the last of the range)."""
+        return self.config.server_ids[1]
 
     # -- driver side -------------------------------------------------------------------
     @property
@@ -113,7 +119,7 @@ class MySqlCdcSource:
     def tables(self) -> dict[TableId, CapturedTable]:
         """Captured tables, after validating the server (up front, with the fix in errors)."""
         if self._tables is None:
-            validate_server(self.conn, self.config.username)
+            self.flavor, _ = validate_server(self.conn, self.config.username)
             found = discover_tables(self.conn, self.config)
             for table in found:
                 chunk_key_order(table)  # fails up front for chunk keys we cannot order
@@ -144,13 +150,17 @@ class MySqlCdcSource:
             return _offset(self.current_position(), done)
         if mode == "earliest-offset":
             return _offset(earliest_position(self.conn), done)
-        if self.config.specific_file is None or self.config.specific_pos is None:
-            raise OptionError(
-                "mysql-cdc: starting from 'scan.startup.specific-offset.gtid-set' is not "
-                "supported yet; give 'scan.startup.specific-offset.file' and '.pos'"
+        if mode == "timestamp":
+            millis = self.config.timestamp_millis or 0
+            return _offset(
+                position_for_timestamp(self.conn, self.config, millis, self._scan_id), done
             )
-        file, pos = self.config.specific_file, self.config.specific_pos
-        position = BinlogPosition(file, pos, gtid_at(self.conn, file, pos))
+        if self.config.specific_file is not None and self.config.specific_pos is not None:
+            file, pos = self.config.specific_file, self.config.specific_pos
+            position = BinlogPosition(file, pos, gtid_at(self.conn, file, pos))
+        else:
+            gtids = self.config.specific_gtid or ""
+            position = position_for_gtid(self.conn, self.config, gtids, self.flavor, self._scan_id)
         ensure_available(self.conn, position)
         return _offset(position, done)
 

@@ -1,0 +1,117 @@
+"""Finding a binlog position from a GTID set or a timestamp (startup modes).
+
+Transactions start with a GTID event; its start position is a transaction boundary we
+can resume from. The scanners read GTID events only (python-mysql-replication skips the
+rest without decoding rows), from the newest binlog file that can contain the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.positions import binlog_files, current_position, gtid_at
+from sparkcdc.core.errors import PositionLostError
+from sparkcdc.core.gtid import MariaDbGtid, MariaDbGtidPosition, MySqlGtidSet
+from sparkcdc.core.position import BinlogPosition
+
+
+@dataclass(frozen=True)
+class TransactionStart:
+    file: str
+    pos: int
+    timestamp: int
+    gtid: str
+
+
+def transaction_starts(
+    config: MySqlSourceConfig, file: str, server_id: int, *, one_file: bool = False
+) -> Iterator[TransactionStart]:
+    """Every transaction start from the beginning of ``file`` to the end of the binlog."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
+
+    stream = BinLogStreamReader(
+        connection_settings={
+            "host": config.hostname,
+            "port": config.port,
+            "user": config.username,
+            "password": config.password.reveal(),
+            "connect_timeout": max(1, int(config.connect_timeout)),
+        },
+        server_id=server_id,
+        resume_stream=True,
+        blocking=False,
+        log_file=file,
+        log_pos=4,
+        is_mariadb=False,
+        only_events=[MariadbGtidEvent, GtidEvent],
+    )
+    try:
+        for event in stream:
+            if one_file and stream.log_file != file:
+                return
+            end = event.packet.log_pos
+            yield TransactionStart(
+                stream.log_file,
+                end - event.packet.event_size,
+                int(event.timestamp),
+                str(event.gtid),
+            )
+    finally:
+        stream.close()
+
+
+def position_for_gtid(
+    conn: Any, config: MySqlSourceConfig, text: str, flavor: str, server_id: int
+) -> BinlogPosition:
+    """The start of the first transaction not in the GTID set/position ``text``."""
+    files = [name for name, _ in binlog_files(conn)]
+    if flavor == "mariadb":
+        target = MariaDbGtidPosition.parse(text)
+        oldest_state = MariaDbGtidPosition.parse(gtid_at(conn, files[0], 4))
+        if not target.covers(oldest_state):
+            raise PositionLostError(
+                f"GTID position {text} is older than the oldest binlog ({files[0]} starts at "
+                f"GTID {oldest_state}): the transactions after it were purged"
+            )
+        start_file = files[0]
+        for name in files[1:]:
+            if target.covers(MariaDbGtidPosition.parse(gtid_at(conn, name, 4))):
+                start_file = name
+            else:
+                break
+        for tx in transaction_starts(config, start_file, server_id):
+            if not target.includes(MariaDbGtid.parse(tx.gtid)):
+                return BinlogPosition(tx.file, tx.pos, gtid_at(conn, tx.file, tx.pos))
+        return current_position(conn)
+    mysql_target = MySqlGtidSet.parse(text)
+    for tx in transaction_starts(config, files[0], server_id):
+        uuid, _, number = tx.gtid.rpartition(":")
+        if not mysql_target.contains(uuid, int(number)):
+            return BinlogPosition(tx.file, tx.pos, "")
+    return current_position(conn)
+
+
+def position_for_timestamp(
+    conn: Any, config: MySqlSourceConfig, millis: int, server_id: int
+) -> BinlogPosition:
+    """The start of the first transaction committed at or after ``millis`` (epoch ms).
+
+    Binlog timestamps have second resolution: a transaction in the same second as
+    ``millis`` counts as at or after it.
+    """
+    seconds = millis // 1000
+    files = [name for name, _ in binlog_files(conn)]
+    start_file = files[0]
+    for name in reversed(files):  # newest file whose first transaction is not after t
+        first = next(iter(transaction_starts(config, name, server_id, one_file=True)), None)
+        if first is not None and first.timestamp <= seconds:
+            start_file = name
+            break
+    for tx in transaction_starts(config, start_file, server_id):
+        if tx.timestamp >= seconds:
+            return BinlogPosition(tx.file, tx.pos, gtid_at(conn, tx.file, tx.pos))
+    return current_position(conn)
