@@ -8,16 +8,21 @@ which is idempotent because ranges are bounded.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.connection import RETRYABLE_CODES
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
 from sparkcdc.core.position import POS_BITS, BinlogPosition, file_index
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
+
+log = logging.getLogger(__name__)
 
 #: Server error for a dump request whose file is gone (ER_MASTER_FATAL_ERROR_READING_BINLOG).
 ER_BINLOG_READ = 1236
@@ -73,6 +78,8 @@ def read_changes(
             "user": config.username,
             "password": config.password.reveal(),
             "connect_timeout": max(1, int(config.connect_timeout)),
+            # a silent network must fail (and be retried), not hang the task forever
+            "read_timeout": max(1, int(config.connect_timeout)),
         },
         server_id=server_id,
         resume_stream=True,
@@ -133,3 +140,45 @@ def read_changes(
         raise
     finally:
         stream.close()
+
+
+def read_changes_with_retries(
+    config: MySqlSourceConfig,
+    tables: Mapping[TableId, CapturedTable],
+    start: BinlogPosition,
+    end: BinlogPosition,
+    server_id: int,
+) -> Iterator[RowChange]:
+    """:func:`read_changes`, surviving lost connections: a bounded range reads the same
+    changes in the same order every time, so a retry re-reads it and skips the changes
+    already delivered. Gives up after ``connect.max-retries``; never skips a change."""
+    from pymysql.err import OperationalError
+
+    delivered = 0
+    attempt = 0
+    while True:
+        try:
+            for index, change in enumerate(read_changes(config, tables, start, end, server_id)):
+                if index < delivered:
+                    continue
+                delivered += 1
+                yield change
+            return
+        except OperationalError as exc:
+            code = exc.args[0] if exc.args else None
+            if code not in RETRYABLE_CODES or attempt >= config.connect_max_retries:
+                raise
+            attempt += 1
+            delay = min(0.5 * 2**attempt, 10.0)
+            log.warning(
+                "binlog read %s..%s lost its connection (%s) after %d changes; "
+                "retry %d/%d in %.1fs",
+                start,
+                end,
+                exc.args[0],
+                delivered,
+                attempt,
+                config.connect_max_retries,
+                delay,
+            )
+            time.sleep(delay)

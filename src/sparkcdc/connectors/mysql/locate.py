@@ -40,6 +40,8 @@ def transaction_starts(
             "user": config.username,
             "password": config.password.reveal(),
             "connect_timeout": max(1, int(config.connect_timeout)),
+            # a silent network must fail (and be retried), not hang the task forever
+            "read_timeout": max(1, int(config.connect_timeout)),
         },
         server_id=server_id,
         resume_stream=True,

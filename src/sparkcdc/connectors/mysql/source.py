@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.connectors.mysql.binlog import read_changes
+from sparkcdc.connectors.mysql.binlog import read_changes_with_retries
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.connection import connect
 from sparkcdc.connectors.mysql.discovery import CapturedTable, discover_tables
@@ -95,6 +95,7 @@ class MySqlCdcSource:
         self._planners: dict[TableId, ChunkPlanner] = {}
         self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
         self.flavor = "mariadb"
+        self._checked_start = False
 
     @property
     def _scan_id(self) -> int:
@@ -170,6 +171,9 @@ class MySqlCdcSource:
         """The end of the next batch: the log now (or ``cap``) and a few more chunks."""
         position = _position(start)
         progress = _progress(start)
+        if not self._checked_start:  # a restart from a checkpoint: is its binlog still there?
+            ensure_available(self.conn, position)
+            self._checked_start = True
         if not start.get("bounded"):
             now = self.current_position()
             if cap is not None and cap < now:
@@ -286,7 +290,8 @@ class MySqlCdcSource:
         emitted = {t: _emitted_predicate(table, spec.progress[t]) for t, table in live.items()}
         pending: dict[TableId, list[tuple[RowChange, Emitted]]] = {t: [] for t in live}
         size = self.config.fetch_size
-        for change in read_changes(self.config, live, spec.start, spec.end, spec.server_id):
+        changes = read_changes_with_retries(self.config, live, spec.start, spec.end, spec.server_id)
+        for change in changes:
             t = change.table
             images = changes_to_emit(change, emitted[t])
             if not images:

@@ -1,0 +1,86 @@
+"""Failures the source must survive or report: lost connections and purged binlogs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.connectors.mysql.binlog import read_changes_with_retries
+from sparkcdc.connectors.mysql.config import parse_config
+from sparkcdc.connectors.mysql.source import MySqlCdcSource
+from sparkcdc.embedded import EmbeddedMariaDB
+from tests.support.tcp_proxy import CuttableProxy
+
+
+def test_binlog_read_survives_killed_connections(mariadb: EmbeddedMariaDB, mysql_db: str) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mysql_db)
+    config = parse_config(
+        {**mariadb.source_options(), "database-name": mysql_db, "table-name": "t"}
+    )
+    source = MySqlCdcSource(config)
+    tables = source.tables
+    start = source.current_position()
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        for i in range(300):
+            cur.execute("INSERT INTO t VALUES (%s, 0)", (i,))
+            cur.execute("UPDATE t SET v = v + 1 WHERE id = %s", (i,))
+    end = source.current_position()
+    source.close()
+    clean = list(read_changes_with_retries(config, tables, start, end, 7101))
+
+    proxy = CuttableProxy(mariadb.port)
+    slow = parse_config(
+        {
+            **mariadb.source_options(),
+            "port": str(proxy.port),
+            "database-name": mysql_db,
+            "table-name": "t",
+            "connect.max-retries": "5",
+        }
+    )
+    got = []
+    try:
+        for change in read_changes_with_retries(slow, tables, start, end, 7102):
+            got.append(change)
+            if len(got) in (100, 250, 400):  # the network fails three times mid-read
+                proxy.cut()
+    finally:
+        proxy.close()
+    assert proxy.cuts >= 3
+    assert got == clean and len(clean) == 600
+
+
+def test_restart_after_binlog_purge_names_the_missing_file(spark: Any, tmp_path: Path) -> None:
+    with EmbeddedMariaDB() as server:
+        server.execute("CREATE DATABASE d")
+        server.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
+        server.execute("INSERT INTO d.t VALUES (1)")
+        options = {**server.source_options(), "database-name": "d", "table-name": "t"}
+
+        def run() -> Any:
+            query = (
+                spark.readStream.format("mysql-cdc")
+                .options(**options)
+                .load()
+                .writeStream.format("noop")
+                .option("checkpointLocation", str(tmp_path / "ckpt"))
+                .trigger(availableNow=True)
+                .start()
+            )
+            try:
+                query.awaitTermination(300)
+            except Exception as exc:  # awaitTermination raises the query's failure
+                return exc
+            return query.exception()
+
+        assert run() is None
+        old_file = server.execute("SHOW MASTER STATUS")[0][0]
+        server.execute("FLUSH BINARY LOGS")
+        server.execute("INSERT INTO d.t VALUES (2)")
+        server.execute("FLUSH BINARY LOGS")
+        newest = server.execute("SHOW MASTER STATUS")[0][0]
+        server.execute(f"PURGE BINARY LOGS TO '{newest}'")
+        error = run()
+        assert error is not None
+        assert f"binlog file {old_file}" in str(error) and "has been purged" in str(error)
+        assert options["password"] not in str(error)

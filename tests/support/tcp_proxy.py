@@ -1,0 +1,62 @@
+"""A loopback TCP proxy that forwards slowly and can cut every open connection: a network
+failure on demand, for tests of reconnects."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+from sparkcdc.embedded.process import free_port
+
+
+class CuttableProxy:
+    """Forwards 127.0.0.1:port to a target, ``chunk`` bytes per ``pause`` seconds."""
+
+    def __init__(self, target_port: int, *, chunk: int = 2048, pause: float = 0.002) -> None:
+        self.target_port = target_port
+        self.chunk, self.pause = chunk, pause
+        self.port = free_port()
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.cuts = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            with self._lock:
+                self._sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(self.chunk):
+                sink.sendall(data)
+                time.sleep(self.pause)
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """Reset every connection open now; new connections still work."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for s in sockets:
+            with contextlib.suppress(OSError):
+                s.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                )
+                s.close()
+        self.cuts += 1
+
+    def close(self) -> None:
+        self._listener.close()
+        self.cut()
