@@ -306,3 +306,48 @@ def test_metadata_columns(
     assert update["op_ts"] == update["_commit_timestamp"]
     assert by_kind["-U"]["_commit_version"] == update["_commit_version"]
     assert update["_commit_version"] > snapshot[0]["_commit_version"]
+
+
+def test_max_rows_per_trigger_bounds_streaming_batches(
+    spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path
+) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mysql_db)
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "t",
+        "scan.startup.mode": "latest-offset",
+        "maxRowsPerTrigger": "10",
+    }
+    assert collect_stream(spark, options, scratch / "ckpt") == []
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE other (id INT PRIMARY KEY)")  # DDL transactions in between
+        for i in range(60):
+            cur.execute("INSERT INTO t VALUES (%s, 0)", (i,))
+            if i % 20 == 0:
+                cur.execute(f"CREATE TABLE other{i} (id INT PRIMARY KEY)")
+        cur.execute("BEGIN")
+        for i in range(60, 75):  # one transaction bigger than the limit: taken whole
+            cur.execute("INSERT INTO t VALUES (%s, 0)", (i,))
+        cur.execute("COMMIT")
+    sizes: list[int] = []
+    ids: list[int] = []
+
+    def each(batch: Any, _: int) -> None:
+        rows = batch.collect()
+        sizes.append(len(rows))
+        ids.extend(r["id"] for r in rows)
+
+    query = (
+        spark.readStream.format("mysql-cdc")
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(scratch / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert sorted(ids) == list(range(75))
+    assert sizes[-1] == 15 and all(0 < s <= 10 for s in sizes[:-1]), sizes
+    assert len(sizes) >= 7

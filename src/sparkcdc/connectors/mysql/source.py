@@ -26,6 +26,7 @@ from sparkcdc.connectors.mysql.connection import connect
 from sparkcdc.connectors.mysql.discovery import CapturedTable, discover_tables
 from sparkcdc.connectors.mysql.keys import chunk_key_order
 from sparkcdc.connectors.mysql.locate import position_for_gtid, position_for_timestamp
+from sparkcdc.connectors.mysql.log_limit import advance_log
 from sparkcdc.connectors.mysql.planner import ChunkPlanner
 from sparkcdc.connectors.mysql.positions import (
     current_position,
@@ -174,13 +175,19 @@ class MySqlCdcSource:
         if not self._checked_start:  # a restart from a checkpoint: is its binlog still there?
             ensure_available(self.conn, position)
             self._checked_start = True
+        budget = max_rows
         if not start.get("bounded"):
             now = self.current_position()
             if cap is not None and cap < now:
                 now = cap
+            if now > position and max_rows is not None:
+                # while a snapshot runs the log gets half the batch, so neither starves
+                unfinished = any(not p.done for p in progress.values())
+                share = max(1, max_rows // 2) if unfinished else max_rows
+                now, used = advance_log(self.conn, position, now, share)
+                budget = max(max_rows - used, 1 if unfinished else 0)
             if now > position:
                 position = now
-        budget = max_rows
         new_progress = dict(progress)
         for table_id in sorted(progress):
             if budget is not None and budget <= 0:

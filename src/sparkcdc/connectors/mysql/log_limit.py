@@ -1,0 +1,81 @@
+"""Bounding a micro-batch's share of the binlog for ``maxRowsPerTrigger``.
+
+The driver walks ``SHOW BINLOG EVENTS`` (event types and positions, no row decoding; needs
+only REPLICATION CLIENT) from the batch start and stops at the last transaction boundary
+that keeps the number of row events within the limit. A batch ends on a transaction
+boundary (never inside one: a reader starting mid-transaction would miss its table map),
+and always takes at least one transaction so the stream makes progress. A row event
+holding several rows (a multi-row INSERT) counts once: the bound is approximate there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkcdc.connectors.mysql.connection import query
+from sparkcdc.connectors.mysql.positions import binlog_files, gtid_at
+from sparkcdc.core.position import BinlogPosition, file_index
+
+PAGE = 2000
+
+
+def is_row_event(event_type: str) -> bool:
+    kind = event_type.lower()
+    return "_rows" in kind and kind.split("_")[0] in ("write", "update", "delete")
+
+
+def advance_log(
+    conn: Any, start: BinlogPosition, end: BinlogPosition, max_row_events: int
+) -> tuple[BinlogPosition, int]:
+    """The furthest transaction boundary in ``(start, end]`` within ``max_row_events`` row
+    events (at least one transaction), and the row events it covers."""
+    file, pos = start.file, start.pos
+    counted = 0
+    best: tuple[str, int, int] | None = None  # file, boundary position, row events before it
+    standalone = False  # inside a GTID group that ends after its one statement (DDL)
+    in_group = False
+    files = [name for name, _ in binlog_files(conn)]
+    while (file_index(file), pos) < end.key:
+        rows = query(conn, f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {PAGE}", (file,))
+        if not rows:
+            later = [f for f in files if file_index(f) > file_index(file)]
+            if not later:
+                break
+            file, pos = later[0], 4
+            continue
+        for _, _start, event_type, _, end_pos, info in rows:
+            end_pos = int(end_pos)
+            if (file_index(file), end_pos) > end.key:
+                return _result(conn, best, start, counted)
+            boundary = False
+            if event_type == "Gtid":
+                in_group = True
+                standalone = not str(info).upper().startswith("BEGIN")
+            elif is_row_event(event_type):
+                counted += 1
+            elif event_type == "Xid" or (event_type == "Query" and str(info).upper() == "COMMIT"):
+                boundary, in_group = True, False
+            elif event_type == "Query" and standalone:
+                boundary, in_group, standalone = True, False, False
+            elif event_type == "Rotate":
+                boundary = not in_group
+            if boundary:
+                if best is not None and counted > max_row_events:
+                    return _result(conn, best, start, counted)
+                best = (file, end_pos, counted)
+            pos = end_pos
+        if rows and rows[-1][2] == "Rotate":
+            later = [f for f in files if file_index(f) > file_index(file)]
+            if not later:
+                break
+            file, pos = later[0], 4
+    return end, counted
+
+
+def _result(
+    conn: Any, best: tuple[str, int, int] | None, start: BinlogPosition, counted: int
+) -> tuple[BinlogPosition, int]:
+    if best is None:
+        return start, 0
+    file, pos, events = best
+    return BinlogPosition(file, pos, gtid_at(conn, file, pos)), events
