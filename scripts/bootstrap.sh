@@ -33,7 +33,8 @@ fi
 PY=${PYTHON:-}
 if [[ -z $PY ]]; then
   for c in python3.12 python3.11 python3.10 python3; do
-    if command -v "$c" >/dev/null && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    # pyenv shims exist for versions that are not active: ask the interpreter itself
+    if command -v "$c" >/dev/null && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
       PY=$c; break
     fi
   done
