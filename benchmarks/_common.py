@@ -89,8 +89,7 @@ def populate_orders(
         for lo in range(first_id, first_id + rows, batch):
             hi = min(lo + batch - 1, first_id + rows - 1)
             cur.execute(
-                f"INSERT INTO `{TABLE}` ({ORDERS_COLUMNS}) {orders_select()} "
-                f"FROM seq_{lo}_to_{hi}"
+                f"INSERT INTO `{TABLE}` ({ORDERS_COLUMNS}) {orders_select()} FROM seq_{lo}_to_{hi}"
             )
     return time.perf_counter() - started
 
@@ -146,11 +145,63 @@ def spark_session(cores: int) -> tuple[Any, float]:
     return spark, time.perf_counter() - started
 
 
-def stream_to_noop(spark: Any, options: dict[str, str], checkpoint: Path) -> tuple[int, int, float]:
-    """Run ``readStream`` with ``availableNow`` into ``noop``: (rows, batches, seconds).
+def last_sql_metrics(spark: Any, timeout: float = 10.0) -> dict[str, str]:
+    """SQL metrics of the most recent query, as ``{"<node>: <metric>": value text}``.
 
-    Rows come from Spark's own progress reports (``numInputRows``), so the count is what
-    Spark received, not what we believe we sent.
+    Read from Spark's SQL status store (works with the UI off) after the run, so the timed
+    query is exactly the documented one, with nothing added to count rows. Listener events
+    arrive asynchronously, hence the polling.
+    """
+    store = spark._jsparkSession.sharedState().statusStore()
+    deadline = time.monotonic() + timeout
+    while True:
+        executions = store.executionsList()
+        count = executions.length()
+        if count:
+            last = max((executions.apply(i) for i in range(count)), key=lambda e: e.executionId())
+            if last.completionTime().isDefined() or time.monotonic() > deadline:
+                break
+        elif time.monotonic() > deadline:
+            return {}
+        time.sleep(0.1)
+    values = store.executionMetrics(last.executionId())
+    found = {}
+    nodes = store.planGraph(last.executionId()).allNodes().iterator()
+    while nodes.hasNext():
+        node = nodes.next()
+        metrics = node.metrics().iterator()
+        while metrics.hasNext():
+            metric = metrics.next()
+            value = values.get(metric.accumulatorId())
+            if value.isDefined():
+                found[f"{node.name()}: {metric.name()}"] = str(value.get())
+    return found
+
+
+def metric_count(metrics: dict[str, str], node_prefix: str, name: str) -> int | None:
+    """A count metric such as ``BatchScan ...: number of output rows`` ('1,234' -> 1234)."""
+    for key, value in metrics.items():
+        node, _, metric = key.rpartition(": ")
+        if node.startswith(node_prefix) and metric == name:
+            return int(value.replace(",", ""))
+    return None
+
+
+@dataclass
+class StreamRun:
+    """An ``availableNow`` stream's outcome, from Spark's own progress reports."""
+
+    rows: int
+    batches: int
+    seconds: float
+    durations_ms: dict[str, int]  #: ``durationMs`` summed over batches: where time went
+
+
+def stream_to_noop(spark: Any, options: dict[str, str], checkpoint: Path) -> StreamRun:
+    """Run ``readStream`` with ``availableNow`` into ``noop`` until it has caught up.
+
+    Rows come from Spark's progress reports (``numInputRows``), so the count is what Spark
+    received, not what we believe we sent.
     """
     started = time.perf_counter()
     query = (
@@ -167,7 +218,12 @@ def stream_to_noop(spark: Any, options: dict[str, str], checkpoint: Path) -> tup
     if query.exception() is not None:
         raise RuntimeError(f"the stream failed: {query.exception()}")
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
-    return sum(int(p["numInputRows"]) for p in progress), len(progress), elapsed
+    durations: dict[str, int] = {}
+    for p in progress:
+        for key, value in p["durationMs"].items():
+            durations[key] = durations.get(key, 0) + int(value)
+    rows = sum(int(p["numInputRows"]) for p in progress)
+    return StreamRun(rows, len(progress), elapsed, durations)
 
 
 # -- measurement and reporting -------------------------------------------------------------
@@ -236,10 +292,18 @@ def profile(call: Callable[[], object], top: int = 18) -> str:
     return "\n".join([total, *lines[start:]]).rstrip()
 
 
-# -- memory --------------------------------------------------------------------------------
+# -- processes: memory and CPU -------------------------------------------------------------
 
 #: Process categories, in print order; the driver is this Python process itself.
 CATEGORIES = ("driver python", "python workers", "jvm", "mariadbd", "c client")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class _Proc:
+    ppid: int
+    comm: str
+    jiffies: int  #: utime + stime + cutime + cstime (reaped children count in the parent)
 
 
 def _classify(pid: int, comm: str) -> str | None:
@@ -271,8 +335,8 @@ def _status_kib(pid: int) -> tuple[int, int]:
     return rss, hwm
 
 
-def _process_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command name) for every process, from /proc/<pid>/stat."""
+def _process_table() -> dict[int, _Proc]:
+    """Every process, from /proc/<pid>/stat (the command name may contain spaces)."""
     table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -283,15 +347,23 @@ def _process_table() -> dict[int, tuple[int, str]]:
         except OSError:
             continue
         comm = text[text.index("(") + 1 : text.rindex(")")]
-        ppid = int(text[text.rindex(")") + 2 :].split()[1])
-        table[int(entry.name)] = (ppid, comm)
+        fields = text[text.rindex(")") + 2 :].split()
+        jiffies = sum(int(v) for v in fields[11:15])
+        table[int(entry.name)] = _Proc(int(fields[1]), comm, jiffies)
     return table
 
 
-def _descendants(root: int, table: dict[int, tuple[int, str]]) -> list[int]:
+def _busy_jiffies() -> int:
+    """CPU time spent by the whole machine so far (all but idle and iowait)."""
+    with open("/proc/stat") as stat:
+        values = [int(v) for v in stat.readline().split()[1:]]
+    return sum(values) - values[3] - values[4]
+
+
+def _descendants(root: int, table: dict[int, _Proc]) -> list[int]:
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
+    for pid, proc in table.items():
+        children.setdefault(proc.ppid, []).append(pid)
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -301,29 +373,36 @@ def _descendants(root: int, table: dict[int, tuple[int, str]]) -> list[int]:
 
 
 @dataclass
-class _Peaks:
+class _Phase:
     rss_sum: dict[str, int] = field(default_factory=dict)  # KiB, summed over processes
     hwm_max: dict[str, int] = field(default_factory=dict)  # KiB, largest single process
+    foreign_jiffies: int = 0  # CPU used by processes that are not ours
+    seconds: float = 0.0
 
 
-class MemorySampler:
+class ProcessSampler:
     """Samples /proc for this process and its descendants (JVM, Spark's Python workers,
-    mariadbd, C clients) from a background thread, keeping peaks per phase.
+    mariadbd, C clients) from a background thread: peak memory per phase, and the CPU that
+    processes outside the benchmark used meanwhile.
 
     psutil is not a dependency, and VmHWM alone is not enough: Spark's Python workers are
     forked and may exit between phases, so RSS is also sampled and summed per category.
-    Summed RSS counts pages shared after fork once per worker: an upper bound.
+    Summed RSS counts pages shared after fork once per worker: an upper bound. Foreign CPU
+    matters because on a shared 2-core machine another job silently halves any rate.
     """
 
     def __init__(self, interval: float = 0.2) -> None:
         self.interval = interval
-        self.phases: dict[str, _Peaks] = {}
+        self.phases: dict[str, _Phase] = {}
         self._phase: str | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="process-sampler", daemon=True)
+        self._last_busy = _busy_jiffies()
+        self._last_ours: dict[int, int] = {}
+        self._last_time = time.monotonic()
 
-    def __enter__(self) -> MemorySampler:
+    def __enter__(self) -> ProcessSampler:
         self._thread.start()
         return self
 
@@ -333,10 +412,10 @@ class MemorySampler:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        self.sample()  # closes the interval before the phase
         with self._lock:
             self._phase = name
-            self.phases.setdefault(name, _Peaks())
-        self.sample()
+            self.phases.setdefault(name, _Phase())
         try:
             yield
         finally:
@@ -349,44 +428,83 @@ class MemorySampler:
             self.sample()
 
     def sample(self) -> None:
-        table = _process_table()
-        rss: dict[str, int] = {}
-        hwm: dict[str, int] = {}
-        for pid in _descendants(os.getpid(), table):
-            category = _classify(pid, table.get(pid, (0, ""))[1])
-            if category is None:
-                continue
-            now, peak = _status_kib(pid)
-            rss[category] = rss.get(category, 0) + now
-            hwm[category] = max(hwm.get(category, 0), peak)
-        with self._lock:
+        with self._lock:  # one sampler at a time: CPU deltas need consecutive samples
+            table = _process_table()
+            busy, now = _busy_jiffies(), time.monotonic()
+            rss: dict[str, int] = {}
+            hwm: dict[str, int] = {}
+            ours: dict[int, int] = {}
+            for pid in _descendants(os.getpid(), table):
+                proc = table.get(pid)
+                if proc is None:
+                    continue
+                ours[pid] = proc.jiffies
+                category = _classify(pid, proc.comm)
+                if category is None:
+                    continue
+                resident, peak = _status_kib(pid)
+                rss[category] = rss.get(category, 0) + resident
+                hwm[category] = max(hwm.get(category, 0), peak)
+            ours_delta = sum(j - self._last_ours.get(pid, 0) for pid, j in ours.items())
+            foreign = max(0, busy - self._last_busy - ours_delta)
+            elapsed = now - self._last_time
+            self._last_busy, self._last_ours, self._last_time = busy, ours, now
             if self._phase is None:
                 return
-            peaks = self.phases[self._phase]
+            phase = self.phases[self._phase]
+            phase.foreign_jiffies += foreign
+            phase.seconds += elapsed
             for category, value in rss.items():
-                peaks.rss_sum[category] = max(peaks.rss_sum.get(category, 0), value)
+                phase.rss_sum[category] = max(phase.rss_sum.get(category, 0), value)
             for category, value in hwm.items():
-                peaks.hwm_max[category] = max(peaks.hwm_max.get(category, 0), value)
+                phase.hwm_max[category] = max(phase.hwm_max.get(category, 0), value)
 
     def report(self) -> str:
-        """Per phase and category: peak summed RSS (MiB), and in brackets the largest
-        single-process VmHWM (its peak since it started, which may predate the phase)."""
+        """Per phase: peak summed RSS per category (MiB) with, in brackets, the largest
+        single-process VmHWM (its peak since it started, which may predate the phase); and
+        the CPU cores other processes on the machine used on average."""
         names = list(self.phases)
-        width = max(len(n) for n in names) if names else 5
-        header = f"{'phase':<{width}}" + "".join(f"  {c:>20}" for c in CATEGORIES)
+        width = max([len(n) for n in names] + [5])
+        header = f"{'phase':<{width}}" + "".join(f"  {c:>16}" for c in CATEGORIES) + "  other CPU"
         lines = [header, "-" * len(header)]
         for name in names:
-            peaks = self.phases[name]
+            phase = self.phases[name]
             cells = []
             for category in CATEGORIES:
-                if category in peaks.rss_sum:
-                    total = peaks.rss_sum[category] / 1024
-                    single = peaks.hwm_max.get(category, 0) / 1024
-                    cells.append(f"{total:>9.0f} [{single:>6.0f}]")
+                if category in phase.rss_sum:
+                    total = phase.rss_sum[category] / 1024
+                    single = phase.hwm_max.get(category, 0) / 1024
+                    cells.append(f"{total:>6.0f} [{single:>5.0f}]")
                 else:
                     cells.append("-")
-            lines.append(f"{name:<{width}}" + "".join(f"  {c:>20}" for c in cells))
+            other = phase.foreign_jiffies / _CLOCK_TICKS / phase.seconds if phase.seconds else 0
+            lines.append(
+                f"{name:<{width}}" + "".join(f"  {c:>16}" for c in cells) + f"  {other:>5.2f}"
+            )
         return "\n".join(lines)
+
+    def worst_foreign_load(self) -> float:
+        """The highest average number of cores other processes used during any phase."""
+        loads = [
+            p.foreign_jiffies / _CLOCK_TICKS / p.seconds
+            for p in self.phases.values()
+            if p.seconds > 0
+        ]
+        return max(loads, default=0.0)
+
+
+def print_process_report(sampler: ProcessSampler) -> None:
+    print(
+        "\nPer phase: peak RSS MiB summed per process kind [largest single-process VmHWM];"
+        "\nother CPU = cores used on average by processes outside this benchmark"
+    )
+    print(sampler.report())
+    worst = sampler.worst_foreign_load()
+    if worst > 0.2:
+        print(
+            f"WARNING: other processes used up to {worst:.2f} cores during a phase: the rates "
+            "of that phase are depressed; rerun on an idle machine"
+        )
 
 
 # -- command line --------------------------------------------------------------------------
@@ -413,12 +531,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="extra mysql-cdc option for every sparkcdc read, e.g. -o scan.snapshot.fetch.size=4096",
+        help="extra mysql-cdc option for every sparkcdc read (e.g. scan.snapshot.fetch.size=4096)",
     )
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="also cProfile sparkcdc's Python read path in this process and print the top functions",
+        help="also cProfile sparkcdc's Python read path in this process; print the top functions",
     )
     parser.add_argument(
         "--no-spark", action="store_true", help="skip the Spark measurements (Python/C only)"
