@@ -81,7 +81,7 @@ def in_process(source: MySqlCdcSource, specs: list[PartitionSpec]) -> tuple[Figu
     started = time.perf_counter()
     for spec in chunk_reads:
         for batch in read_chunks(config, spec.table, spec.chunks, spec.target, spec.server_id):
-            rows += len(batch)
+            rows += len(batch.rows)
     tuples = Figure("sparkcdc read_chunks, 1 core, no Spark", rows, time.perf_counter() - started)
     arrow_rows = 0
     started = time.perf_counter()

@@ -12,31 +12,21 @@ import pytest
 
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.changelog import ChangelogReplayer
+from tests.support.streams import collect_stream, run_available_now
 
 
-def run_available_now(
+def replay_stream(
     spark: Any, options: dict[str, str], checkpoint: Path, replayer: ChangelogReplayer
 ) -> list[int]:
-    """Run the stream with Trigger.AvailableNow; replay every batch; return batch sizes."""
+    """Run the stream until caught up, replaying every batch; return the batch sizes."""
     sizes: list[int] = []
 
-    def each(batch: Any, batch_id: int) -> None:
+    def each(batch: Any, _: int) -> None:
         rows = [r.asDict() for r in batch.collect()]
         replayer.apply_batch(rows)
         sizes.append(len(rows))
 
-    query = (
-        spark.readStream.format("mysql-cdc")
-        .options(**options)
-        .load()
-        .writeStream.foreachBatch(each)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(600)
-    if query.exception():
-        raise query.exception()
+    run_available_now(spark, options, checkpoint, each)
     return sizes
 
 
@@ -136,14 +126,14 @@ def test_snapshot_and_binlog_with_concurrent_writes_replay_to_the_source(
     writer.start()
     try:
         options = source_options(mariadb, orders, maxRowsPerTrigger="500")
-        sizes = run_available_now(spark, options, scratch / "ckpt", replayer)
+        sizes = replay_stream(spark, options, scratch / "ckpt", replayer)
         assert len(sizes) >= 4  # the snapshot spans several micro-batches
         # more changes while nothing runs, then resume from the checkpoint
-        run_available_now(spark, options, scratch / "ckpt", replayer)
+        replay_stream(spark, options, scratch / "ckpt", replayer)
     finally:
         writer.stop()
     assert writer.transactions > 50
-    run_available_now(
+    replay_stream(
         spark, source_options(mariadb, orders, maxRowsPerTrigger="500"), scratch / "ckpt", replayer
     )
     assert replayer.state == table_state(mariadb, orders, "orders")
@@ -178,18 +168,7 @@ def test_several_tables_share_one_stream_and_unpack_to_typed_changelogs(
             replayer.apply_batch(r.asDict() for r in typed.collect())
 
     def run() -> None:
-        query = (
-            spark.readStream.format("mysql-cdc")
-            .options(**options)
-            .load()
-            .writeStream.foreachBatch(each)
-            .option("checkpointLocation", str(scratch / "ckpt"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(600)
-        if query.exception():
-            raise query.exception()
+        run_available_now(spark, options, scratch / "ckpt", each)
 
     writer.start()
     try:
@@ -200,27 +179,6 @@ def test_several_tables_share_one_stream_and_unpack_to_typed_changelogs(
     assert replayers["orders"].state == table_state(mariadb, orders, "orders")
     assert replayers["audit"].state == table_state(mariadb, orders, "audit")
     assert len(replayers["audit"].state) > 10
-
-
-def collect_stream(spark: Any, options: dict[str, str], checkpoint: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-
-    def each(batch: Any, _: int) -> None:
-        rows.extend(r.asDict() for r in batch.collect())
-
-    query = (
-        spark.readStream.format("mysql-cdc")
-        .options(**options)
-        .load()
-        .writeStream.foreachBatch(each)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(600)
-    if query.exception():
-        raise query.exception()
-    return rows
 
 
 def test_startup_modes(spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path) -> None:
@@ -338,16 +296,7 @@ def test_max_rows_per_trigger_bounds_streaming_batches(
         sizes.append(len(rows))
         ids.extend(r["id"] for r in rows)
 
-    query = (
-        spark.readStream.format("mysql-cdc")
-        .options(**options)
-        .load()
-        .writeStream.foreachBatch(each)
-        .option("checkpointLocation", str(scratch / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(300)
+    run_available_now(spark, options, scratch / "ckpt", each)
     assert sorted(ids) == list(range(75))
     assert sizes[-1] == 15 and all(0 < s <= 10 for s in sizes[:-1]), sizes
     assert len(sizes) >= 7

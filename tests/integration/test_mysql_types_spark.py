@@ -11,6 +11,7 @@ from typing import Any
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.integration.test_mysql_types_roundtrip import DDL, INSERTS, insert
 from tests.support.changelog import ChangelogReplayer
+from tests.support.streams import run_available_now
 
 SHIFT = 100  # binlog copies of the snapshot rows get id + SHIFT
 
@@ -24,21 +25,6 @@ def spark_value(value: Any) -> Any:
 
 def plain(row: dict[str, Any]) -> dict[str, Any]:
     return {k: bytes(v) if isinstance(v, bytearray) else v for k, v in row.items()}
-
-
-def run(spark: Any, options: dict[str, str], checkpoint: Path, each: Any) -> None:
-    query = (
-        spark.readStream.format("mysql-cdc")
-        .options(**options)
-        .load()
-        .writeStream.foreachBatch(each)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(600)
-    if query.exception():
-        raise query.exception()
 
 
 def test_all_types_same_in_snapshot_binlog_and_envelope(
@@ -65,12 +51,12 @@ def test_all_types_same_in_snapshot_binlog_and_envelope(
         rows = unpack_table(batch, mysql_db, "all_types", schema).collect()
         unpacked.apply_batch(plain(r.asDict()) for r in rows)
 
-    run(spark, typed_options, scratch / "typed", each_typed)
-    run(spark, envelope_options, scratch / "envelope", each_envelope)
+    run_available_now(spark, typed_options, scratch / "typed", each_typed)
+    run_available_now(spark, envelope_options, scratch / "envelope", each_envelope)
     for written, _ in INSERTS.values():  # the same rows again, through the binlog
         insert(mariadb, mysql_db, {**written, "id": written["id"] + SHIFT})
-    run(spark, typed_options, scratch / "typed", each_typed)
-    run(spark, envelope_options, scratch / "envelope", each_envelope)
+    run_available_now(spark, typed_options, scratch / "typed", each_typed)
+    run_available_now(spark, envelope_options, scratch / "envelope", each_envelope)
 
     for replayer in (typed, unpacked):
         got = {k: dict(zip(columns, v, strict=True)) for k, v in replayer.state.items()}

@@ -7,7 +7,8 @@ as they are and they must match the declared schema exactly (STACK-NOTES).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -64,6 +65,43 @@ def changelog_schema(data_fields: Sequence[pa.Field], metadata: Sequence[str]) -
     return pa.schema([*data_fields, *CHANGE_FIELDS, *(METADATA_FIELDS[n] for n in ordered)])
 
 
+@dataclass(frozen=True)
+class TextColumn:
+    """A column whose values are still the database's text, for Arrow to cast in bulk."""
+
+    index: int
+    cast_to: pa.DataType
+    parse: Callable[[str], Any]  # one value, for what Arrow rejects (e.g. zero dates)
+
+
+@dataclass(frozen=True)
+class ChunkRows:
+    """Snapshot rows; ``text_columns`` are still text (see :class:`TextColumn`)."""
+
+    rows: Sequence[Row]
+    text_columns: tuple[TextColumn, ...] = ()
+
+    def canonical(self) -> Sequence[Row]:
+        """The rows with every value canonical (text columns parsed one by one)."""
+        if not self.text_columns:
+            return self.rows
+        parsers = {t.index: t.parse for t in self.text_columns}
+        return [
+            tuple(parsers[i](v) if v is not None and i in parsers else v for i, v in enumerate(row))
+            for row in self.rows
+        ]
+
+
+def text_array(values: Sequence[Any], column: TextColumn, target: pa.DataType) -> pa.Array:
+    """Cast a column of database text to ``target`` in one go; values Arrow cannot parse
+    (zero dates, which become NULL) send this column of this batch down the slow path."""
+    try:
+        array = pa.array(values, pa.string()).cast(column.cast_to)
+        return array if array.type == target else array.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([None if v is None else column.parse(v) for v in values], target)
+
+
 Emitted = Sequence[tuple[ChangeType, Row]]
 """What a log change emits: ``(change type, row image)`` pairs (see snapshot/emit.py)."""
 
@@ -98,6 +136,31 @@ class ChangelogBatchBuilder:
         self.table_id = table_id
         self.metadata = [f.name for f in schema][data_width + len(CHANGE_FIELDS) :]
 
+    def _data_arrays(
+        self, rows: Sequence[Row], text_columns: tuple[TextColumn, ...] = ()
+    ) -> list[pa.Array]:
+        """The table's columns. Row tuples go to Arrow as one struct array (the transpose
+        happens in C++, ~3x faster than zip(*rows) and one pa.array per column)."""
+        text = {t.index: t for t in text_columns}
+        fields = [
+            pa.field(f"c{i}", pa.string() if i in text else self.schema.field(i).type)
+            for i in range(self.data_width)
+        ]
+        columns = pa.array(rows, type=pa.struct(fields)).flatten()
+        arrays = []
+        for i, array in enumerate(columns):
+            column = text.get(i)
+            if column is None:
+                arrays.append(array)
+                continue
+            target = self.schema.field(i).type
+            try:
+                cast = array.cast(column.cast_to)
+                arrays.append(cast if cast.type == target else cast.cast(target))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # zero dates: slow path
+                arrays.append(text_array(array.to_pylist(), column, target))
+        return arrays
+
     def _batch(
         self,
         rows: Sequence[Row],
@@ -106,8 +169,7 @@ class ChangelogBatchBuilder:
         stamps: Sequence[dt.datetime],
         changes: Sequence[RowChange | None],
     ) -> pa.RecordBatch:
-        columns = list(zip(*rows, strict=True)) if rows else [()] * self.data_width
-        arrays = [pa.array(col, type=self.schema.field(i).type) for i, col in enumerate(columns)]
+        arrays = self._data_arrays(rows)
         arrays.append(pa.array([k.value for k in kinds], pa.string()))
         arrays.append(pa.array(versions, pa.int64()))
         arrays.append(pa.array(stamps, pa.timestamp("us", tz="UTC")))
@@ -119,10 +181,20 @@ class ChangelogBatchBuilder:
             arrays.append(pa.array(values, self.schema.field(name).type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def snapshot_batch(self, rows: Sequence[Row], version: int, at: dt.datetime) -> pa.RecordBatch:
-        """Rows read by the snapshot: all inserts at one version and time."""
-        n = len(rows)
-        return self._batch(rows, [ChangeType.INSERT] * n, [version] * n, [at] * n, [None] * n)
+    def snapshot_batch(self, chunk: ChunkRows, version: int, at: dt.datetime) -> pa.RecordBatch:
+        """Rows read by the snapshot: all inserts at one version and time. The constant
+        columns are built in Arrow, not from per-row Python lists (a large share of a
+        snapshot's CPU otherwise)."""
+        n = len(chunk.rows)
+        arrays = self._data_arrays(chunk.rows, chunk.text_columns)
+        arrays.append(pa.repeat(pa.scalar(ChangeType.INSERT.value, pa.string()), n))
+        arrays.append(pa.repeat(pa.scalar(version, pa.int64()), n))
+        arrays.append(pa.repeat(pa.scalar(at, pa.timestamp("us", tz="UTC")), n))
+        for name in self.metadata:
+            field = self.schema.field(name)
+            value = _metadata_value(name, None, ChangeType.INSERT, self.table_id)
+            arrays.append(pa.repeat(pa.scalar(value, field.type), n))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def change_batch(self, changes: Sequence[tuple[RowChange, Emitted]]) -> pa.RecordBatch:
         rows: list[Row] = []
@@ -188,7 +260,8 @@ class EnvelopeBatchBuilder:
             arrays.append(pa.array(values, self.schema.field(name).type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def snapshot_batch(self, rows: Sequence[Row], version: int, at: dt.datetime) -> pa.RecordBatch:
+    def snapshot_batch(self, chunk: ChunkRows, version: int, at: dt.datetime) -> pa.RecordBatch:
+        rows = chunk.canonical()  # JSON encoding needs Python values
         n = len(rows)
         return self._batch(
             [ENVELOPE_INSERT] * n, [None] * n, rows, [version] * n, [at] * n, [None] * n

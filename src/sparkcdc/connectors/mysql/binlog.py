@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.connection import RETRYABLE_CODES
+from sparkcdc.connectors.mysql.connection import RETRYABLE_CODES, replication_settings
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
@@ -72,15 +72,7 @@ def read_changes(
 
     decoders = {tid: RowDecoder(t, config) for tid, t in tables.items()}
     stream = BinLogStreamReader(
-        connection_settings={
-            "host": config.hostname,
-            "port": config.port,
-            "user": config.username,
-            "password": config.password.reveal(),
-            "connect_timeout": max(1, int(config.connect_timeout)),
-            # a silent network must fail (and be retried), not hang the task forever
-            "read_timeout": max(1, int(config.connect_timeout)),
-        },
+        connection_settings=replication_settings(config),
         server_id=server_id,
         resume_stream=True,
         blocking=False,

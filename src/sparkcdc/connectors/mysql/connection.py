@@ -47,11 +47,14 @@ def with_retries(config: MySqlSourceConfig, what: str, action: Callable[[], T]) 
             time.sleep(delay)
 
 
-def connect(config: MySqlSourceConfig, *, streaming: bool = False) -> Any:
+def connect(
+    config: MySqlSourceConfig, *, streaming: bool = False, text_values: bool = False
+) -> Any:
     """A mysqlclient connection (autocommit off, UTC session, fast value converters).
 
     ``streaming=True`` makes cursors unbuffered (server-side), so a chunk's rows stream
-    through instead of being loaded whole.
+    through instead of being loaded whole. ``text_values=True`` leaves temporal and decimal
+    values as text for Arrow to parse in bulk (see types.text_cast_type).
     """
     import MySQLdb
     import MySQLdb.cursors
@@ -65,7 +68,7 @@ def connect(config: MySqlSourceConfig, *, streaming: bool = False) -> Any:
         "password": config.password.reveal(),
         "connect_timeout": max(1, int(config.connect_timeout)),
         "charset": "utf8mb4",
-        "conv": snapshot_conversions(),
+        "conv": snapshot_conversions(text_values),
         "autocommit": True,
     }
     if streaming:
@@ -111,6 +114,20 @@ def connect(config: MySqlSourceConfig, *, streaming: bool = False) -> Any:
             "Check 'hostname' and 'port', that the server is running and reachable from here; "
             "'connect.timeout' and 'connect.max-retries' set how long to try"
         ) from None
+
+
+def replication_settings(config: MySqlSourceConfig) -> dict[str, Any]:
+    """PyMySQL settings for python-mysql-replication's binlog connections."""
+    timeout = max(1, int(config.connect_timeout))
+    return {
+        "host": config.hostname,
+        "port": config.port,
+        "user": config.username,
+        "password": config.password.reveal(),
+        "connect_timeout": timeout,
+        # a silent network must fail (and be retried), not hang the task forever
+        "read_timeout": timeout,
+    }
 
 
 def query(conn: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:

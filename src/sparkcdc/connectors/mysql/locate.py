@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.connection import replication_settings
 from sparkcdc.connectors.mysql.positions import binlog_files, current_position, gtid_at
 from sparkcdc.core.errors import PositionLostError
 from sparkcdc.core.gtid import MariaDbGtid, MariaDbGtidPosition, MySqlGtidSet
@@ -34,15 +35,7 @@ def transaction_starts(
     from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 
     stream = BinLogStreamReader(
-        connection_settings={
-            "host": config.hostname,
-            "port": config.port,
-            "user": config.username,
-            "password": config.password.reveal(),
-            "connect_timeout": max(1, int(config.connect_timeout)),
-            # a silent network must fail (and be retried), not hang the task forever
-            "read_timeout": max(1, int(config.connect_timeout)),
-        },
+        connection_settings=replication_settings(config),
         server_id=server_id,
         resume_stream=True,
         blocking=False,

@@ -26,7 +26,7 @@ class ChunkPlanner:
         self.conn = conn
         self.table = table
         self.config = config
-        self.order = chunk_key_order(table)
+        self.order = chunk_key_order(table, config)
         converter = snapshot_converter(table.chunk_column)
         self._convert: Callable[[Any], Any] = (
             (lambda v: v if v is None else converter(v)) if converter else (lambda v: v)

@@ -18,9 +18,15 @@ from sparkcdc.connectors.mysql.connection import connect, with_retries
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.keys import chunk_key_order, row_key
 from sparkcdc.connectors.mysql.positions import snapshot_position
-from sparkcdc.connectors.mysql.types import snapshot_converter, snapshot_select_expression
+from sparkcdc.connectors.mysql.types import (
+    snapshot_converter,
+    snapshot_select_expression,
+    text_cast_type,
+    text_parser,
+)
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row
+from sparkcdc.formats.changelog_arrow import ChunkRows, TextColumn
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.normalize import apply_overrides, backward_overrides, forward_overrides
 
@@ -52,17 +58,22 @@ def read_chunks(
     chunks: Sequence[Chunk],
     target: BinlogPosition,
     server_id: int,
-) -> Iterator[list[Row]]:
-    """The rows of ``chunks`` as of ``target``, in lists of at most ``fetch_size`` rows."""
-    conn = connect(config, streaming=True)
+) -> Iterator[ChunkRows]:
+    """The rows of ``chunks`` as of ``target``, in batches of at most ``fetch_size`` rows.
+
+    Chunks untouched by the log window (almost all) keep temporal and decimal values as the
+    server's text for Arrow to parse in bulk; rows that must be matched against the window
+    are converted to canonical values first.
+    """
+    conn = connect(config, streaming=True, text_values=True)
     try:
         with conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         snapshot_at = snapshot_position(conn)
-        order = chunk_key_order(table)
+        order = chunk_key_order(table, config)
         k = table.chunk_key_index
-        key_of = row_key(table)
+        key_of = row_key(table, config)
 
         def in_partition(row: Row) -> bool:
             return any(order.in_chunk(row[k], c) for c in chunks)
@@ -70,8 +81,16 @@ def read_chunks(
         overrides = _window_overrides(
             config, table, snapshot_at, target, server_id, key_of, in_partition
         )
-        converters = [snapshot_converter(c) for c in table.columns]
-        convert = _row_converter(converters)
+        text_columns = tuple(
+            TextColumn(i, cast_to, text_parser(c) or str)
+            for i, c in enumerate(table.columns)
+            if (cast_to := text_cast_type(c)) is not None
+        )
+        as_read = _row_converter([snapshot_converter(c, text_values=True) for c in table.columns])
+        parsers = {t.index: t.parse for t in text_columns}
+        canonical = _row_converter(
+            [parsers.get(i) or snapshot_converter(c, True) for i, c in enumerate(table.columns)]
+        )
         for chunk in chunks:
             sql, args = chunk_query(table, chunk)
             with conn.cursor() as cur:
@@ -82,11 +101,12 @@ def read_chunks(
                         return order.in_chunk(row[k], chunk)
 
                     rows = apply_overrides(
-                        _fetch(cur, config.fetch_size, convert), overrides, key_of, in_chunk
+                        _fetch(cur, config.fetch_size, canonical), overrides, key_of, in_chunk
                     )
-                    yield from _batched(rows, config.fetch_size)
+                    yield from (ChunkRows(b) for b in _batched(rows, config.fetch_size))
                 else:
-                    yield from (b for b in _fetch_batches(cur, config.fetch_size, convert))
+                    for batch in _fetch_batches(cur, config.fetch_size, as_read):
+                        yield ChunkRows(batch, text_columns)
         with conn.cursor() as cur:
             cur.execute("COMMIT")
     finally:

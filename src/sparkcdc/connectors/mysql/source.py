@@ -124,7 +124,7 @@ class MySqlCdcSource:
             self.flavor, _ = validate_server(self.conn, self.config.username)
             found = discover_tables(self.conn, self.config)
             for table in found:
-                chunk_key_order(table)  # fails up front for chunk keys we cannot order
+                chunk_key_order(table, self.config)  # fails up front for keys we cannot order
             self._tables = {t.table_id: t for t in found}
         return self._tables
 
@@ -288,13 +288,16 @@ class MySqlCdcSource:
     def _read_chunks(self, spec: ChunkRead) -> Iterator[pa.RecordBatch]:
         builder = self._builder(spec.table, spec.envelope)
         at = dt.datetime.now(dt.timezone.utc)
-        for rows in read_chunks(self.config, spec.table, spec.chunks, spec.target, spec.server_id):
+        chunks = read_chunks(self.config, spec.table, spec.chunks, spec.target, spec.server_id)
+        for rows in chunks:
             yield builder.snapshot_batch(rows, spec.target.version, at)
 
     def _read_log(self, spec: LogRead) -> Iterator[pa.RecordBatch]:
         live = spec.tables
         builders = {t: self._builder(table, spec.envelope) for t, table in live.items()}
-        emitted = {t: _emitted_predicate(table, spec.progress[t]) for t, table in live.items()}
+        emitted = {
+            t: _emitted_predicate(table, spec.progress[t], self.config) for t, table in live.items()
+        }
         pending: dict[TableId, list[tuple[RowChange, Emitted]]] = {t: [] for t in live}
         size = self.config.fetch_size
         changes = read_changes_with_retries(self.config, live, spec.start, spec.end, spec.server_id)
@@ -313,10 +316,12 @@ class MySqlCdcSource:
                 yield builders[t].change_batch(out)
 
 
-def _emitted_predicate(table: CapturedTable, progress: TableProgress) -> Callable[[Row], bool]:
+def _emitted_predicate(
+    table: CapturedTable, progress: TableProgress, config: MySqlSourceConfig
+) -> Callable[[Row], bool]:
     """Whether a row's key had been emitted when the batch started (log events are
     emitted only for those keys)."""
-    order = chunk_key_order(table)
+    order = chunk_key_order(table, config)
     k = table.chunk_key_index
 
     def emitted(row: Row) -> bool:

@@ -196,7 +196,7 @@ def arrow_type(col: MySqlColumn) -> pa.DataType:
 # Snapshot path: mysqlclient, text protocol.
 
 
-def snapshot_conversions() -> dict[Any, Any]:
+def snapshot_conversions(text_values: bool = False) -> dict[Any, Any]:
     """The ``conv`` mapping for ``MySQLdb.connect(conv=..., charset='utf8mb4')``.
 
     mysqlclient's default temporal converters slice strings in Python and are ~3x slower
@@ -213,7 +213,44 @@ def snapshot_conversions() -> dict[Any, Any]:
     conv[FIELD_TYPE.DATETIME] = _parse_datetime
     conv[FIELD_TYPE.TIMESTAMP] = _parse_utc_timestamp
     conv[FIELD_TYPE.TIME] = str  # mysqlclient's C fast path: decode, nothing else
+    if text_values:  # bulk reads: Arrow parses whole columns (see text_cast_type)
+        for field_type in (
+            FIELD_TYPE.DATE,
+            FIELD_TYPE.DATETIME,
+            FIELD_TYPE.TIMESTAMP,
+            FIELD_TYPE.DECIMAL,
+            FIELD_TYPE.NEWDECIMAL,
+        ):
+            conv[field_type] = str
     return conv
+
+
+def text_cast_type(col: MySqlColumn) -> pa.DataType | None:
+    """The Arrow type that ``col``'s text (read with ``text_values=True``) casts to in bulk.
+
+    Building Arrow arrays from per-value Python dates and Decimals costs most of a
+    snapshot's CPU; Arrow parses the server's text for a whole column at once instead.
+    Values Arrow rejects (zero dates) fall back to :func:`text_parser`.
+    """
+    family = _family(col)
+    if family in ("date", "datetime", "timestamp", "decimal"):
+        target = arrow_type(col)
+        return pa.timestamp("us") if family == "timestamp" else target
+    return None
+
+
+def text_parser(col: MySqlColumn) -> Converter | None:
+    """Canonical value of ``col`` from its text form (None: the text is not parsed)."""
+    family = _family(col)
+    if family == "date":
+        return _parse_date
+    if family == "datetime":
+        return _parse_datetime
+    if family == "timestamp":
+        return _parse_utc_timestamp
+    if family == "decimal":
+        return Decimal
+    return None
 
 
 def snapshot_select_expression(col: MySqlColumn) -> str:
@@ -226,10 +263,16 @@ def snapshot_select_expression(col: MySqlColumn) -> str:
     return f"CAST({name} AS DOUBLE) AS {name}" if col.data_type == "float" else name
 
 
-def snapshot_converter(col: MySqlColumn) -> Converter | None:
+def snapshot_converter(col: MySqlColumn, text_values: bool = False) -> Converter | None:
     """Converter for values read with :func:`snapshot_conversions` and
-    :func:`snapshot_select_expression`; None when they already are canonical."""
+    :func:`snapshot_select_expression`; None when they already are canonical.
+
+    With ``text_values`` the columns of :func:`text_cast_type` stay text (Arrow casts them)
+    and DECIMALs beyond 38 digits already arrive as their exact plain text.
+    """
     family = _family(col)
+    if text_values and (family == "decimal_text" or text_cast_type(col) is not None):
+        return None
     if family == "bool":
         if col.data_type == "bit":
             return _bit_bytes_to_bool  # BIT(1) comes as b'\\x00' / b'\\x01'
