@@ -205,9 +205,14 @@ def test_invalid_value_names_option_value_and_accepted_form(
 
 
 def test_invalid_startup_mode_lists_valid_modes() -> None:
-    message = option_error(options(**{"scan.startup.mode": "timestamp"}))
-    assert "option 'scan.startup.mode' has invalid value 'timestamp'" in message
+    message = option_error(options(**{"scan.startup.mode": "group-offsets"}))
+    assert "option 'scan.startup.mode' has invalid value 'group-offsets'" in message
     assert "Valid values: " + ", ".join(STARTUP_MODES) in message
+
+
+def test_timestamp_startup_needs_the_timestamp() -> None:
+    message = option_error(options(**{"scan.startup.mode": "timestamp"}))
+    assert "'scan.startup.timestamp-millis'" in message
 
 
 def test_invalid_metadata_entry_lists_all_valid_columns() -> None:
