@@ -178,7 +178,8 @@ def extract_weights(conn: Any, charset: str, collation: str) -> CollationWeights
     width = len(space)
     if not width or any(len(w) % width for w in raw.values()):
         raise fail("its weights are not whole units of a space's (several weight levels?)")
-    units = {cp: _units(w, width) for cp, w in raw.items()}
+    shared: dict[bytes, str] = {}  # identical weights share one object
+    units = {cp: shared.get(w) or shared.setdefault(w, _units(w, width)) for cp, w in raw.items()}
     if any(u > "\uffff" for w in units.values() for u in w):
         raise fail("weights of the Basic Multilingual Plane exceed U+FFFF")
     unknown = units[ord("?")]

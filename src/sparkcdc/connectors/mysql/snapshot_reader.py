@@ -65,15 +65,16 @@ def read_chunks(
     server's text for Arrow to parse in bulk; rows that must be matched against the window
     are converted to canonical values first.
     """
+    # before the transaction: a collation's weight table takes a moment to load once
+    order = chunk_key_order(table, config)
+    key_of = row_key(table, config)
+    k = table.chunk_key_index
     conn = connect(config, streaming=True, text_values=True)
     try:
         with conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         snapshot_at = snapshot_position(conn)
-        order = chunk_key_order(table, config)
-        k = table.chunk_key_index
-        key_of = row_key(table, config)
 
         def in_partition(row: Row) -> bool:
             return any(order.in_chunk(row[k], c) for c in chunks)

@@ -321,6 +321,8 @@ def _emitted_predicate(
 ) -> Callable[[Row], bool]:
     """Whether a row's key had been emitted when the batch started (log events are
     emitted only for those keys)."""
+    if progress.done or not progress.started:  # no key comparison needed
+        return lambda row: progress.done
     order = chunk_key_order(table, config)
     k = table.chunk_key_index
 
