@@ -52,6 +52,15 @@ def chunk_query(table: CapturedTable, chunk: Chunk) -> tuple[str, list[Any]]:
     return f"SELECT {columns} FROM {table.table_id.quoted}{where}", args
 
 
+#: Fewer, larger Arrow batches: Spark pays per batch (measured ~10% at 16k vs 1k rows).
+MIN_BATCH_ROWS = 16_384
+
+
+def batch_rows(config: MySqlSourceConfig) -> int:
+    """Rows per fetch and per Arrow batch: ``scan.snapshot.fetch.size``, at least 16384."""
+    return max(config.fetch_size, MIN_BATCH_ROWS)
+
+
 def read_chunks(
     config: MySqlSourceConfig,
     table: CapturedTable,
@@ -59,7 +68,7 @@ def read_chunks(
     target: BinlogPosition,
     server_id: int,
 ) -> Iterator[ChunkRows]:
-    """The rows of ``chunks`` as of ``target``, in batches of at most ``fetch_size`` rows.
+    """The rows of ``chunks`` as of ``target``, in batches of ``batch_rows(config)`` rows.
 
     Chunks untouched by the log window (almost all) keep temporal and decimal values as the
     server's text for Arrow to parse in bulk; rows that must be matched against the window
@@ -102,11 +111,11 @@ def read_chunks(
                         return order.in_chunk(row[k], chunk)
 
                     rows = apply_overrides(
-                        _fetch(cur, config.fetch_size, canonical), overrides, key_of, in_chunk
+                        _fetch(cur, batch_rows(config), canonical), overrides, key_of, in_chunk
                     )
-                    yield from (ChunkRows(b) for b in _batched(rows, config.fetch_size))
+                    yield from (ChunkRows(b) for b in _batched(rows, batch_rows(config)))
                 else:
-                    for batch in _fetch_batches(cur, config.fetch_size, as_read):
+                    for batch in _fetch_batches(cur, batch_rows(config), as_read):
                         yield ChunkRows(batch, text_columns)
         with conn.cursor() as cur:
             cur.execute("COMMIT")
