@@ -73,6 +73,17 @@ def wait_until(
     raise ServiceError(f"{what} not ready after {timeout:.0f}s:\n{log_tail(log)}")
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Ask Linux to SIGTERM this server when the process that started it dies, so a killed
+    test run does not leave servers behind (PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def start_process(
     argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
@@ -86,6 +97,7 @@ def start_process(
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
 
 
