@@ -202,3 +202,58 @@ def test_nullable_non_key_chunk_column_keeps_nulls_in_the_first_chunk(
     run_batches(MySqlCdcSource(config), None, replayer.apply_batch, max_rows=60, between=between)
     expected = {i: (i, g, v) for i, g, v in mariadb.execute("SELECT * FROM t", database=mysql_db)}
     assert replayer.state == expected
+
+
+@pytest.mark.parametrize(
+    ("ddl", "values"),
+    [
+        ("k FLOAT", [1.0, 1.0, 1.0, 1.0, 1.0000001, 2.0, 2.5, -3.25]),  # 6-digit text rounding
+        (
+            "k DECIMAL(50,2)",
+            [
+                Decimal(v)
+                for v in ("20", "100", "-7.5", "99999999999999999999999999999999999999999.99", "3")
+            ],
+        ),
+        (
+            "k TIME(1)",
+            ["99:00:00", "100:00:00", "-01:00:00", "-02:00:00.5", "00:00:00.1", "838:59:59"],
+        ),
+    ],
+)
+def test_chunk_keys_whose_text_misorders(
+    mariadb: EmbeddedMariaDB, mysql_db: str, ddl: str, values: list[Any]
+) -> None:
+    """Keys the server orders as numbers/durations but Python sees as text (or rounds)."""
+    mariadb.execute(f"CREATE TABLE t (id INT PRIMARY KEY, {ddl}, v INT)", database=mysql_db)
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO t VALUES (%s, %s, 0)", [(i, v) for i, v in enumerate(values * 3)]
+        )
+    config = parse_config(
+        {
+            **mariadb.source_options(),
+            "database-name": mysql_db,
+            "table-name": "t",
+            "scan.incremental.snapshot.chunk.size": "2",
+            "scan.incremental.snapshot.chunk.key-column": "k",
+        }
+    )
+    replayer = ChangelogReplayer(lambda r: r["id"], ["id", "k", "v"])
+    rng = random.Random(ddl)
+
+    def between(_: int) -> None:  # touch rows already emitted (low keys) and not yet
+        with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+            for _ in range(3):
+                cur.execute(
+                    "UPDATE t SET v = v + 1 WHERE id = %s", (rng.randrange(len(values) * 3),)
+                )
+
+    run_batches(MySqlCdcSource(config), None, replayer.apply_batch, max_rows=4, between=between)
+    expected = {
+        i: (i, k, v) for i, k, v in mariadb.execute("SELECT id, k, v FROM t", database=mysql_db)
+    }
+    got = {i: row for i, row in replayer.state.items()}
+    assert set(got) == set(expected)
+    for i, (_, _k, v) in expected.items():  # keys travel as the source's own text forms
+        assert got[i][2] == v, (i, got[i], expected[i])

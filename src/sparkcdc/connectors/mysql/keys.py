@@ -10,12 +10,13 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from sparkcdc.connectors.mysql.collation import collation_key
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.types import MySqlColumn
+from sparkcdc.connectors.mysql.types import MySqlColumn, value_family
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.keys import KeyOrder
@@ -37,6 +38,13 @@ def chunk_key_order(table: CapturedTable, config: MySqlSourceConfig) -> KeyOrder
     column = table.chunk_column
     if column.data_type == "set":
         raise _unorderable(table, column, "SET sorts by bit mask but compares as text")
+    kind = value_family(column)
+    if kind == "bool":  # TINYINT(1)/BIT(1) become booleans: 1..127 would all be True
+        raise _unorderable(table, column, "its values are mapped to booleans")
+    if kind == "decimal_text":  # DECIMAL beyond 38 digits travels as exact text
+        return KeyOrder(Decimal)
+    if kind == "time":  # TIME travels as text ('-12:30:00.5'); order by signed duration
+        return KeyOrder(time_text_micros)
     if column.data_type not in _STRING_TYPES and column.data_type != "enum":
         return KeyOrder()
     try:
@@ -56,6 +64,16 @@ def chunk_key_order(table: CapturedTable, config: MySqlSourceConfig) -> KeyOrder
                 "not declared in text order",
             )
     return order
+
+
+def time_text_micros(text: str) -> int:
+    """Signed microseconds of a MySQL TIME in text form (``-838:59:59.999999``)."""
+    negative = text.startswith("-")
+    hours, minutes, rest = text.lstrip("-").split(":")
+    seconds, _, fraction = rest.partition(".")
+    micros = ((int(hours) * 60 + int(minutes)) * 60 + int(seconds)) * 1_000_000
+    micros += int(fraction.ljust(6, "0")[:6]) if fraction else 0
+    return -micros if negative else micros
 
 
 def _unorderable(table: CapturedTable, column: MySqlColumn, reason: str) -> SchemaError:

@@ -10,7 +10,8 @@ from sparkcdc.connectors.mysql.connection import query
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.keys import chunk_key_order
 from sparkcdc.connectors.mysql.snapshot_reader import quote
-from sparkcdc.connectors.mysql.types import snapshot_converter
+from sparkcdc.connectors.mysql.types import snapshot_converter, snapshot_select_expression
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats, even_step, plan_chunks
 from sparkcdc.snapshot.progress import TableProgress
 
@@ -37,7 +38,7 @@ class ChunkPlanner:
     @property
     def stats(self) -> KeyStats:
         if self._stats is None:
-            key = quote(self.table.chunk_key)
+            key = self._key_value
             ((low, high),) = query(
                 self.conn, f"SELECT MIN({key}), MAX({key}) FROM {self.table.table_id.quoted}"
             )
@@ -59,11 +60,11 @@ class ChunkPlanner:
 
     def next_chunk_end(self, lo: Key, size: int) -> Key:
         """The first key ``size`` rows past ``lo`` (None when the table ends before)."""
-        key = quote(self.table.chunk_key)
+        key, value = quote(self.table.chunk_key), self._key_value
         where, args = (f" WHERE {key} >= %s", [lo]) if lo is not None else ("", [])
         rows = query(
             self.conn,
-            f"SELECT {key} FROM {self.table.table_id.quoted}{where} ORDER BY {key} "
+            f"SELECT {value} FROM {self.table.table_id.quoted}{where} ORDER BY {key} "
             f"LIMIT 1 OFFSET {int(size)}",
             args,
         )
@@ -75,11 +76,24 @@ class ChunkPlanner:
             bound = f" WHERE {key} > %s" if hi is not None else f" WHERE {key} IS NOT NULL"
             ((after,),) = query(
                 self.conn,
-                f"SELECT MIN({key}) FROM {self.table.table_id.quoted}{bound}",
+                f"SELECT MIN({value}) FROM {self.table.table_id.quoted}{bound}",
                 [hi] if hi is not None else [],
             )
             hi = self._convert(after)
+        if hi is not None and lo is not None and self.order.sort_key(hi) <= self.order.sort_key(lo):
+            raise SparkCdcError(
+                f"chunk planning of {self.table.table_id} did not advance past {lo!r} on "
+                f"'{self.table.chunk_key}': the server's values of this column do not round-trip; "
+                "pick another column with 'scan.incremental.snapshot.chunk.key-column'"
+            )
         return hi
+
+    @property
+    def _key_value(self) -> str:
+        """The chunk key as the chunk reads select it (FLOAT widened: the text protocol
+        prints 6 digits, and a rounded bound would stop the cursor)."""
+        expression = snapshot_select_expression(self.table.chunk_column)
+        return expression.rsplit(" AS ", 1)[0]
 
     def plan(self, progress: TableProgress, max_chunks: int) -> list[Chunk]:
         stats = self.stats

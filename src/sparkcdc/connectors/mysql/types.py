@@ -153,6 +153,12 @@ _FIXED_ARROW: Mapping[str, pa.DataType] = {
 }
 
 
+def value_family(col: MySqlColumn) -> str:
+    """How a column's values travel (bool, int, uint64, decimal, decimal_text, date, time,
+    string, ...): the key to its Arrow type and converters."""
+    return _family(col)
+
+
 def _family(col: MySqlColumn) -> str:
     t = col.data_type
     if t in ("bool", "boolean") or (t == "tinyint" and col.width == 1):
