@@ -470,3 +470,22 @@ def test_global_privileges_are_split_exactly() -> None:
         "REPLICATION SLAVE ADMIN",
         "BINLOG MONITOR",
     }
+
+
+def test_tls_reaches_the_binlog_connections() -> None:
+    import ssl
+
+    from sparkcdc.connectors.mysql.connection import replication_settings
+
+    assert "ssl" not in replication_settings(parse_config(options()))
+    required = replication_settings(
+        parse_config(options(**{"jdbc.properties.sslMode": "required"}))
+    )
+    assert isinstance(required["ssl"], ssl.SSLContext)
+    assert required["ssl"].verify_mode == ssl.CERT_NONE and not required["ssl"].check_hostname
+    strict = replication_settings(
+        parse_config(options(**{"jdbc.properties.sslmode": "VERIFY_IDENTITY"}))
+    )["ssl"]
+    assert strict.verify_mode == ssl.CERT_REQUIRED and strict.check_hostname
+    disabled = parse_config(options(**{"jdbc.properties.sslMode": "disabled"}))
+    assert "ssl" not in replication_settings(disabled)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -116,10 +117,31 @@ def connect(
         ) from None
 
 
+def replication_tls(config: MySqlSourceConfig) -> ssl.SSLContext | None:
+    """The ``jdbc.properties.ssl*`` settings as a TLS context for PyMySQL (binlog reads).
+
+    ``preferred`` cannot fall back per connection in PyMySQL; it is treated as ``required``
+    so the change stream is never read in clear text when TLS was asked for.
+    """
+    tls = config.tls
+    mode = tls.get("sslMode", "required" if tls else "disabled").lower()
+    if mode == "disabled":
+        return None
+    context = ssl.create_default_context(cafile=tls.get("sslCa"))
+    context.check_hostname = mode == "verify_identity"
+    verify = mode in ("verify_ca", "verify_identity")
+    context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
+    if "sslCert" in tls:
+        context.load_cert_chain(tls["sslCert"], tls.get("sslKey"))
+    return context
+
+
 def replication_settings(config: MySqlSourceConfig) -> dict[str, Any]:
     """PyMySQL settings for python-mysql-replication's binlog connections."""
     timeout = max(1, int(config.connect_timeout))
+    context = replication_tls(config)
     return {
+        **({"ssl": context} if context is not None else {}),
         "host": config.hostname,
         "port": config.port,
         "user": config.username,
