@@ -17,7 +17,14 @@ missing=()
 for p in mariadb-server mariadb-client libmariadb-dev pkg-config postgresql postgresql-client; do
   need_pkg "$p" && missing+=("$p")
 done
-command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
+# Debian's python3 has no venv/ensurepip without python3-venv (other Pythons bring their own)
+if [[ -z ${PYTHON:-} ]] && ! command -v python3.12 >/dev/null && ! command -v python3.11 >/dev/null; then
+  need_pkg python3-venv && missing+=(python3-venv)
+fi
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
+if ! command -v java >/dev/null || [[ $(java_major) -lt 17 ]]; then
+  missing+=(openjdk-17-jdk-headless)  # Spark 4.2 and Kafka 4 need Java 17+
+fi
 command -v mvn >/dev/null || missing+=(maven)
 command -v cc >/dev/null || missing+=(build-essential)
 if ((${#missing[@]})); then
@@ -40,8 +47,9 @@ if [[ -z $PY ]]; then
   done
 fi
 [[ -n $PY ]] || { echo "need Python >= 3.10" >&2; exit 1; }
-if [[ ! -x .venv/bin/python ]]; then
+if [[ ! -x .venv/bin/python ]] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
   log "creating .venv with $PY"
+  rm -rf .venv
   "$PY" -m venv .venv
 fi
 mkdir -p "$STAMPS"

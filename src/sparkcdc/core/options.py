@@ -31,7 +31,6 @@ class OptionSpec:
     secret: bool = False
     prefix: bool = False  # e.g. ``jdbc.properties.``: any key starting with the name
     doc: str = ""
-    expect: str = ""  # what a valid value looks like, for error messages
 
 
 def parse_int(minimum: int | None = None, maximum: int | None = None) -> Parser:
@@ -60,15 +59,6 @@ def parse_float(minimum: float | None = None) -> Parser:
         return value
 
     return parse
-
-
-def parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValueError("true or false")
 
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
@@ -157,7 +147,7 @@ def _parse_one(spec: OptionSpec, text: str, context: str) -> Any:
         value = spec.parse(text)
     except ValueError as exc:
         shown = "******" if spec.secret else f"'{text}'"
-        expected = spec.expect or str(exc)
+        expected = str(exc)
         raise OptionError(
             f"{context}: option '{spec.name}' has invalid value {shown}; expected {expected}"
         ) from None

@@ -199,14 +199,14 @@ class ChangelogBatchBuilder:
     def change_batch(self, changes: Sequence[tuple[RowChange, Emitted]]) -> pa.RecordBatch:
         rows: list[Row] = []
         kinds: list[ChangeType] = []
-        sources: list[RowChange | None] = []
+        sources: list[RowChange] = []
         for change, emitted in changes:
             for kind, row in emitted:
                 rows.append(row)
                 kinds.append(kind)
                 sources.append(change)
-        versions = [c.version for c in sources if c is not None]
-        stamps = [_utc(c.timestamp) for c in sources if c is not None]
+        versions = [c.version for c in sources]
+        stamps = [_utc(c.timestamp) for c in sources]
         return self._batch(rows, kinds, versions, stamps, sources)
 
 

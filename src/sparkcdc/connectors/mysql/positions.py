@@ -21,12 +21,18 @@ def current_position(conn: Any) -> BinlogPosition:
     return BinlogPosition(file, pos, gtid_at(conn, file, pos))
 
 
+#: "FUNCTION ... does not exist": MySQL has no BINLOG_GTID_POS.
+ER_SP_DOES_NOT_EXIST = 1305
+
+
 def gtid_at(conn: Any, file: str, pos: int) -> str:
     """The GTID state at a position (MariaDB's ``BINLOG_GTID_POS``; empty elsewhere)."""
     try:
         ((gtid,),) = query(conn, "SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
-    except Exception:  # MySQL has no BINLOG_GTID_POS; GTIDs there come from the events
-        return ""
+    except Exception as exc:
+        if exc.args and exc.args[0] == ER_SP_DOES_NOT_EXIST:  # MySQL: GTIDs come from events
+            return ""
+        raise  # a lost connection must not store an empty GTID in the offset
     return str(gtid or "")
 
 
