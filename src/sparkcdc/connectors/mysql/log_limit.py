@@ -4,12 +4,16 @@ The driver walks ``SHOW BINLOG EVENTS`` (event types and positions, no row decod
 only REPLICATION CLIENT) from the batch start and stops at the last transaction boundary
 that keeps the number of row events within the limit. A batch ends on a transaction
 boundary (never inside one: a reader starting mid-transaction would miss its table map),
-and always takes at least one transaction so the stream makes progress. A row event
-holding several rows (a multi-row INSERT) counts once: the bound is approximate there.
+and always takes at least one transaction so the stream makes progress. Only row events
+of captured tables count (``Table_map`` events name the table behind each table id), so a
+busy table that is not captured does not shrink batches. A row event holding several rows
+(a multi-row INSERT) counts once: the bound is approximate there.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Any
 
 from sparkcdc.connectors.mysql.connection import query
@@ -17,6 +21,8 @@ from sparkcdc.connectors.mysql.positions import binlog_files, gtid_at
 from sparkcdc.core.position import BinlogPosition, file_index
 
 PAGE = 2000
+_TABLE_MAP = re.compile(r"table_id: (\d+) \((.+)\)$")
+_ROWS = re.compile(r"table_id: (\d+)")
 
 
 def is_row_event(event_type: str) -> bool:
@@ -25,10 +31,16 @@ def is_row_event(event_type: str) -> bool:
 
 
 def advance_log(
-    conn: Any, start: BinlogPosition, end: BinlogPosition, max_row_events: int
+    conn: Any,
+    start: BinlogPosition,
+    end: BinlogPosition,
+    max_row_events: int,
+    tables: Collection[str],
 ) -> tuple[BinlogPosition, int]:
     """The furthest transaction boundary in ``(start, end]`` within ``max_row_events`` row
-    events (at least one transaction), and the row events it covers."""
+    events of ``tables`` (``db.table`` names; at least one transaction), and the row events
+    it covers."""
+    captured: set[str] = set()  # table ids of captured tables seen in Table_map events
     file, pos = start.file, start.pos
     counted = 0
     best: tuple[str, int, int] | None = None  # file, boundary position, row events before it
@@ -51,8 +63,14 @@ def advance_log(
             if event_type == "Gtid":
                 in_group = True
                 standalone = not str(info).upper().startswith("BEGIN")
+            elif event_type == "Table_map":
+                mapped = _TABLE_MAP.search(str(info))
+                if mapped and mapped.group(2).replace("`", "") in tables:
+                    captured.add(mapped.group(1))
             elif is_row_event(event_type):
-                counted += 1
+                row_table = _ROWS.search(str(info))
+                if row_table is None or row_table.group(1) in captured:
+                    counted += 1
             elif event_type == "Xid" or (event_type == "Query" and str(info).upper() == "COMMIT"):
                 boundary, in_group = True, False
             elif event_type == "Query" and standalone:

@@ -13,6 +13,7 @@ normalised to B.log. ``bounded`` (startup mode ``snapshot``) freezes the log pos
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from sparkcdc.snapshot.emit import changes_to_emit
 from sparkcdc.snapshot.progress import TableProgress
 
 Offset = dict[str, Any]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,8 @@ class MySqlCdcSource:
                 # while a snapshot runs the log gets half the batch, so neither starves
                 unfinished = any(not p.done for p in progress.values())
                 share = max(1, max_rows // 2) if unfinished else max_rows
-                now, used = advance_log(self.conn, position, now, share)
+                names = [str(t) for t in progress]
+                now, used = advance_log(self.conn, position, now, share, names)
                 budget = max(max_rows - used, 1 if unfinished else 0)
             if now > position:
                 position = now
@@ -240,6 +243,17 @@ class MySqlCdcSource:
                         self.envelope,
                     )
                 )
+        low, high = self.config.server_ids
+        if len(specs) > high - low + 1:
+            log.warning(
+                "a batch reads with %d concurrent binlog readers but 'server-id' %d-%d has "
+                "only %d ids: readers sharing an id knock each other off the server; give a "
+                "wider range",
+                len(specs),
+                low,
+                high,
+                high - low + 1,
+            )
         return specs
 
     def snapshot_partitions(self) -> list[PartitionSpec]:
