@@ -266,7 +266,7 @@ def binlog_images(
             "host": mariadb.host,
             "port": mariadb.port,
             "user": mariadb.cdc.user,
-            "passwd": mariadb.cdc.password,
+            "password": mariadb.cdc.password,
         },
         server_id=7000 + secrets.randbelow(2000),
         is_mariadb=False,
@@ -386,7 +386,7 @@ for event in stream:
              if n != "id"})
 stream.close()
 s = args["settings"]
-conn = MySQLdb.connect(host=s["host"], port=s["port"], user=s["user"], password=s["passwd"],
+conn = MySQLdb.connect(host=s["host"], port=s["port"], user=s["user"], password=s["password"],
                        database=args["db"], charset="utf8mb4", conv=snapshot_conversions())
 cur = conn.cursor()
 cur.execute("SET time_zone = '+00:00'")
@@ -425,7 +425,7 @@ def test_timestamps_exact_under_non_utc_session_and_process_zones(
             "host": mariadb.host,
             "port": mariadb.port,
             "user": mariadb.cdc.user,
-            "passwd": mariadb.cdc.password,
+            "password": mariadb.cdc.password,
         },
         "server_id": 7000 + secrets.randbelow(2000),
         "file": start[0],

@@ -14,7 +14,11 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.connection import RETRYABLE_CODES, replication_settings
+from sparkcdc.connectors.mysql.connection import (
+    RETRYABLE_CODES,
+    backoff,
+    replication_settings,
+)
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
@@ -160,8 +164,8 @@ def read_changes_with_retries(
             code = exc.args[0] if exc.args else None
             if code not in RETRYABLE_CODES or attempt >= config.connect_max_retries:
                 raise
+            delay = backoff(attempt)
             attempt += 1
-            delay = min(0.5 * 2**attempt, 10.0)
             log.warning(
                 "binlog read %s..%s lost its connection (%s) after %d changes; "
                 "retry %d/%d in %.1fs",

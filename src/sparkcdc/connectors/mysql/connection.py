@@ -25,6 +25,11 @@ def _scrub(message: str, config: MySqlSourceConfig) -> str:
     return message.replace(secret, "******") if secret else message
 
 
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry number ``attempt`` (0.5 s doubling, at most 10 s)."""
+    return min(0.5 * (1 << attempt), 10.0)
+
+
 def with_retries(config: MySqlSourceConfig, what: str, action: Callable[[], T]) -> T:
     """Run ``action``; retry connection errors ``connect.max-retries`` times with backoff."""
     attempt = 0
@@ -35,7 +40,7 @@ def with_retries(config: MySqlSourceConfig, what: str, action: Callable[[], T]) 
             code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
             if code not in RETRYABLE_CODES or attempt >= config.connect_max_retries:
                 raise
-            delay = min(0.5 * 2**attempt, 10.0)
+            delay = backoff(attempt)
             attempt += 1
             log.warning(
                 "%s failed (%s); retry %d/%d in %.1fs",
