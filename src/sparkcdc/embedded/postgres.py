@@ -164,9 +164,6 @@ class EmbeddedPostgres:
         self.execute(f'CREATE DATABASE "{name}"')
         return name
 
-    def jdbc_url(self, dbname: str = "postgres") -> str:
-        return f"jdbc:postgresql://{self.host}:{self.port}/{dbname}"
-
     def stop(self) -> None:
         stop_process(self._process, timeout=30)
         self._process = None

@@ -61,14 +61,6 @@ def settings_problems(values: dict[str, str], flavor: str) -> list[str]:
     return problems
 
 
-def check_settings(values: dict[str, str], flavor: str) -> None:
-    problems = settings_problems(values, flavor)
-    if problems:
-        raise SourceConfigurationError(
-            "the server is not configured for CDC:\n  - " + "\n  - ".join(problems)
-        )
-
-
 _GLOBAL_GRANT = re.compile(r"^\s*GRANT\s+(.+?)\s+ON\s+\*\.\*\s+TO\s", re.IGNORECASE | re.DOTALL)
 
 
