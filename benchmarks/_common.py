@@ -541,3 +541,16 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-spark", action="store_true", help="skip the Spark measurements (Python/C only)"
     )
+
+
+def run_with_server(args: Any, run: Callable[[Any, Any, Any], None]) -> None:
+    """Start the benchmark's MariaDB, run ``run(args, db, memory)``, always stop it, and
+    print the total wall time."""
+    started = time.perf_counter()
+    with ProcessSampler() as memory:
+        db = start_mariadb(args.buffer_pool)
+        try:
+            run(args, db, memory)
+        finally:
+            db.stop()
+    print(f"\nTotal wall time {time.perf_counter() - started:.0f} s")

@@ -39,13 +39,14 @@ from benchmarks._common import (
     profile,
     require_tool,
     run_quiet,
+    run_with_server,
     source_option_pairs,
     spark_session,
-    start_mariadb,
     stream_to_noop,
 )
 from sparkcdc.connectors.mysql.binlog import read_changes
 from sparkcdc.connectors.mysql.config import parse_config
+from sparkcdc.connectors.mysql.connection import replication_settings
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.core.position import BinlogPosition, file_index
 from sparkcdc.embedded import EmbeddedMariaDB
@@ -214,12 +215,7 @@ def library_reader(
 
     config = source.config
     stream = BinLogStreamReader(
-        connection_settings={
-            "host": config.hostname,
-            "port": config.port,
-            "user": config.username,
-            "password": config.password.reveal(),
-        },
+        connection_settings=replication_settings(config),
         server_id=server_id,
         resume_stream=True,
         blocking=False,
@@ -490,14 +486,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--buffer-pool", default="1G", help="innodb-buffer-pool-size")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-    started = time.perf_counter()
-    with ProcessSampler() as memory:
-        db = start_mariadb(args.buffer_pool)
-        try:
-            run(args, db, memory)
-        finally:
-            db.stop()
-    print(f"\nTotal wall time {time.perf_counter() - started:.0f} s")
+    run_with_server(args, run)
 
 
 if __name__ == "__main__":

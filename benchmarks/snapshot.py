@@ -34,9 +34,9 @@ from benchmarks._common import (
     profile,
     require_tool,
     run_quiet,
+    run_with_server,
     source_option_pairs,
     spark_session,
-    start_mariadb,
     stream_to_noop,
     warm_buffer_pool,
 )
@@ -243,14 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-    started = time.perf_counter()
-    with ProcessSampler() as memory:
-        db = start_mariadb(args.buffer_pool)
-        try:
-            run(args, db, memory)
-        finally:
-            db.stop()
-    print(f"\nTotal wall time {time.perf_counter() - started:.0f} s")
+    run_with_server(args, run)
 
 
 if __name__ == "__main__":
