@@ -1,1 +1,1 @@
-"""Sinks: Delta Lake, JDBC, Kafka, console."""
+"""Pipeline sinks: where a pipeline writes each captured table's changes, exactly once."""

@@ -1,0 +1,98 @@
+"""The contract between a pipeline and its sink.
+
+A pipeline hands its sink one :class:`MicroBatch` per Spark micro-batch: for every captured
+table, that batch's changes as a typed changelog DataFrame (the table's columns, then
+``_change_type``, ``_commit_version``, ``_commit_timestamp``). Spark may hand the same batch
+again after a crash (foreachBatch is at-least-once), so :meth:`Sink.write` must make a
+replayed batch change nothing: exactly-once is the sink's job, keyed by
+``(pipeline, batch_id)``.
+
+Sinks also record the source offset each batch ended at, so ``sparkcdc verify`` can compare
+a target with the source *as of that offset* while the pipeline keeps running.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sparkcdc.core.table import TableId
+
+CHANGE_TYPE = "_change_type"
+COMMIT_VERSION = "_commit_version"
+COMMIT_TIMESTAMP = "_commit_timestamp"
+CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+
+
+@dataclass(frozen=True)
+class SinkTable:
+    """One captured source table as a sink sees it."""
+
+    source: TableId
+    #: Spark StructType of the table's own columns (no change columns), in source order.
+    schema: Any
+    #: Primary-key column names, in key order: what upserts match on.
+    key: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.schema.fields)
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """One Spark micro-batch of a pipeline, split by source table."""
+
+    pipeline: str
+    batch_id: int
+    #: Typed changelog rows per captured table (every captured table is present; a table
+    #: without changes in this batch has an empty DataFrame). Already cached by the pipeline.
+    changes: Mapping[TableId, Any]
+    #: The source offset at the end of this batch (JSON text: log position and per-table
+    #: snapshot progress), or None when unknown. Sinks store it next to the data.
+    source_offset: str | None = None
+
+    def offset(self) -> dict[str, Any] | None:
+        return None if self.source_offset is None else json.loads(self.source_offset)
+
+
+@dataclass(frozen=True)
+class TargetSnapshot:
+    """A target table's rows together with the source offset they correspond to."""
+
+    #: Spark DataFrame with the table's columns (upsert targets) as of ``source_offset``.
+    rows: Any
+    #: JSON text of the source offset of the last batch applied, or None if nothing was.
+    source_offset: str | None
+
+
+class Sink(ABC):
+    """Writes micro-batches of captured tables into target tables, exactly once."""
+
+    @abstractmethod
+    def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
+        """Prepare targets before the first batch: create missing target tables from the
+        source schemas; fail clearly when an existing target cannot take the rows."""
+
+    @abstractmethod
+    def write(self, batch: MicroBatch) -> None:
+        """Apply one micro-batch. A batch already applied (same pipeline and batch id, or an
+        older one) must change nothing."""
+
+    def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
+        """The target's current rows and the source offset they are at (for ``verify``)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be verified")
+
+    def close(self) -> None:
+        """Release connections; called once when the pipeline stops."""
+        return None
+
+
+def target_names(tables: Sequence[SinkTable], pattern: str) -> Mapping[TableId, str]:
+    """Target table names from a pattern with ``{database}`` and ``{table}`` placeholders."""
+    return {
+        t.source: pattern.format(database=t.source.database, table=t.source.table) for t in tables
+    }
