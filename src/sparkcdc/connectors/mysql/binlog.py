@@ -4,6 +4,11 @@ python-mysql-replication handles the protocol; we drive it with file/position (i
 ``is_mariadb=True`` mode ignores positions, see STACK-NOTES) and never rely on its
 automatic reconnects: a failed range read raises and the caller retries the whole range,
 which is idempotent because ranges are bounded.
+
+Rows are decoded by the compiled decoder (``rowdecode``, docs/binlog-decoder.md) from the
+event's raw bytes; the library's own per-column Python decoding (``event.rows`` +
+:class:`RowDecoder`) is the reference path, used for table maps the compiled plan does not
+cover and selectable with ``decoder="reference"`` for tests.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.connection import (
@@ -20,6 +25,7 @@ from sparkcdc.connectors.mysql.connection import (
     replication_settings,
 )
 from sparkcdc.connectors.mysql.discovery import CapturedTable
+from sparkcdc.connectors.mysql.rowdecode import FastRowDecoder, WireColumn
 from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
 from sparkcdc.core.position import POS_BITS, BinlogPosition, file_index
@@ -30,6 +36,14 @@ log = logging.getLogger(__name__)
 
 #: Server error for a dump request whose file is gone (ER_MASTER_FATAL_ERROR_READING_BINLOG).
 ER_BINLOG_READ = 1236
+
+#: Which row decoder :func:`read_changes` uses: the compiled one (falling back per table map
+#: to the reference where it does not apply) or only the library's Python decoding.
+DecoderChoice = Literal["fast", "reference"]
+
+#: Bytes before a rows event's post-header in the library's packet: pymysql's OK byte and
+#: the 19-byte event header.
+_EVENT_HEADER = 20
 
 
 class RowDecoder:
@@ -59,14 +73,58 @@ class RowDecoder:
         )
 
 
+class FastPath:
+    """Compiled decoders per table map (the library's ``Table`` object of a table id), built
+    on first use; ``None`` for table maps the compiled plan does not cover."""
+
+    def __init__(self, tables: Mapping[TableId, CapturedTable]) -> None:
+        self.tables = tables
+        self._decoders: dict[int, tuple[Any, FastRowDecoder | None]] = {}
+
+    def decoder(self, event: Any, table_id: TableId) -> FastRowDecoder | None:
+        mapped = event.table_map.get(event.table_id)
+        cached = self._decoders.get(event.table_id)
+        if cached is not None and cached[0] is mapped:
+            return cached[1]
+        fast: FastRowDecoder | None = None
+        if mapped is not None:
+            wire = [WireColumn.from_library(c) for c in mapped.columns]
+            fast = FastRowDecoder(wire, self.tables[table_id])
+            if not fast.covered:
+                log.info(
+                    "binlog rows of %s use the reference decoder: %s", table_id, fast.plan.reason
+                )
+                fast = None
+        self._decoders[event.table_id] = (mapped, fast)
+        return fast
+
+    def rows(self, event: Any, fast: FastRowDecoder, update: bool) -> list[Row] | None:
+        """The event's row images (alternating before/after for updates), or None when the
+        library's packet is not positioned where expected (then the reference path reads)."""
+        wrapper = event.packet
+        packet = wrapper.packet
+        start = packet._position
+        if start != _EVENT_HEADER + wrapper.read_bytes or not event.complete:
+            return None
+        end = _EVENT_HEADER + event.event_size
+        present2 = event.columns_present_bitmap2 if update else None
+        return fast.decode(
+            packet.get_all_data(), start, end, event.columns_present_bitmap, present2
+        )
+
+
 def read_changes(
     config: MySqlSourceConfig,
     tables: Mapping[TableId, CapturedTable],
     start: BinlogPosition,
     end: BinlogPosition,
     server_id: int,
+    decoder: DecoderChoice = "fast",
 ) -> Iterator[RowChange]:
-    """Row changes of ``tables`` in ``(start, end]``, in log order."""
+    """Row changes of ``tables`` in ``(start, end]``, in log order.
+
+    ``decoder="reference"`` decodes every row with the library (the tests' reference).
+    """
     if not tables or end <= start:
         return
     from pymysql.err import OperationalError
@@ -74,7 +132,9 @@ def read_changes(
     from pymysqlreplication.event import MariadbGtidEvent, RotateEvent
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+    plain_events = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
     decoders = {tid: RowDecoder(t, config) for tid, t in tables.items()}
+    fast_path = FastPath(tables) if decoder == "fast" else None
     stream = BinLogStreamReader(
         connection_settings=replication_settings(config),
         server_id=server_id,
@@ -110,20 +170,64 @@ def read_changes(
                 gtid = event.gtid
                 continue
             table_id = TableId(event.schema, event.table)
-            decoder = decoders.get(table_id)
-            if decoder is None:
+            row_decoder = decoders.get(table_id)
+            if row_decoder is None:
                 continue
             event_start = event_end - event.packet.event_size
             base = (file_index(file) << POS_BITS) | event_start
             timestamp = int(event.timestamp)
+            if fast_path is not None:
+                fast = fast_path.decoder(event, table_id)
+                is_update = isinstance(event, UpdateRowsEvent)
+                images = None
+                if fast is not None and type(event) in plain_events:
+                    images = fast_path.rows(event, fast, is_update)
+                if images is not None:
+                    if is_update:
+                        for index in range(len(images) // 2):
+                            yield RowChange(
+                                table_id,
+                                images[2 * index],
+                                images[2 * index + 1],
+                                base + index,
+                                timestamp,
+                                file,
+                                event_start,
+                                gtid,
+                            )
+                    elif isinstance(event, WriteRowsEvent):
+                        for index, row in enumerate(images):
+                            yield RowChange(
+                                table_id,
+                                None,
+                                row,
+                                base + index,
+                                timestamp,
+                                file,
+                                event_start,
+                                gtid,
+                            )
+                    else:
+                        for index, row in enumerate(images):
+                            yield RowChange(
+                                table_id,
+                                row,
+                                None,
+                                base + index,
+                                timestamp,
+                                file,
+                                event_start,
+                                gtid,
+                            )
+                    continue
             for index, row in enumerate(event.rows):
                 if isinstance(event, WriteRowsEvent):
-                    before, after = None, decoder(row["values"], row.get("none_sources"))
+                    before, after = None, row_decoder(row["values"], row.get("none_sources"))
                 elif isinstance(event, DeleteRowsEvent):
-                    before, after = decoder(row["values"], row.get("none_sources")), None
+                    before, after = row_decoder(row["values"], row.get("none_sources")), None
                 else:
-                    before = decoder(row["before_values"], row.get("before_none_sources"))
-                    after = decoder(row["after_values"], row.get("after_none_sources"))
+                    before = row_decoder(row["before_values"], row.get("before_none_sources"))
+                    after = row_decoder(row["after_values"], row.get("after_none_sources"))
                 yield RowChange(
                     table_id, before, after, base + index, timestamp, file, event_start, gtid
                 )
@@ -144,6 +248,7 @@ def read_changes_with_retries(
     start: BinlogPosition,
     end: BinlogPosition,
     server_id: int,
+    decoder: DecoderChoice = "fast",
 ) -> Iterator[RowChange]:
     """:func:`read_changes`, surviving lost connections: a bounded range reads the same
     changes in the same order every time, so a retry re-reads it and skips the changes
@@ -154,7 +259,9 @@ def read_changes_with_retries(
     attempt = 0
     while True:
         try:
-            for index, change in enumerate(read_changes(config, tables, start, end, server_id)):
+            for index, change in enumerate(
+                read_changes(config, tables, start, end, server_id, decoder)
+            ):
                 if index < delivered:
                     continue
                 delivered += 1
