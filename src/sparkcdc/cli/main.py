@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
 import sparkcdc
+from sparkcdc.core.errors import SparkCdcError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,8 +18,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sparkcdc {sparkcdc.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser(
+        "run", help="run a pipeline file (Ctrl-C stops; running it again resumes)"
+    )
+    run.add_argument("pipeline", help="the pipeline YAML file")
+    run.add_argument(
+        "--available-now",
+        action="store_true",
+        help="process what the source has now, then stop (overrides trigger-interval)",
+    )
+    verify = commands.add_parser(
+        "verify", help="compare each source table with its target, at the target's position"
+    )
+    verify.add_argument("pipeline", help="the pipeline YAML file")
+    check = commands.add_parser("validate", help="check a pipeline file without running it")
+    check.add_argument("pipeline", help="the pipeline YAML file")
     commands.add_parser(
-        "demo", help="start a local MariaDB and capture it into a local lakehouse table"
+        "demo", help="start a local MariaDB and capture it into a local Delta table"
     )
     return parser
 
@@ -25,10 +42,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        from sparkcdc.cli.demo import run_demo
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        if args.command == "demo":
+            from sparkcdc.cli.demo import run_demo
 
-        return run_demo()
+            return run_demo()
+        if args.command in ("run", "verify", "validate"):
+            from sparkcdc.cli import commands as cmd
+
+            handler = {"run": cmd.run, "verify": cmd.verify, "validate": cmd.validate}
+            return handler[args.command](args)
+    except SparkCdcError as exc:
+        print(f"sparkcdc: error: {exc}", file=sys.stderr)
+        return 2
     parser.print_help()
     return 0
 

@@ -1,1 +1,1 @@
-"""YAML pipeline definitions and the composer that turns them into Spark queries."""
+"""YAML pipelines: one source, one sink, many tables (Flink CDC 3.x's pipeline model)."""

@@ -46,6 +46,8 @@ class SinkTable:
 class MicroBatch:
     """One Spark micro-batch of a pipeline, split by source table."""
 
+    #: Identifies the pipeline's checkpoint (its name and Spark query id): a new checkpoint
+    #: starts batch ids at 0 again, so exactly-once bookkeeping is keyed by this, not the name.
     pipeline: str
     batch_id: int
     #: Typed changelog rows per captured table (every captured table is present; a table
@@ -54,6 +56,12 @@ class MicroBatch:
     #: The source offset at the end of this batch (JSON text: log position and per-table
     #: snapshot progress), or None when unknown. Sinks store it next to the data.
     source_offset: str | None = None
+    #: Changelog rows per table in this batch, when the pipeline counted them (one Spark job
+    #: for all tables): sinks skip tables with 0 instead of running a job to find out.
+    row_counts: Mapping[TableId, int] | None = None
+
+    def has_changes(self, table: TableId) -> bool:
+        return self.row_counts is None or self.row_counts.get(table, 0) > 0
 
     def offset(self) -> dict[str, Any] | None:
         return None if self.source_offset is None else json.loads(self.source_offset)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Iterable, Mapping
@@ -16,6 +17,7 @@ from sparkcdc.core.options import (
     parse_int,
     parse_options,
 )
+from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.secret import Secret
 
 STARTUP_MODES = (
@@ -62,6 +64,13 @@ def _zone(text: str) -> ZoneInfo:
         raise ValueError("an IANA time zone such as UTC or Europe/Berlin") from None
 
 
+def _position(text: str) -> BinlogPosition:
+    try:
+        return BinlogPosition.from_json(json.loads(text))
+    except (ValueError, KeyError, TypeError):
+        raise ValueError('a log position as JSON: {"file": ..., "pos": ..., "gtid": ...}') from None
+
+
 def _metadata(text: str) -> tuple[str, ...]:
     names = tuple(n.strip().lower() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in METADATA_COLUMNS]
@@ -98,6 +107,8 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("heartbeat.interval", parse_duration, 30.0),
     OptionSpec("metadata.list", _metadata, ()),
     OptionSpec("maxRowsPerTrigger", parse_int(1), None),
+    # batch reads only: the snapshot as of an earlier log position (``sparkcdc verify``)
+    OptionSpec("scan.snapshot.position", _position, None),
     OptionSpec("jdbc.properties.", prefix=True),
 )
 
@@ -134,6 +145,7 @@ class MySqlSourceConfig:
     heartbeat_interval: float
     metadata: tuple[str, ...]
     max_rows_per_trigger: int | None
+    snapshot_position: BinlogPosition | None = None
     tls: Mapping[str, str] = field(default_factory=dict)
 
     def server_id(self, index: int) -> int:
@@ -221,5 +233,6 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
         heartbeat_interval=opts["heartbeat.interval"],
         metadata=opts["metadata.list"],
         max_rows_per_trigger=opts["maxRowsPerTrigger"],
+        snapshot_position=opts["scan.snapshot.position"],
         tls=tls,
     )

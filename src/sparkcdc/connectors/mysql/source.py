@@ -257,8 +257,10 @@ class MySqlCdcSource:
         return specs
 
     def snapshot_partitions(self) -> list[PartitionSpec]:
-        """All chunks of every table, normalised to the log position now (batch reads)."""
-        start = _offset(self.current_position(), {t: TableProgress() for t in self.tables})
+        """All chunks of every table, normalised to the log position now (batch reads), or
+        to ``scan.snapshot.position`` (an earlier one, still in the binlog)."""
+        position = self.config.snapshot_position or self.current_position()
+        start = _offset(position, {t: TableProgress() for t in self.tables})
         return self.partitions(start, self.latest_offset(start | {"bounded": True}, None))
 
     def _planner(self, table_id: TableId) -> ChunkPlanner:

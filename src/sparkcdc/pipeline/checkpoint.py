@@ -1,0 +1,31 @@
+"""What a pipeline reads from Spark's checkpoint folder.
+
+Spark writes a batch's end offsets to ``offsets/<batch id>`` *before* it runs the batch
+(the write-ahead log that makes replays deterministic), and the query's id to
+``metadata`` when the checkpoint is created. Sinks store the offset next to the data (for
+``verify``) and key their exactly-once bookkeeping by the query id, which stays the same
+across restarts from the same checkpoint and changes when the checkpoint is reset.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def batch_offset(checkpoint: Path, batch_id: int) -> str | None:
+    """The source's end offset of batch ``batch_id`` (JSON text), or None if not found.
+
+    The file is ``v1``, a line of batch metadata, then one line per source."""
+    try:
+        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    sources = [line for line in lines[2:] if line.strip() and line.strip() != "-"]
+    return sources[0] if len(sources) == 1 else None
+
+
+def query_id(checkpoint: Path) -> str:
+    """The streaming query's id recorded in the checkpoint."""
+    data = json.loads((checkpoint / "metadata").read_text(encoding="utf-8"))
+    return str(data["id"])

@@ -1,0 +1,212 @@
+"""A pipeline file, validated: ``source`` / ``sink`` / ``pipeline`` blocks.
+
+Validation is offline (no connection is opened): every key is checked against the
+source's and the sink's option specs, and a problem is reported with the file, the line
+and the key. The source options are ``mysql-cdc``'s (Flink CDC names); the pipeline block
+holds what belongs to the Spark query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
+from sparkcdc.core.errors import OptionError
+from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
+from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
+
+BLOCKS = ("source", "sink", "pipeline")
+SOURCE_TYPES = ("mysql",)
+SINK_TYPES = ("delta", "jdbc", "console", "kafka")
+AVAILABLE_NOW = "available-now"
+
+PIPELINE_SPECS = (
+    OptionSpec("name", default="sparkcdc-pipeline", doc="a name for logs and target metadata"),
+    OptionSpec("checkpoint", required=True, doc="a directory for Spark's checkpoint"),
+    OptionSpec("trigger-interval", default="1s", doc=f"a duration or '{AVAILABLE_NOW}'"),
+    OptionSpec("parallelism", parse_int(1), 2),
+    OptionSpec("max-rows-per-trigger", parse_int(1), None),
+    OptionSpec("spark-conf.", prefix=True),
+)
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    name: str
+    checkpoint: Path
+    #: Seconds between micro-batches, or None for ``available-now`` (process what is there, stop).
+    trigger_seconds: float | None
+    parallelism: int
+    max_rows_per_trigger: int | None
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PipelineDefinition:
+    """Everything ``sparkcdc run`` needs, validated."""
+
+    path: Path
+    source_type: str
+    #: ``mysql-cdc`` options as strings, ready for ``spark.readStream.options(...)``.
+    source_options: Mapping[str, str]
+    source_config: MySqlSourceConfig
+    sink_type: str
+    #: Sink options as given (values as strings), validated by the sink type.
+    sink_options: Mapping[str, str]
+    settings: PipelineSettings
+
+    def stream_options(self) -> dict[str, str]:
+        """Options for ``format("mysql-cdc")``, including the pipeline's read limit."""
+        options = dict(self.source_options)
+        if self.settings.max_rows_per_trigger is not None:
+            options["maxRowsPerTrigger"] = str(self.settings.max_rows_per_trigger)
+        return options
+
+
+SinkValidator = Callable[[Mapping[str, str]], object]
+
+
+def load_pipeline(path: str | Path) -> PipelineDefinition:
+    """Load and validate a pipeline file (no connections are opened)."""
+    doc = load_yaml(path)
+    data = doc.data
+    unknown = [k for k in data if k not in BLOCKS]
+    if unknown:
+        raise doc.error(str(unknown[0]), f"unknown block; a pipeline file has {', '.join(BLOCKS)}")
+    for block in BLOCKS:
+        if not isinstance(data.get(block), dict):
+            what = "is missing" if block not in data else "must be a mapping of keys to values"
+            raise doc.error(block, f"the '{block}' block {what}")
+    source = _strings(doc, "source")
+    source_type = _type(doc, "source", source, SOURCE_TYPES)
+    source_options = _source_options(doc, source)
+    source_config = _checked(doc, "source", lambda: parse_config(source_options))
+    sink = _strings(doc, "sink")
+    sink_type = _type(doc, "sink", sink, SINK_TYPES)
+    from sparkcdc.sinks.factory import validate_sink_options
+
+    _checked(doc, "sink", lambda: validate_sink_options(sink_type, sink))
+    settings = _settings(doc)
+    return PipelineDefinition(
+        path=doc.path,
+        source_type=source_type,
+        source_options=source_options,
+        source_config=source_config,
+        sink_type=sink_type,
+        sink_options=sink,
+        settings=settings,
+    )
+
+
+def _strings(doc: YamlDocument, block: str) -> dict[str, str]:
+    """A block's values as option strings (YAML gives ints and bools; nested maps become
+    ``prefix.key`` options, the way Flink CDC writes ``jdbc.properties.*``)."""
+    flat: dict[str, str] = {}
+
+    def walk(value: Mapping[str, Any], prefix: str) -> None:
+        for key, item in value.items():
+            name = f"{prefix}{key}"
+            if isinstance(item, dict):
+                walk(item, name + ".")
+            elif isinstance(item, list):
+                raise doc.error(f"{block}.{name}", "a list is not a valid value here")
+            elif item is None:
+                raise doc.error(f"{block}.{name}", "has no value")
+            elif isinstance(item, bool):
+                flat[name] = "true" if item else "false"
+            else:
+                flat[name] = str(item)
+
+    walk(doc.data[block], "")
+    return flat
+
+
+def _type(doc: YamlDocument, block: str, options: dict[str, str], valid: tuple[str, ...]) -> str:
+    kind = options.pop("type", None)
+    if kind is None:
+        raise doc.error(f"{block}.type", f"is required; valid values: {', '.join(valid)}")
+    if kind.lower() not in valid:
+        raise doc.error(
+            f"{block}.type", f"invalid value '{kind}'; valid values: {', '.join(valid)}"
+        )
+    return kind.lower()
+
+
+def _source_options(doc: YamlDocument, source: dict[str, str]) -> dict[str, str]:
+    """Accept Flink CDC 3.x's ``tables: app_db.\\.*`` (database and table regular
+    expressions split at the first unescaped dot; ``\\.`` is the regex ``.``) as well as
+    the ``database-name`` / ``table-name`` pair."""
+    options = dict(source)
+    tables = options.pop("tables", None)
+    if tables is None:
+        return options
+    if "database-name" in options or "table-name" in options:
+        raise doc.error(
+            "source.tables", "give either 'tables' or 'database-name' and 'table-name', not both"
+        )
+    if "," in tables:
+        raise doc.error(
+            "source.tables",
+            f"'{tables}': one 'database.table' pattern is supported; use a regular expression "
+            "such as app_db.(orders|customers) to capture several tables",
+        )
+    match = re.fullmatch(r"((?:[^.\\]|\\.)+)\.(.+)", tables.strip())
+    if match is None:
+        raise doc.error(
+            "source.tables",
+            f"'{tables}' is not 'database.table': two regular expressions separated by the "
+            "first unescaped dot, where '\\.' stands for the regular expression's '.' "
+            "(Flink CDC's syntax), e.g. app_db.\\.*",
+        )
+    # as in Flink CDC, an escaped dot in either part is the regular expression's '.'
+    database, table = (part.replace("\\.", ".") for part in match.groups())
+    options["database-name"], options["table-name"] = database, table
+    return options
+
+
+def _checked(doc: YamlDocument, block: str, parse: Callable[[], Any]) -> Any:
+    """Run a validator; point its OptionError at the offending key's line."""
+    try:
+        return parse()
+    except OptionError as exc:
+        message = str(exc)
+        named = re.search(r"option '([^']+)'", message)
+        key = f"{block}.{named.group(1)}" if named else block
+        if named and key not in doc.lines:  # keys are matched case-insensitively
+            lowered = {k.lower(): k for k in doc.lines}
+            key = lowered.get(key.lower(), key)
+        raise doc.error(key, message) from None
+
+
+def _settings(doc: YamlDocument) -> PipelineSettings:
+    raw = _strings(doc, "pipeline")
+    opts = _checked(doc, "pipeline", lambda: parse_options(raw, PIPELINE_SPECS, context="pipeline"))
+    trigger = str(opts["trigger-interval"]).strip().lower()
+    if trigger == AVAILABLE_NOW:
+        seconds = None
+    else:
+        try:
+            seconds = parse_duration(trigger)
+        except ValueError as exc:
+            raise doc.error(
+                "pipeline.trigger-interval",
+                f"invalid value '{trigger}'; expected {exc} or '{AVAILABLE_NOW}'",
+            ) from None
+    checkpoint = Path(opts["checkpoint"])
+    if not checkpoint.is_absolute():  # relative to the pipeline file, not the shell
+        checkpoint = (doc.path.parent / checkpoint).resolve()
+    return PipelineSettings(
+        name=opts["name"],
+        checkpoint=checkpoint,
+        trigger_seconds=seconds,
+        parallelism=opts["parallelism"],
+        max_rows_per_trigger=opts["max-rows-per-trigger"],
+        spark_conf=opts.groups.get("spark-conf.", {}),
+    )
+
+
+__all__ = ["PipelineDefinition", "PipelineFileError", "PipelineSettings", "load_pipeline"]

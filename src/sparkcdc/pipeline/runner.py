@@ -1,0 +1,175 @@
+"""``sparkcdc run``: one Spark streaming query from the source to the sink.
+
+The source stream (``format("mysql-cdc")``) captures every table of the pipeline in one
+binlog read. Each micro-batch goes through ``foreachBatch``: it is cached once, split by
+table (several tables arrive in the envelope format and are unpacked to typed columns),
+counted in one job, and handed to the sink as a :class:`MicroBatch`. Spark's checkpoint is
+the only state: stopping (Ctrl-C) or killing the process and running again resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkcdc.core.table import TableId
+from sparkcdc.pipeline.checkpoint import batch_offset, query_id
+from sparkcdc.pipeline.definition import PipelineDefinition
+from sparkcdc.pipeline.tables import captured_tables, sink_table
+from sparkcdc.sinks.base import CHANGE_COLUMNS, MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.factory import make_sink
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BatchReport:
+    """What one micro-batch did, for progress output."""
+
+    batch_id: int
+    row_counts: dict[TableId, int]
+    source_offset: str | None
+
+
+@dataclass
+class PipelineRun:
+    """A running (or finished) pipeline: its tables, sink and Spark query."""
+
+    definition: PipelineDefinition
+    spark: Any
+    tables: list[SinkTable]
+    sink: Sink
+    on_batch: Callable[[BatchReport], None] | None = None
+    query: Any = None
+    batches: list[BatchReport] = field(default_factory=list)
+    _pipeline_id: str | None = None
+
+    @property
+    def envelope(self) -> bool:
+        return len(self.tables) > 1
+
+    def start(self) -> None:
+        settings = self.definition.settings
+        settings.checkpoint.mkdir(parents=True, exist_ok=True)
+        stream = (
+            self.spark.readStream.format("mysql-cdc")
+            .options(**self.definition.stream_options())
+            .load()
+        )
+        writer = (
+            stream.writeStream.foreachBatch(self._write_batch)
+            .option("checkpointLocation", str(settings.checkpoint))
+            .queryName(_query_name(settings.name))
+        )
+        if settings.trigger_seconds is None:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{int(settings.trigger_seconds * 1000)} ms")
+        self.query = writer.start()
+
+    def wait(self, stop: threading.Event | None = None, poll_seconds: float = 0.5) -> None:
+        """Block until the query ends (available-now), ``stop`` is set, or Ctrl-C."""
+        try:
+            while not self.query.awaitTermination(poll_seconds):
+                if stop is not None and stop.is_set():
+                    break
+        except KeyboardInterrupt:
+            log.info("interrupted: stopping the pipeline (run it again to resume)")
+        finally:
+            self.stop()
+        error = self.query.exception()
+        if error is not None:
+            raise RuntimeError(f"pipeline '{self.definition.settings.name}' failed: {error}")
+
+    def stop(self) -> None:
+        if self.query is not None and self.query.isActive:
+            self.query.stop()
+        self.sink.close()
+
+    # -- one micro-batch ----------------------------------------------------------------
+    def _write_batch(self, frame: Any, batch_id: int) -> None:
+        checkpoint = self.definition.settings.checkpoint
+        if self._pipeline_id is None:
+            self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
+        frame = frame.persist()
+        try:
+            changes, counts = self._split(frame)
+            batch = MicroBatch(
+                pipeline=self._pipeline_id,
+                batch_id=batch_id,
+                changes=changes,
+                source_offset=batch_offset(checkpoint, batch_id),
+                row_counts=counts,
+            )
+            self.sink.write(batch)
+        finally:
+            frame.unpersist()
+        report = BatchReport(batch_id, counts, batch.source_offset)
+        self.batches.append(report)
+        if self.on_batch is not None:
+            self.on_batch(report)
+
+    def _split(self, frame: Any) -> tuple[dict[TableId, Any], dict[TableId, int]]:
+        if not self.envelope:
+            table = self.tables[0]
+            count = frame.count()
+            columns = [f"`{c}`" for c in table.columns] + list(CHANGE_COLUMNS)
+            return {table.source: frame.select(*columns)}, {table.source: count}
+        from sparkcdc.spark.envelope import unpack_table
+
+        counted = frame.groupBy("database_name", "table_name").count().collect()
+        by_table = {TableId(db, name): n for db, name, n in counted}
+        counts = {t.source: by_table.get(t.source, 0) for t in self.tables}
+        changes = {}
+        for table in self.tables:
+            db, name = table.source.database, table.source.table
+            typed = unpack_table(frame, db, name, table.schema)
+            changes[table.source] = typed.select(
+                *[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS
+            )
+        return changes, counts
+
+
+def prepare(
+    definition: PipelineDefinition,
+    spark: Any | None = None,
+    on_batch: Callable[[BatchReport], None] | None = None,
+) -> PipelineRun:
+    """Validate the source server, discover tables, open the sink (creating targets)."""
+    tables = [sink_table(t) for t in captured_tables(definition.source_config)]
+    if spark is None:
+        spark = session_for(definition)
+    sink = make_sink(definition.sink_type, definition.sink_options, definition.path.parent)
+    sink.open(spark, tables)
+    return PipelineRun(definition, spark, tables, sink, on_batch)
+
+
+def session_for(definition: PipelineDefinition) -> Any:
+    from sparkcdc.spark.session import local_session
+
+    settings = definition.settings
+    return local_session(
+        settings.name,
+        master=f"local[{settings.parallelism}]",
+        conf=dict(settings.spark_conf),
+    )
+
+
+def run_pipeline(
+    definition: PipelineDefinition,
+    spark: Any | None = None,
+    stop: threading.Event | None = None,
+    on_batch: Callable[[BatchReport], None] | None = None,
+) -> PipelineRun:
+    """Run until the query ends (available-now), ``stop`` is set, or Ctrl-C."""
+    run = prepare(definition, spark, on_batch)
+    run.start()
+    run.wait(stop)
+    return run
+
+
+def _query_name(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)

@@ -1,0 +1,224 @@
+"""Delta Lake sink: each captured table into its own Delta table, exactly once.
+
+``upsert`` mode (default) makes the target mirror the source: per batch and table the
+changes are reduced to the last change per key, then applied with one MERGE. ``append``
+mode keeps every change with its change type, version and timestamp (a queryable history).
+
+Exactly once: every commit carries Delta's transaction identifier (``txnAppId`` = the
+pipeline's checkpoint identity, ``txnVersion`` = the batch id). Delta skips a write whose
+version is not above the last one recorded for that app id in that table, so a batch
+Spark replays after a crash changes nothing, table by table. Each commit also stores the
+batch's source offset as its ``userMetadata``, which is how ``verify`` knows which source
+position a table version corresponds to.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.core.errors import OptionError, SparkCdcError
+from sparkcdc.core.options import OptionSpec, parse_options
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.base import (
+    CHANGE_COLUMNS,
+    MicroBatch,
+    Sink,
+    SinkTable,
+    TargetSnapshot,
+    target_names,
+)
+from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+
+CHANGELOG_MODES = ("upsert", "append")
+_TXN_APP = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("true or false")
+    return lowered == "true"
+
+
+SPECS = (
+    OptionSpec("path", required=True, doc="the folder that holds the target Delta tables"),
+    OptionSpec("table-name", default="{database}/{table}"),
+    OptionSpec("changelog-mode", choices=CHANGELOG_MODES, default="upsert"),
+    OptionSpec("change-data-feed", _bool, True),
+)
+
+
+@dataclass(frozen=True)
+class DeltaSinkConfig:
+    path: Path
+    #: Target folder under ``path``, with ``{database}`` and ``{table}`` placeholders.
+    table_name: str
+    changelog_mode: str
+    #: Create targets with ``delta.enableChangeDataFeed``, so consumers can read the
+    #: target's own changes (``table_changes``) downstream.
+    change_data_feed: bool
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> DeltaSinkConfig:
+        opts = parse_options(options, SPECS, context="delta sink")
+        pattern = opts["table-name"]
+        try:
+            pattern.format(database="d", table="t")
+        except (KeyError, IndexError, ValueError):
+            raise OptionError(
+                f"delta sink: option 'table-name' has invalid value '{pattern}'; expected a "
+                "path pattern using only the placeholders {database} and {table}"
+            ) from None
+        return cls(Path(opts["path"]), pattern, opts["changelog-mode"], opts["change-data-feed"])
+
+    def resolved(self, base_dir: Path | None) -> DeltaSinkConfig:
+        if base_dir is None or self.path.is_absolute():
+            return self
+        return replace(self, path=(base_dir / self.path).resolve())
+
+
+class DeltaSink(Sink):
+    def __init__(self, config: DeltaSinkConfig) -> None:
+        self.config = config
+        self.tables: dict[TableId, SinkTable] = {}
+        self.paths: Mapping[TableId, str] = {}
+
+    @property
+    def upsert(self) -> bool:
+        return self.config.changelog_mode == "upsert"
+
+    def target_path(self, table: TableId) -> str:
+        return self.paths[table]
+
+    def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
+        from delta.tables import DeltaTable
+
+        self.tables = {t.source: t for t in tables}
+        names = target_names(tables, self.config.table_name)
+        self.paths = {t: str(self.config.path / name) for t, name in names.items()}
+        for table in tables:
+            path = self.paths[table.source]
+            schema = self._target_schema(table)
+            if DeltaTable.isDeltaTable(spark, path):
+                self._check_existing(spark, table, path, schema)
+                continue
+            builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+            if self.config.change_data_feed:
+                builder = builder.property("delta.enableChangeDataFeed", "true")
+            builder.execute()
+
+    def _target_schema(self, table: SinkTable) -> Any:
+        from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+        fields = list(table.schema.fields)
+        if not self.upsert:
+            fields += [
+                StructField("_change_type", StringType(), False),
+                StructField("_commit_version", LongType(), False),
+                StructField("_commit_timestamp", TimestampType(), True),
+            ]
+        return StructType(fields)
+
+    def _check_existing(self, spark: Any, table: SinkTable, path: str, schema: Any) -> None:
+        existing = {f.name: f.dataType for f in spark.read.format("delta").load(path).schema}
+        missing = [f.name for f in schema.fields if f.name not in existing]
+        wrong = [
+            f"{f.name} ({existing[f.name].simpleString()} instead of {f.dataType.simpleString()})"
+            for f in schema.fields
+            if f.name in existing and existing[f.name] != f.dataType
+        ]
+        if missing or wrong:
+            problem = f"lacks columns {', '.join(missing)}" if missing else ""
+            if wrong:
+                problem += ("; " if problem else "") + f"has other types: {', '.join(wrong)}"
+            raise SparkCdcError(
+                f"the Delta table at {path} for {table.source} {problem}. Point 'table-name' "
+                "somewhere else or drop that table so the sink creates it from the source schema"
+            )
+
+    def write(self, batch: MicroBatch) -> None:
+        spark = None
+        for table_id, changes in batch.changes.items():
+            if not batch.has_changes(table_id):
+                continue
+            spark = changes.sparkSession
+            table = self.tables[table_id]
+            with _commit_options(spark, batch):
+                if self.upsert:
+                    self._merge(spark, table, changes)
+                else:
+                    self._append(table, changes, batch)
+
+    def _merge(self, spark: Any, table: SinkTable, changes: Any) -> None:
+        from delta.tables import DeltaTable
+
+        last = last_change_per_key(changes, table.key, table.columns)
+        matches = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in table.key)
+        values = {f"`{c}`": f"s.`{c}`" for c in table.columns}
+        target = DeltaTable.forPath(spark, self.target_path(table.source))
+        (
+            target.alias("t")
+            .merge(last.alias("s"), matches)
+            .whenMatchedDelete(condition=f"s.{DELETED}")
+            .whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
+            .whenNotMatchedInsert(condition=f"NOT s.{DELETED}", values=values)
+            .execute()
+        )
+
+    def _append(self, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+        rows = changes.select(*[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS)
+        rows.write.format("delta").mode("append").save(self.target_path(table.source))
+
+    def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
+        if not self.upsert:
+            raise SparkCdcError(
+                "verify compares tables that mirror the source: the delta sink is in "
+                "'changelog-mode: append' (a history of changes, not a copy)"
+            )
+        path = self.target_path(table.source)
+        history = (
+            spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
+            .where("userMetadata IS NOT NULL")
+            .orderBy("version", ascending=False)
+            .select("version", "userMetadata")
+            .limit(1)
+            .collect()
+        )
+        if not history:
+            rows = spark.read.format("delta").load(path)
+            return TargetSnapshot(rows.select(*[f"`{c}`" for c in table.columns]), None)
+        version, metadata = history[0]
+        rows = spark.read.format("delta").option("versionAsOf", version).load(path)
+        offset = json.loads(metadata).get("source_offset")
+        return TargetSnapshot(rows.select(*[f"`{c}`" for c in table.columns]), offset)
+
+
+@contextmanager
+def _commit_options(spark: Any, batch: MicroBatch) -> Iterator[None]:
+    """Session settings that make the next Delta commit idempotent and record the offset.
+
+    Delta reads them for MERGE as well as for writes; they are unset right after, so no
+    other commit picks them up by accident.
+    """
+    metadata = json.dumps(
+        {
+            "pipeline": batch.pipeline,
+            "batch_id": batch.batch_id,
+            "source_offset": batch.source_offset,
+        }
+    )
+    spark.conf.set(_TXN_APP, batch.pipeline)
+    spark.conf.set(_TXN_VERSION, str(batch.batch_id))
+    spark.conf.set(_USER_METADATA, metadata)
+    try:
+        yield
+    finally:
+        for key in (_TXN_APP, _TXN_VERSION, _USER_METADATA):
+            spark.conf.unset(key)

@@ -1,0 +1,57 @@
+"""Sink types by name: option validation (offline) and construction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from sparkcdc.core.errors import OptionError
+from sparkcdc.sinks.base import Sink
+
+SINK_TYPES = ("delta", "jdbc", "console", "kafka")
+
+
+def validate_sink_options(kind: str, options: Mapping[str, str]) -> object:
+    """Parse a sink's options; raises OptionError naming the option and the valid values."""
+    if kind == "delta":
+        from sparkcdc.sinks.delta import DeltaSinkConfig
+
+        return DeltaSinkConfig.from_options(options)
+    if kind == "console":
+        from sparkcdc.sinks.console import ConsoleSinkConfig
+
+        return ConsoleSinkConfig.from_options(options)
+    if kind == "jdbc":
+        from sparkcdc.sinks.jdbc import JdbcSinkConfig
+
+        return JdbcSinkConfig.from_options(options)
+    if kind == "kafka":
+        from sparkcdc.sinks.kafka import KafkaSinkConfig
+
+        return KafkaSinkConfig.from_options(options)
+    raise OptionError(f"sink: invalid type '{kind}'. Valid values: {', '.join(SINK_TYPES)}")
+
+
+def make_sink(kind: str, options: Mapping[str, str], base_dir: Path | None = None) -> Sink:
+    """A sink of type ``kind``; relative paths in its options resolve against ``base_dir``
+    (the pipeline file's folder)."""
+    config = validate_sink_options(kind, options)
+    if kind == "delta":
+        from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig
+
+        assert isinstance(config, DeltaSinkConfig)
+        return DeltaSink(config.resolved(base_dir))
+    if kind == "console":
+        from sparkcdc.sinks.console import ConsoleSink, ConsoleSinkConfig
+
+        assert isinstance(config, ConsoleSinkConfig)
+        return ConsoleSink(config)
+    if kind == "jdbc":
+        from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
+
+        assert isinstance(config, JdbcSinkConfig)
+        return JdbcSink(config)
+    from sparkcdc.sinks.kafka import KafkaSink, KafkaSinkConfig
+
+    assert isinstance(config, KafkaSinkConfig)
+    return KafkaSink(config)

@@ -1,0 +1,1 @@
+"""``sparkcdc verify``: is each target table equal to its source table?"""
