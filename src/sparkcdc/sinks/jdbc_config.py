@@ -1,0 +1,196 @@
+"""Options of the JDBC sink: where the target is, how tables are named, batch sizes.
+
+The pipeline layer builds :class:`JdbcSinkConfig` from the YAML ``sink`` block with
+:meth:`JdbcSinkConfig.from_options`. Every problem names the option and what is valid. The
+password is a :class:`Secret` from the first moment, and the URL is validated here rather
+than by the generic option parser, because a URL can carry ``user:password@`` and the
+generic parser would echo it in its message.
+
+Pure Python: no driver and no pyspark here, so configs validate fast and pickle cheaply.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from sparkcdc.core.errors import OptionError
+from sparkcdc.core.options import OptionSpec, parse_int, parse_options
+from sparkcdc.core.secret import Secret
+
+CONTEXT = "jdbc sink"
+
+#: URL schemes and the target family each selects.
+SCHEMES: Mapping[str, str] = {
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+}
+DEFAULT_PORTS: Mapping[str, int] = {"postgresql": 5432, "mysql": 3306}
+URL_FORMS = (
+    "postgresql://host[:port]/database or mysql://host[:port]/database "
+    "(also postgres://, mariadb://, each optionally prefixed with jdbc:)"
+)
+PLACEHOLDERS = ("database", "table")
+
+SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("url", required=True, doc=URL_FORMS),
+    OptionSpec("username", required=True, doc="the target user"),
+    OptionSpec("password", default=Secret(""), secret=True, doc="the target user's password"),
+    OptionSpec(
+        "table-name",
+        default="{table}",
+        doc="target table pattern with {database} and {table}; 'schema.{table}' (PostgreSQL) "
+        "or 'database.{table}' (MySQL/MariaDB) qualifies it",
+    ),
+    OptionSpec(
+        "batch-size",
+        parse=parse_int(minimum=1, maximum=100_000),
+        default=1000,
+        doc="rows per batched upsert or delete statement",
+    ),
+    OptionSpec(
+        "offsets-table",
+        default="sparkcdc_offsets",
+        doc="table recording each pipeline's last applied batch id and source offset",
+    ),
+)
+
+#: Longest identifier each target accepts (PostgreSQL silently truncates longer ones).
+MAX_IDENTIFIER = {"postgresql": 63, "mysql": 64}
+
+
+@dataclass(frozen=True)
+class JdbcUrl:
+    """A validated target address (never carries credentials)."""
+
+    family: str  #: 'postgresql' or 'mysql' (MySQL and MariaDB)
+    host: str
+    port: int
+    database: str
+
+    def __str__(self) -> str:
+        return f"{self.family}://{self.host}:{self.port}/{self.database}"
+
+    @classmethod
+    def parse(cls, text: str) -> JdbcUrl:
+        """Parse ``[jdbc:]scheme://host[:port]/database``; raise :class:`OptionError`
+        naming ``url`` without ever showing credentials embedded in it."""
+        raw = text.strip()
+        shown = _redact_url(raw)
+
+        def bad(why: str) -> OptionError:
+            return OptionError(
+                f"{CONTEXT}: option 'url' has invalid value '{shown}': {why}. "
+                f"Valid forms: {URL_FORMS}"
+            )
+
+        body = raw[5:] if raw.lower().startswith("jdbc:") else raw
+        scheme, sep, _ = body.partition("://")
+        if not sep or scheme.lower() not in SCHEMES:
+            raise bad(f"unknown scheme; valid schemes: {', '.join(SCHEMES)}")
+        family = SCHEMES[scheme.lower()]
+        parts = urlsplit(body)
+        if "@" in parts.netloc:
+            raise bad("credentials in the URL are not accepted; use 'username' and 'password'")
+        if parts.query or parts.fragment:
+            raise bad("query parameters are not supported")
+        try:
+            port = parts.port or DEFAULT_PORTS[family]
+        except ValueError:
+            raise bad("the port must be a number from 1 to 65535") from None
+        if not parts.hostname:
+            raise bad("the host is missing")
+        database = parts.path.lstrip("/")
+        if not database or "/" in database:
+            raise bad("the database name is missing (or has a '/')")
+        return cls(family, parts.hostname, port, database)
+
+
+def _redact_url(text: str) -> str:
+    """The URL with anything before an '@' in its authority replaced by '******'."""
+    return re.sub(r"(//)[^/@]*@", r"\1******@", text)
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A target name pattern: optional qualifier (schema or database) and table, each with
+    ``{database}``/``{table}`` placeholders."""
+
+    qualifier: str | None
+    table: str
+
+    def resolve(self, database: str, table: str) -> tuple[str | None, str]:
+        """The target's (qualifier, table) for source table ``database.table``."""
+        qualifier = (
+            None
+            if self.qualifier is None
+            else self.qualifier.format(database=database, table=table)
+        )
+        return qualifier, self.table.format(database=database, table=table)
+
+    @classmethod
+    def parse(cls, option: str, text: str) -> TableName:
+        """Split ``qualifier.table`` (outside placeholders) and check the placeholders."""
+        try:
+            pieces = list(string.Formatter().parse(text))
+        except ValueError as exc:
+            raise _pattern_error(option, text, str(exc)) from None
+        for _, name, spec, conversion in pieces:
+            if name is not None and (name not in PLACEHOLDERS or spec or conversion):
+                raise _pattern_error(option, text, f"unknown placeholder '{{{name}}}'")
+        parts = text.split(".")  # placeholders hold no '.', so this splits the pattern only
+        if len(parts) > 2 or any(not p.strip() for p in parts):
+            raise _pattern_error(option, text, "expected 'name' or 'qualifier.name'")
+        if len(parts) == 2:
+            return cls(parts[0], parts[1])
+        return cls(None, parts[0])
+
+
+def _pattern_error(option: str, text: str, why: str) -> OptionError:
+    return OptionError(
+        f"{CONTEXT}: option '{option}' has invalid value '{text}': {why}. Valid: a table "
+        f"name, optionally qualified by a schema (PostgreSQL) or database (MySQL/MariaDB) "
+        f"as 'qualifier.name', with placeholders {{database}} and {{table}}"
+    )
+
+
+@dataclass(frozen=True)
+class JdbcSinkConfig:
+    """The JDBC sink's validated options."""
+
+    url: JdbcUrl
+    username: str
+    password: Secret = field(default_factory=lambda: Secret(""))
+    table_name: TableName = TableName(None, "{table}")
+    batch_size: int = 1000
+    offsets_table: TableName = TableName(None, "sparkcdc_offsets")
+
+    @property
+    def family(self) -> str:
+        return self.url.family
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> JdbcSinkConfig:
+        """Validate a sink block's options (keys as in :data:`SPECS`, case-insensitive;
+        values may be YAML scalars). Unknown keys are rejected with the valid ones."""
+        raw = {str(k): "" if v is None else str(v) for k, v in options.items()}
+        parsed = parse_options(raw, SPECS, context=CONTEXT)
+        url = JdbcUrl.parse(parsed["url"])
+        offsets = TableName.parse("offsets-table", parsed["offsets-table"])
+        if "{" in parsed["offsets-table"]:
+            raise _pattern_error("offsets-table", parsed["offsets-table"], "no placeholders here")
+        password = parsed["password"]
+        return cls(
+            url=url,
+            username=parsed["username"],
+            password=password if isinstance(password, Secret) else Secret(str(password)),
+            table_name=TableName.parse("table-name", parsed["table-name"]),
+            batch_size=int(parsed["batch-size"]),
+            offsets_table=offsets,
+        )

@@ -1,0 +1,617 @@
+"""What differs between PostgreSQL and MySQL/MariaDB targets: types, SQL, drivers, catalogs.
+
+The sink (:mod:`sparkcdc.sinks.jdbc_sink`) holds the algorithm once: reduce each table's
+changes to the last change per key, upsert and delete in batches, record the batch id, all
+in one transaction. A dialect supplies only the pieces that differ, as small methods.
+
+Drivers (psycopg 3, PyMySQL) and pyspark are imported inside methods: this module is loaded
+by config validation and unit tests that need neither.
+
+Type mapping (Spark type -> target type), chosen so every value the MySQL source emits
+lands and reads back exactly:
+
+========================  ===================  =================================================
+Spark                     PostgreSQL           MySQL / MariaDB
+========================  ===================  =================================================
+boolean                   boolean              BOOLEAN (TINYINT(1))
+byte / short              smallint             TINYINT / SMALLINT
+int / long                integer / bigint     INT / BIGINT
+decimal(p,s)              numeric(p,s)         DECIMAL(p,s)
+float / double            real / double prec.  FLOAT / DOUBLE
+date                      date                 DATE
+timestamp_ntz             timestamp            DATETIME(6)
+timestamp (an instant)    timestamptz          DATETIME(6) holding UTC (TIMESTAMP stops in 2038)
+string                    text                 LONGTEXT; key columns VARCHAR(n) utf8mb4, binary
+                                               NO PAD collation (InnoDB cannot index TEXT)
+binary                    bytea                LONGBLOB; key columns VARBINARY(n)
+========================  ===================  =================================================
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, ClassVar
+
+from sparkcdc.core.errors import SchemaError, SparkCdcError
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.jdbc_config import MAX_IDENTIFIER, JdbcSinkConfig
+
+UTC = timezone.utc
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: Converts one Python value (None included) on its way to or from the target.
+Converter = Callable[[Any], Any]
+
+
+class SinkError(SparkCdcError):
+    """The target cannot be reached or cannot take the rows (message says why and what to do)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One source table's target: where it lives and the columns the sink writes."""
+
+    source: TableId
+    qualifier: str | None  #: schema (PostgreSQL) or database (MySQL); None: the default
+    name: str
+    schema: Any  #: Spark StructType of the source columns
+    key: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.schema.fields)
+
+    def __str__(self) -> str:
+        return self.name if self.qualifier is None else f"{self.qualifier}.{self.name}"
+
+
+def spark_type_name(data_type: Any) -> str:
+    """Spark's simple name of a type ('timestamp_ntz', 'decimal(10,2)', ...)."""
+    return str(data_type.simpleString())
+
+
+def _is(data_type: Any, name: str) -> bool:
+    return type(data_type).__name__ == name
+
+
+class Dialect(ABC):
+    """SQL, types and driver calls of one target family."""
+
+    family: str
+    #: Parameters one statement may carry (PostgreSQL's protocol limit is 65535).
+    max_parameters: int = 60_000
+
+    def __init__(self, config: JdbcSinkConfig) -> None:
+        self.config = config
+
+    # -- names -----------------------------------------------------------------------------
+
+    @abstractmethod
+    def quote(self, name: str) -> str:
+        """A quoted identifier, '%' doubled (both drivers use %s placeholders)."""
+
+    def table_sql(self, qualifier: str | None, name: str) -> str:
+        quoted = self.quote(name)
+        return quoted if qualifier is None else f"{self.quote(qualifier)}.{quoted}"
+
+    def check_identifier(self, what: str, name: str) -> None:
+        limit = MAX_IDENTIFIER[self.family]
+        if not name or len(name.encode()) > limit:
+            raise SinkError(
+                f"jdbc sink: {what} name '{name}' is empty or longer than {limit} bytes, the "
+                f"target's identifier limit; change option 'table-name' or 'offsets-table'"
+            )
+
+    # -- connections -----------------------------------------------------------------------
+
+    @abstractmethod
+    def connect(self) -> Any:
+        """A driver connection in manual-commit mode, session set up (UTC, strictness)."""
+
+    def connection_error(self, exc: BaseException) -> SinkError:
+        """A connect failure, with the password scrubbed from the driver's message."""
+        message = str(exc)
+        secret = self.config.password.reveal()
+        if secret:
+            message = message.replace(secret, "******")
+        return SinkError(
+            f"jdbc sink: cannot connect to {self.config.url} as '{self.config.username}': {message}"
+        )
+
+    # -- catalog ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def default_qualifier(self, cur: Any) -> str:
+        """The schema (PostgreSQL) or database (MySQL) unqualified names resolve to."""
+
+    @abstractmethod
+    def ensure_qualifier(self, cur: Any, qualifier: str) -> None:
+        """Create the schema/database when it does not exist yet."""
+
+    @abstractmethod
+    def existing_columns(self, cur: Any, qualifier: str, name: str) -> list[str] | None:
+        """The table's column names, or None when the table does not exist."""
+
+    @abstractmethod
+    def unique_keys(self, cur: Any, qualifier: str, name: str) -> list[set[str]]:
+        """Column sets of the table's primary key and unique constraints."""
+
+    def check_engine(self, cur: Any, qualifier: str, name: str) -> None:
+        """Fail when the table cannot take part in a transaction (MySQL's MyISAM...)."""
+        del cur, qualifier, name
+
+    def same_column(self, a: str, b: str) -> bool:
+        return a == b
+
+    # -- DDL -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def column_type(self, field: Any, key: bool, key_bytes: int) -> str:
+        """The target type of a Spark field; ``key_bytes`` is this key column's share of the
+        index length (MySQL's InnoDB limit)."""
+
+    def unsupported(self, field: Any) -> SchemaError:
+        return SchemaError(
+            f"jdbc sink: column '{field.name}' has Spark type "
+            f"'{spark_type_name(field.dataType)}', which the {self.family} target cannot hold "
+            "(supported: boolean, byte, short, int, long, decimal, float, double, date, "
+            "timestamp, timestamp_ntz, string, binary)"
+        )
+
+    def key_shares(self, target: Target) -> dict[str, int]:
+        """Index bytes each variable-length key column may use (see :meth:`column_type`)."""
+        del target
+        return {}
+
+    def create_table_sql(self, target: Target) -> str:
+        shares = self.key_shares(target)
+        lines = []
+        for field in target.schema.fields:
+            is_key = field.name in target.key
+            not_null = " NOT NULL" if is_key else ""
+            column_type = self.column_type(field, is_key, shares.get(field.name, 0))
+            lines.append(f"{self.quote(field.name)} {column_type}{not_null}")
+        lines.append(f"PRIMARY KEY ({', '.join(self.quote(k) for k in target.key)})")
+        body = ",\n  ".join(lines)
+        return f"CREATE TABLE {self.table_sql(target.qualifier, target.name)} (\n  {body}\n)"
+
+    @abstractmethod
+    def create_offsets_sql(self, table_sql: str) -> str:
+        """DDL of the offsets table (pipeline, batch_id, source_offset, updated_at)."""
+
+    # -- DML -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def upsert_sql(self, target: Target, rows: int) -> str:
+        """Insert-or-update of ``rows`` rows (all columns, in schema order)."""
+
+    def delete_sql(self, target: Target, rows: int) -> str:
+        """Delete of ``rows`` keys: ``(k1, k2) IN ((%s, %s), ...)``."""
+        keys = [self.quote(k) for k in target.key]
+        one = "(" + ", ".join(["%s"] * len(keys)) + ")"
+        left = keys[0] if len(keys) == 1 else "(" + ", ".join(keys) + ")"
+        items = ", ".join(["%s" if len(keys) == 1 else one] * rows)
+        table = self.table_sql(target.qualifier, target.name)
+        return f"DELETE FROM {table} WHERE {left} IN ({items})"
+
+    def rows_per_statement(self, params_per_row: int) -> int:
+        return max(1, min(self.config.batch_size, self.max_parameters // max(1, params_per_row)))
+
+    @abstractmethod
+    def insert_offsets_row_sql(self, table_sql: str) -> str:
+        """Insert (pipeline, -1) unless the pipeline's row exists, so it can be locked."""
+
+    def lock_offsets_sql(self, table_sql: str) -> str:
+        return f"SELECT batch_id FROM {table_sql} WHERE pipeline = %s FOR UPDATE"
+
+    @abstractmethod
+    def update_offsets_sql(self, table_sql: str) -> str:
+        """Set batch_id, source_offset, updated_at of one pipeline (params in that order)."""
+
+    @abstractmethod
+    def begin_consistent_read(self, conn: Any) -> None:
+        """Start a read-only transaction whose statements all see one snapshot (call it
+        with no transaction open)."""
+
+    # -- values ----------------------------------------------------------------------------
+
+    def select_for_write(self, field: Any) -> Any:
+        """The Spark column the sink reads for ``field``: instants as epoch microseconds,
+        because PySpark renders TimestampType in the driver's local zone."""
+        from pyspark.sql import functions as F
+
+        column = F.col("`" + field.name.replace("`", "``") + "`")
+        return F.unix_micros(column) if _is(field.dataType, "TimestampType") else column
+
+    def to_target(self, field: Any) -> Converter | None:
+        """Python value from Spark -> driver parameter (None: pass as is)."""
+        if _is(field.dataType, "TimestampType"):
+            return self.instant
+        if _is(field.dataType, "BinaryType"):
+            return _to_bytes
+        return None
+
+    @abstractmethod
+    def instant(self, micros: int | None) -> datetime | None:
+        """Epoch microseconds -> what the target's instant column takes."""
+
+    def select_for_read(self, field: Any) -> str:
+        """The SELECT-list item that reads ``field`` back exactly."""
+        return self.quote(field.name)
+
+    def from_target(self, field: Any) -> Converter | None:
+        """Driver value -> the Python value Arrow/Spark expects (None: as is)."""
+        if _is(field.dataType, "BinaryType"):
+            return _to_bytes
+        return None
+
+
+def _to_bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def _epoch_micros(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+# ------------------------------------------------------------------------------------------
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL 12+ through psycopg 3."""
+
+    family = "postgresql"
+    max_parameters = 65_535
+
+    _TYPES: ClassVar[dict[str, str]] = {
+        "BooleanType": "boolean",
+        "ByteType": "smallint",
+        "ShortType": "smallint",
+        "IntegerType": "integer",
+        "LongType": "bigint",
+        "FloatType": "real",
+        "DoubleType": "double precision",
+        "DateType": "date",
+        "TimestampNTZType": "timestamp",
+        "TimestampType": "timestamptz",
+        "StringType": "text",
+        "BinaryType": "bytea",
+    }
+
+    def quote(self, name: str) -> str:
+        return '"' + name.replace('"', '""').replace("%", "%%") + '"'
+
+    def connect(self) -> Any:
+        import psycopg
+
+        url = self.config.url
+        try:
+            conn = psycopg.connect(
+                host=url.host,
+                port=url.port,
+                dbname=url.database,
+                user=self.config.username,
+                password=self.config.password.reveal(),
+                autocommit=False,
+                options="-c TimeZone=UTC",
+                connect_timeout=30,
+            )
+        except psycopg.Error as exc:
+            raise self.connection_error(exc) from None
+        return conn
+
+    def default_qualifier(self, cur: Any) -> str:
+        cur.execute("SELECT current_schema()")
+        return str(cur.fetchone()[0])
+
+    def ensure_qualifier(self, cur: Any, qualifier: str) -> None:
+        cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (qualifier,))
+        if cur.fetchone() is None:
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self.quote(qualifier)}")
+
+    def existing_columns(self, cur: Any, qualifier: str, name: str) -> list[str] | None:
+        cur.execute(
+            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND "
+            "c.relname = %s AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT "
+            "a.attisdropped ORDER BY a.attnum",
+            (qualifier, name),
+        )
+        names = [str(r[0]) for r in cur.fetchall()]
+        if names:
+            return names
+        cur.execute(
+            "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s",
+            (qualifier, name),
+        )
+        return [] if cur.fetchone() else None
+
+    def unique_keys(self, cur: Any, qualifier: str, name: str) -> list[set[str]]:
+        cur.execute(
+            "SELECT array_agg(a.attname::text) FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey) "
+            "WHERE n.nspname = %s AND c.relname = %s AND i.indisunique AND i.indpred IS NULL "
+            "AND i.indexprs IS NULL GROUP BY i.indexrelid",
+            (qualifier, name),
+        )
+        return [set(r[0]) for r in cur.fetchall()]
+
+    def column_type(self, field: Any, key: bool, key_bytes: int) -> str:
+        data_type = field.dataType
+        if _is(data_type, "DecimalType"):
+            return f"numeric({data_type.precision},{data_type.scale})"
+        try:
+            return self._TYPES[type(data_type).__name__]
+        except KeyError:
+            raise self.unsupported(field) from None
+
+    def create_offsets_sql(self, table_sql: str) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {table_sql} (pipeline text PRIMARY KEY, "
+            "batch_id bigint NOT NULL, source_offset text, "
+            "updated_at timestamptz NOT NULL DEFAULT now())"
+        )
+
+    def upsert_sql(self, target: Target, rows: int) -> str:
+        columns = [self.quote(c) for c in target.columns]
+        one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        keys = ", ".join(self.quote(k) for k in target.key)
+        updates = [
+            f"{c} = EXCLUDED.{c}"
+            for c, n in zip(columns, target.columns, strict=True)
+            if n not in target.key
+        ]
+        action = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
+        return (
+            f"INSERT INTO {self.table_sql(target.qualifier, target.name)} ({', '.join(columns)}) "
+            f"VALUES {', '.join([one] * rows)} ON CONFLICT ({keys}) {action}"
+        )
+
+    def insert_offsets_row_sql(self, table_sql: str) -> str:
+        return (
+            f"INSERT INTO {table_sql} (pipeline, batch_id, updated_at) VALUES (%s, -1, now()) "
+            "ON CONFLICT (pipeline) DO NOTHING"
+        )
+
+    def update_offsets_sql(self, table_sql: str) -> str:
+        return (
+            f"UPDATE {table_sql} SET batch_id = %s, source_offset = %s, updated_at = now() "
+            "WHERE pipeline = %s"
+        )
+
+    def begin_consistent_read(self, conn: Any) -> None:
+        import psycopg
+
+        # psycopg opens the transaction itself at the next statement, with these settings.
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+
+    def instant(self, micros: int | None) -> datetime | None:
+        return None if micros is None else _epoch_micros(micros)
+
+
+# ------------------------------------------------------------------------------------------
+
+
+class MySqlDialect(Dialect):
+    """MySQL 8 and MariaDB 10.5+ (InnoDB) through PyMySQL."""
+
+    family = "mysql"
+    #: InnoDB's index length limit (DYNAMIC rows, the default since MySQL 5.7/MariaDB 10.2).
+    INDEX_BYTES = 3072
+    #: Bytes reserved per fixed-width key column when sharing INDEX_BYTES.
+    FIXED_KEY_BYTES = 16
+    #: utf8mb4 needs up to 4 bytes per character; one VARCHAR key holds at most 768.
+    MAX_KEY_CHARS = 768
+
+    _TYPES: ClassVar[dict[str, str]] = {
+        "BooleanType": "BOOLEAN",
+        "ByteType": "TINYINT",
+        "ShortType": "SMALLINT",
+        "IntegerType": "INT",
+        "LongType": "BIGINT",
+        "FloatType": "FLOAT",
+        "DoubleType": "DOUBLE",
+        "DateType": "DATE",
+        "TimestampNTZType": "DATETIME(6)",
+        "TimestampType": "DATETIME(6)",
+        "StringType": "LONGTEXT CHARACTER SET utf8mb4",
+        "BinaryType": "LONGBLOB",
+    }
+
+    #: Sessions: UTC for DATETIMEs that hold instants, strict so nothing is truncated
+    #: silently, NO_AUTO_VALUE_ON_ZERO so a 0 key in an AUTO_INCREMENT target stays 0.
+    SESSION = (
+        "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,"
+        "NO_AUTO_VALUE_ON_ZERO,ERROR_FOR_DIVISION_BY_ZERO'"
+    )
+    TRANSACTIONAL_ENGINES = frozenset({"innodb", "rocksdb", "ndbcluster", "ndb"})
+
+    def __init__(self, config: JdbcSinkConfig) -> None:
+        super().__init__(config)
+        #: MariaDB's NO PAD binary collation keeps 'a' and 'a ' apart, as the source may.
+        self.key_collation = "utf8mb4_nopad_bin"
+
+    def quote(self, name: str) -> str:
+        return "`" + name.replace("`", "``").replace("%", "%%") + "`"
+
+    def same_column(self, a: str, b: str) -> bool:
+        return a.lower() == b.lower()  # MySQL column names are case-insensitive
+
+    def connect(self) -> Any:
+        import pymysql
+
+        url = self.config.url
+        try:
+            conn = pymysql.connect(
+                host=url.host,
+                port=url.port,
+                database=url.database,
+                user=self.config.username,
+                password=self.config.password.reveal(),
+                charset="utf8mb4",
+                autocommit=False,
+                connect_timeout=30,
+            )
+        except pymysql.Error as exc:
+            raise self.connection_error(exc) from None
+        with conn.cursor() as cur:
+            cur.execute(self.SESSION)
+            cur.execute("SELECT VERSION()")
+            row = cur.fetchone()
+        version = str(row[0] if row else "")
+        if "mariadb" not in version.lower():
+            self.key_collation = "utf8mb4_0900_bin"  # MySQL 8's NO PAD binary collation
+        return conn
+
+    def default_qualifier(self, cur: Any) -> str:
+        cur.execute("SELECT DATABASE()")
+        return str(cur.fetchone()[0])
+
+    def ensure_qualifier(self, cur: Any, qualifier: str) -> None:
+        cur.execute(
+            "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (qualifier,)
+        )
+        if cur.fetchone() is None:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.quote(qualifier)}")
+
+    def existing_columns(self, cur: Any, qualifier: str, name: str) -> list[str] | None:
+        cur.execute(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+            "TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+            (qualifier, name),
+        )
+        names = [str(r[0]) for r in cur.fetchall()]
+        return names or None
+
+    def unique_keys(self, cur: Any, qualifier: str, name: str) -> list[set[str]]:
+        cur.execute(
+            "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0",
+            (qualifier, name),
+        )
+        keys: dict[str, set[str]] = {}
+        prefixed: set[str] = set()
+        for index, column, sub_part in cur.fetchall():
+            keys.setdefault(str(index), set()).add(str(column).lower())
+            if sub_part is not None:
+                prefixed.add(str(index))  # a prefix index does not make whole values unique
+        return [cols for index, cols in keys.items() if index not in prefixed]
+
+    def check_engine(self, cur: Any, qualifier: str, name: str) -> None:
+        cur.execute(
+            "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND "
+            "TABLE_NAME = %s",
+            (qualifier, name),
+        )
+        row = cur.fetchone()
+        engine = str(row[0]) if row and row[0] is not None else "none (a view?)"
+        if engine.lower() not in self.TRANSACTIONAL_ENGINES:
+            raise SinkError(
+                f"jdbc sink: target table {qualifier}.{name} uses engine {engine}, which has "
+                "no transactions, so batches could be half applied; convert it with "
+                f"ALTER TABLE ... ENGINE=InnoDB or drop it to let the sink create it"
+            )
+
+    def key_shares(self, target: Target) -> dict[str, int]:
+        variable = [
+            f.name
+            for f in target.schema.fields
+            if f.name in target.key
+            and (_is(f.dataType, "StringType") or _is(f.dataType, "BinaryType"))
+        ]
+        if not variable:
+            return {}
+        fixed = len(target.key) - len(variable)
+        share = (self.INDEX_BYTES - self.FIXED_KEY_BYTES * fixed) // len(variable)
+        return {name: share for name in variable}
+
+    def column_type(self, field: Any, key: bool, key_bytes: int) -> str:
+        data_type = field.dataType
+        if _is(data_type, "DecimalType"):
+            return f"DECIMAL({data_type.precision},{data_type.scale})"
+        if key and _is(data_type, "StringType"):
+            chars = min(self.MAX_KEY_CHARS, key_bytes // 4)
+            return f"VARCHAR({chars}) CHARACTER SET utf8mb4 COLLATE {self.key_collation}"
+        if key and _is(data_type, "BinaryType"):
+            return f"VARBINARY({key_bytes})"
+        try:
+            return self._TYPES[type(data_type).__name__]
+        except KeyError:
+            raise self.unsupported(field) from None
+
+    def create_table_sql(self, target: Target) -> str:
+        return super().create_table_sql(target) + " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+
+    def create_offsets_sql(self, table_sql: str) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {table_sql} (pipeline VARCHAR(255) CHARACTER SET "
+            f"utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, batch_id BIGINT NOT NULL, "
+            "source_offset LONGTEXT CHARACTER SET utf8mb4, updated_at DATETIME(6) NOT NULL) "
+            "ENGINE=InnoDB"
+        )
+
+    def upsert_sql(self, target: Target, rows: int) -> str:
+        columns = [self.quote(c) for c in target.columns]
+        one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        non_keys = [c for c, n in zip(columns, target.columns, strict=True) if n not in target.key]
+        # A key-only table still needs an update clause, or a duplicate key would fail.
+        updates = [f"{c} = VALUES({c})" for c in (non_keys or columns[:1])]
+        return (
+            f"INSERT INTO {self.table_sql(target.qualifier, target.name)} ({', '.join(columns)}) "
+            f"VALUES {', '.join([one] * rows)} ON DUPLICATE KEY UPDATE {', '.join(updates)}"
+        )
+
+    def insert_offsets_row_sql(self, table_sql: str) -> str:
+        # INSERT IGNORE would also hide real errors; a no-op update does not.
+        return (
+            f"INSERT INTO {table_sql} (pipeline, batch_id, updated_at) "
+            "VALUES (%s, -1, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE pipeline = pipeline"
+        )
+
+    def update_offsets_sql(self, table_sql: str) -> str:
+        return (
+            f"UPDATE {table_sql} SET batch_id = %s, source_offset = %s, "
+            "updated_at = UTC_TIMESTAMP(6) WHERE pipeline = %s"
+        )
+
+    def begin_consistent_read(self, conn: Any) -> None:
+        with conn.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+
+    def instant(self, micros: int | None) -> datetime | None:
+        # DATETIME(6) holding UTC wall-clock time; the session zone is UTC too.
+        return None if micros is None else _epoch_micros(micros).replace(tzinfo=None)
+
+    def select_for_read(self, field: Any) -> str:
+        name = self.quote(field.name)
+        if _is(field.dataType, "FloatType"):
+            # The text protocol prints FLOAT with 6 digits; DOUBLE prints it exactly.
+            return f"CAST({name} AS DOUBLE) AS {name}"
+        return name
+
+    def from_target(self, field: Any) -> Converter | None:
+        if _is(field.dataType, "BooleanType"):
+            return _int_to_bool
+        if _is(field.dataType, "TimestampType"):
+            return _utc
+        return super().from_target(field)
+
+
+def _int_to_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+def dialect_for(config: JdbcSinkConfig) -> Dialect:
+    """The dialect of the config's URL scheme."""
+    return PostgresDialect(config) if config.family == "postgresql" else MySqlDialect(config)

@@ -1,0 +1,376 @@
+"""The JDBC sink: PostgreSQL and MySQL/MariaDB targets, exactly once.
+
+Each micro-batch is applied in ONE target transaction, for all tables at once:
+
+1. lock this pipeline's row in the offsets table (``SELECT ... FOR UPDATE``); if it already
+   records this batch id or a later one, the batch is a replay (Spark re-runs a batch
+   after a crash): roll back and change nothing;
+2. per table, reduce the changes to the last change per key
+   (:func:`~sparkcdc.sinks.reduce.last_change_per_key`), stream the keys to delete and
+   then the rows to upsert to the driver with ``toLocalIterator`` (a batch never has to fit
+   in driver memory), and send them as multi-row deletes and upserts;
+3. record the batch id and the source offset in the offsets row, and commit.
+
+A crash anywhere before the commit leaves the target as it was; a crash after it makes the
+replay a no-op. Deletes go before upserts so an existing target whose key collation
+folds case or trailing spaces (where the source's did not) cannot lose a moved key.
+
+``snapshot()`` reads the offsets row and the rows inside one consistent read-only
+transaction (PostgreSQL REPEATABLE READ, InnoDB CONSISTENT SNAPSHOT), so the rows are
+exactly those of the recorded source offset, even while the pipeline keeps writing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot
+from sparkcdc.sinks.jdbc_config import JdbcSinkConfig
+from sparkcdc.sinks.jdbc_dialects import Converter, Dialect, SinkError, Target, dialect_for
+from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+
+log = logging.getLogger(__name__)
+
+OFFSET_COLUMNS = ("pipeline", "batch_id", "source_offset", "updated_at")
+
+#: An upsert statement is sent once its string and binary values pass this many bytes
+#: (MySQL's max_allowed_packet is 16 MiB by default, and smaller is kinder to both sides).
+MAX_STATEMENT_BYTES = 4 << 20
+
+#: Rows fetched per round trip and per Arrow batch when reading a target back.
+READ_BATCH_ROWS = 10_000
+
+
+class JdbcSink(Sink):
+    """Writes each captured table into its own PostgreSQL or MySQL/MariaDB table.
+
+    ``pipeline`` names the offsets row that :meth:`snapshot` reads when the sink has not
+    written a batch in this process (``sparkcdc verify``); without it, the offsets table
+    must hold exactly one pipeline.
+    """
+
+    def __init__(self, config: JdbcSinkConfig, pipeline: str | None = None) -> None:
+        self.config = config
+        self.dialect: Dialect = dialect_for(config)
+        self.pipeline = pipeline
+        self._conn: Any = None
+        self._targets: dict[TableId, Target] = {}
+        self._offsets_sql = ""
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
+        """Create the offsets table and missing targets; check existing targets have the
+        columns, a unique key on the source key, and (MySQL) a transactional engine."""
+        del spark
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                default = self.dialect.default_qualifier(cur)
+                self._offsets_sql = self._prepare_offsets(cur, default)
+                targets: dict[TableId, Target] = {}
+                seen: dict[tuple[str, str], TableId] = {}
+                for table in tables:
+                    target = self._resolve(table, default)
+                    where = (target.qualifier or default, target.name)
+                    if where in seen:
+                        raise SinkError(
+                            f"jdbc sink: source tables {seen[where]} and {table.source} both "
+                            f"map to target {target}; make option 'table-name' tell them "
+                            "apart, e.g. '{database}_{table}'"
+                        )
+                    seen[where] = table.source
+                    self._prepare_target(cur, target)
+                    targets[table.source] = target
+            conn.commit()
+        except BaseException:
+            self._discard()
+            raise
+        self._targets = targets
+
+    def close(self) -> None:
+        self._discard()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def write(self, batch: MicroBatch) -> None:
+        """Apply one micro-batch in one transaction; skip it when already applied."""
+        if not self._offsets_sql:
+            raise SinkError("jdbc sink: open() must be called before write()")
+        missing = [str(t) for t in batch.changes if t not in self._targets]
+        if missing:
+            raise SinkError(
+                f"jdbc sink: batch {batch.batch_id} has tables the sink was not opened with: "
+                f"{', '.join(sorted(missing))}"
+            )
+        self.pipeline = self.pipeline or batch.pipeline
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                stored = self._lock_offsets(cur, batch.pipeline)
+                if stored >= batch.batch_id:
+                    log.info(
+                        "jdbc sink: pipeline %s batch %d already applied (target is at batch "
+                        "%d); skipping the replay",
+                        batch.pipeline,
+                        batch.batch_id,
+                        stored,
+                    )
+                    conn.rollback()
+                    return
+                counts = []
+                for table_id, changes in batch.changes.items():
+                    deleted, upserted = self._apply(cur, self._targets[table_id], changes)
+                    if deleted or upserted:
+                        counts.append(f"{table_id}: {upserted} upserted, {deleted} deleted")
+                cur.execute(
+                    self.dialect.update_offsets_sql(self._offsets_sql),
+                    (batch.batch_id, batch.source_offset, batch.pipeline),
+                )
+            conn.commit()
+        except BaseException:
+            self._discard()  # rolls back: nothing of this batch stays
+            raise
+        log.info(
+            "jdbc sink: pipeline %s batch %d applied (%s)",
+            batch.pipeline,
+            batch.batch_id,
+            "; ".join(counts) or "no changes",
+        )
+
+    def _lock_offsets(self, cur: Any, pipeline: str) -> int:
+        cur.execute(self.dialect.insert_offsets_row_sql(self._offsets_sql), (pipeline,))
+        cur.execute(self.dialect.lock_offsets_sql(self._offsets_sql), (pipeline,))
+        return int(cur.fetchone()[0])
+
+    def _apply(self, cur: Any, target: Target, changes: Any) -> tuple[int, int]:
+        """Deletes, then upserts, of one table's batch; returns their counts."""
+        from pyspark.sql import functions as F
+
+        if changes.isEmpty():
+            return 0, 0
+        reduced = last_change_per_key(changes, target.key, target.columns).persist()
+        try:
+            fields = list(target.schema.fields)
+            key_fields = [f for f in fields if f.name in target.key]
+            key_fields.sort(key=lambda f: target.key.index(f.name))
+            gone = reduced.filter(F.col(DELETED)).select(
+                *[self.dialect.select_for_write(f) for f in key_fields]
+            )
+            deleted = self._send(
+                cur,
+                gone.toLocalIterator(),
+                [self.dialect.to_target(f) for f in key_fields],
+                lambda n: self.dialect.delete_sql(target, n),
+                check_bytes=False,
+            )
+            kept = reduced.filter(~F.col(DELETED)).select(
+                *[self.dialect.select_for_write(f) for f in fields]
+            )
+            upserted = self._send(
+                cur,
+                kept.toLocalIterator(),
+                [self.dialect.to_target(f) for f in fields],
+                lambda n: self.dialect.upsert_sql(target, n),
+                check_bytes=True,
+            )
+        finally:
+            reduced.unpersist()
+        return deleted, upserted
+
+    def _send(
+        self,
+        cur: Any,
+        rows: Iterator[Any],
+        converters: Sequence[Converter | None],
+        statement: Any,
+        *,
+        check_bytes: bool,
+    ) -> int:
+        """Send ``rows`` as statements of up to the batch size (and byte budget) each."""
+        per_statement = self.dialect.rows_per_statement(len(converters))
+        full_sql = statement(per_statement)
+        params: list[Any] = []
+        pending = size = total = 0
+        for row in rows:
+            values = [v if c is None else c(v) for c, v in zip(converters, row, strict=True)]
+            params.extend(values)
+            pending += 1
+            if check_bytes:
+                size += sum(len(v) for v in values if isinstance(v, str | bytes))
+            if pending == per_statement or size >= MAX_STATEMENT_BYTES:
+                cur.execute(full_sql if pending == per_statement else statement(pending), params)
+                total += pending
+                params, pending, size = [], 0, 0
+        if pending:
+            cur.execute(statement(pending), params)
+            total += pending
+        return total
+
+    # -- reading back ----------------------------------------------------------------------
+
+    def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
+        """The target's rows and the source offset of the last batch applied, read in one
+        consistent transaction. The rows pass through the driver (as Arrow batches), so
+        the table must fit in the driver's memory."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        target = self._targets.get(table.source)
+        conn = self.dialect.connect()
+        try:
+            with conn.cursor() as cur:
+                if target is None:
+                    default = self.dialect.default_qualifier(cur)
+                    target = self._resolve(table, default)
+                    self._offsets_sql = self._offsets_sql or self._offsets_table(default)
+            conn.commit()
+            self.dialect.begin_consistent_read(conn)
+            with conn.cursor() as cur:
+                offset = self._read_offset(cur)
+            fields = list(table.schema.fields)
+            arrow_schema = pa.schema(
+                [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")) for f in fields]
+            )
+            converters = [self.dialect.from_target(f) for f in fields]
+            select = ", ".join(self.dialect.select_for_read(f) for f in fields)
+            sql = f"SELECT {select} FROM {self.dialect.table_sql(target.qualifier, target.name)}"
+            batches = []
+            with self._streaming_cursor(conn) as cur:
+                cur.execute(sql)
+                while chunk := cur.fetchmany(READ_BATCH_ROWS):
+                    columns = list(zip(*chunk, strict=True))
+                    arrays = [
+                        pa.array(
+                            list(values) if c is None else [c(v) for v in values],
+                            type=arrow_schema.field(i).type,
+                        )
+                        for i, (c, values) in enumerate(zip(converters, columns, strict=True))
+                    ]
+                    batches.append(pa.RecordBatch.from_arrays(arrays, schema=arrow_schema))
+            conn.rollback()
+        finally:
+            conn.close()
+        arrow = pa.Table.from_batches(batches, schema=arrow_schema)
+        rows = spark.createDataFrame(arrow, schema=table.schema)  # naive Arrow -> NTZ
+        return TargetSnapshot(rows=rows, source_offset=offset)
+
+    def _read_offset(self, cur: Any) -> str | None:
+        pipeline = self.pipeline
+        if pipeline is None:
+            cur.execute(f"SELECT pipeline FROM {self._offsets_sql}")
+            names = sorted(str(r[0]) for r in cur.fetchall())
+            if len(names) > 1:
+                raise SinkError(
+                    f"jdbc sink: offsets table {self.config.offsets_table.table} holds several "
+                    f"pipelines ({', '.join(names)}); create the sink with pipeline=<name>"
+                )
+            if not names:
+                return None
+            pipeline = names[0]
+        cur.execute(
+            f"SELECT batch_id, source_offset FROM {self._offsets_sql} WHERE pipeline = %s",
+            (pipeline,),
+        )
+        row = cur.fetchone()
+        if row is None or int(row[0]) < 0:
+            return None
+        return None if row[1] is None else str(row[1])
+
+    def _streaming_cursor(self, conn: Any) -> Any:
+        """A cursor that fetches rows from the server as they are consumed."""
+        if self.dialect.family == "postgresql":
+            return conn.cursor(name="sparkcdc_snapshot")  # server-side, inside the transaction
+        import pymysql.cursors
+
+        return conn.cursor(pymysql.cursors.SSCursor)
+
+    # -- targets ---------------------------------------------------------------------------
+
+    def _resolve(self, table: SinkTable, default: str) -> Target:
+        if not table.key:
+            raise SchemaError(
+                f"jdbc sink: source table {table.source} has no primary key; upsert targets "
+                "need one"
+            )
+        qualifier, name = self.config.table_name.resolve(table.source.database, table.source.table)
+        self.dialect.check_identifier("target table", name)
+        if qualifier is not None:
+            self.dialect.check_identifier("target schema/database", qualifier)
+        return Target(table.source, qualifier or default, name, table.schema, table.key)
+
+    def _offsets_table(self, default: str) -> str:
+        offsets = self.config.offsets_table
+        return self.dialect.table_sql(offsets.qualifier or default, offsets.table)
+
+    def _prepare_offsets(self, cur: Any, default: str) -> str:
+        offsets = self.config.offsets_table
+        qualifier = offsets.qualifier or default
+        self.dialect.check_identifier("offsets table", offsets.table)
+        table_sql = self._offsets_table(default)
+        existing = self.dialect.existing_columns(cur, qualifier, offsets.table)
+        if existing is None:
+            self.dialect.ensure_qualifier(cur, qualifier)
+            cur.execute(self.dialect.create_offsets_sql(table_sql))
+            return table_sql
+        self._check_columns(f"offsets table {qualifier}.{offsets.table}", existing, OFFSET_COLUMNS)
+        self.dialect.check_engine(cur, qualifier, offsets.table)
+        return table_sql
+
+    def _prepare_target(self, cur: Any, target: Target) -> None:
+        qualifier = str(target.qualifier)
+        existing = self.dialect.existing_columns(cur, qualifier, target.name)
+        if existing is None:
+            self.dialect.ensure_qualifier(cur, qualifier)
+            cur.execute(self.dialect.create_table_sql(target))
+            log.info("jdbc sink: created target table %s for %s", target, target.source)
+            return
+        self._check_columns(f"target table {target}", existing, target.columns)
+        wanted = {self._fold(k) for k in target.key}
+        if not any(
+            {self._fold(c) for c in key} == wanted
+            for key in self.dialect.unique_keys(cur, qualifier, target.name)
+        ):
+            raise SinkError(
+                f"jdbc sink: target table {target} has no primary key or unique constraint "
+                f"on ({', '.join(target.key)}), the source key of {target.source}; upserts "
+                "need one (add it, or drop the table to let the sink create it)"
+            )
+        self.dialect.check_engine(cur, qualifier, target.name)
+
+    def _fold(self, name: str) -> str:
+        return name.lower() if self.dialect.family == "mysql" else name
+
+    def _check_columns(self, what: str, existing: Sequence[str], needed: Sequence[str]) -> None:
+        missing = [c for c in needed if not any(self.dialect.same_column(c, e) for e in existing)]
+        if missing:
+            raise SinkError(
+                f"jdbc sink: {what} exists but lacks column(s) {', '.join(missing)} "
+                f"(it has {', '.join(existing) or 'no columns'}); add them, or drop the table "
+                "to let the sink create it"
+            )
+
+    # -- connections -----------------------------------------------------------------------
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            self._conn = self.dialect.connect()
+        return self._conn
+
+    def _discard(self) -> None:
+        """Roll back and close the connection (the next write opens a fresh one)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.rollback()
+        except Exception:  # a broken connection cannot roll back; closing drops the tx
+            log.debug("jdbc sink: rollback failed on a broken connection", exc_info=True)
+        try:
+            conn.close()
+        except Exception:
+            log.debug("jdbc sink: close failed", exc_info=True)
