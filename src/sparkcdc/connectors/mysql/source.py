@@ -27,7 +27,7 @@ from sparkcdc.connectors.mysql.connection import connect
 from sparkcdc.connectors.mysql.discovery import CapturedTable, discover_tables
 from sparkcdc.connectors.mysql.keys import chunk_key_order
 from sparkcdc.connectors.mysql.locate import position_for_gtid, position_for_timestamp
-from sparkcdc.connectors.mysql.log_limit import advance_log
+from sparkcdc.connectors.mysql.log_limit import MAX_LOG_PIECES, advance_log, split_log
 from sparkcdc.connectors.mysql.planner import ChunkPlanner
 from sparkcdc.connectors.mysql.positions import (
     current_position,
@@ -221,9 +221,12 @@ class MySqlCdcSource:
         specs: list[PartitionSpec] = []
         if end_pos > start_pos and any(p.started or p.done for p in before.values()):
             live = {t: self.tables[t] for t, p in before.items() if p.started or p.done}
-            specs.append(
-                LogRead(start_pos, end_pos, live, before, self.config.server_id(0), self.envelope)
-            )
+            bounds = self._log_pieces(start_pos, end_pos)
+            for i in range(len(bounds) - 1):
+                lo, hi = bounds[i], bounds[i + 1]
+                specs.append(
+                    LogRead(lo, hi, live, before, self.config.server_id(len(specs)), self.envelope)
+                )
         per_partition = max(1, self.config.rows_per_partition // self.config.chunk_size)
         for table_id in sorted(after):
             if before.get(table_id, TableProgress()) == after[table_id]:
@@ -255,6 +258,13 @@ class MySqlCdcSource:
                 high - low + 1,
             )
         return specs
+
+    def _log_pieces(self, start: BinlogPosition, end: BinlogPosition) -> list[BinlogPosition]:
+        """``[start, cut..., end]``: a large log range is decoded by several Spark tasks in
+        parallel, cut at transaction boundaries (docs/binlog-decoder.md). Each piece needs
+        its own server id, so there are never more pieces than ids."""
+        low, high = self.config.server_ids
+        return split_log(self.conn, start, end, max_pieces=min(MAX_LOG_PIECES, high - low + 1))
 
     def snapshot_partitions(self) -> list[PartitionSpec]:
         """All chunks of every table, normalised to the log position now (batch reads), or
