@@ -1,0 +1,205 @@
+"""JDBC sink options and SQL without servers: every bad option named with the valid values,
+passwords never shown, and the DDL/DML each dialect generates."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DecimalType,
+    FloatType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from sparkcdc.core.errors import OptionError, SchemaError
+from sparkcdc.core.secret import Secret
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.jdbc import JdbcSinkConfig, JdbcUrl, TableName
+from sparkcdc.sinks.jdbc_dialects import MySqlDialect, PostgresDialect, Target
+
+PASSWORD = "s3cr3t-Pa55w0rd!"
+BASE = {"url": "postgresql://db.example.com/shop", "username": "u", "password": PASSWORD}
+
+
+def error(**changes: object) -> str:
+    with pytest.raises(OptionError) as info:
+        JdbcSinkConfig.from_options({**BASE, **changes})
+    message = str(info.value)
+    assert message.startswith("jdbc sink: "), message
+    assert PASSWORD not in message
+    return message
+
+
+def test_defaults_and_yaml_scalars() -> None:
+    config = JdbcSinkConfig.from_options({**BASE, "Batch-Size": 500})
+    assert config.url == JdbcUrl("postgresql", "db.example.com", 5432, "shop")
+    assert config.batch_size == 500
+    assert config.table_name == TableName(None, "{table}")
+    assert config.offsets_table == TableName(None, "sparkcdc_offsets")
+    assert config.password == Secret(PASSWORD)
+    assert PASSWORD not in repr(config)
+    assert pickle.loads(pickle.dumps(config)) == config
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("jdbc:mysql://h:3307/d", JdbcUrl("mysql", "h", 3307, "d")),
+        ("mariadb://h/d", JdbcUrl("mysql", "h", 3306, "d")),
+        ("postgres://[::1]:6000/d", JdbcUrl("postgresql", "::1", 6000, "d")),
+    ],
+)
+def test_url_forms(url: str, expected: JdbcUrl) -> None:
+    assert JdbcSinkConfig.from_options({**BASE, "url": url}).url == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("oracle://h/d", "unknown scheme"),
+        ("postgresql://h", "database name is missing"),
+        ("mysql://h:99999/d", "port"),
+        ("mysql:///d", "host is missing"),
+        ("mysql://h/d?ssl=true", "query parameters"),
+    ],
+)
+def test_bad_urls_name_the_option_and_forms(url: str, why: str) -> None:
+    message = error(url=url)
+    assert "option 'url'" in message and why in message
+    assert "postgresql://host[:port]/database" in message
+
+
+def test_credentials_in_the_url_are_refused_and_hidden() -> None:
+    message = error(url=f"postgresql://u:{PASSWORD}@h/d")
+    assert "use 'username' and 'password'" in message
+    assert "postgresql://******@h/d" in message
+
+
+def test_unknown_and_missing_options() -> None:
+    message = error(**{"batch_size": "10"})
+    assert "unknown option 'batch_size'" in message and "Did you mean 'batch-size'?" in message
+    assert "offsets-table" in message and "table-name" in message
+    with pytest.raises(OptionError, match="option 'username' is required"):
+        JdbcSinkConfig.from_options({"url": BASE["url"]})
+    assert "option 'batch-size'" in error(**{"batch-size": "0"})
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("{schema}.{table}", "unknown placeholder '{schema}'"),
+        ("a.b.c", "'qualifier.name'"),
+        ("{table", "expected '}'"),
+        (".{table}", "'qualifier.name'"),
+    ],
+)
+def test_bad_table_patterns(pattern: str, why: str) -> None:
+    message = error(**{"table-name": pattern})
+    assert "option 'table-name'" in message and why in message
+    assert "{database}" in message
+
+
+def test_table_patterns_resolve_with_qualifiers() -> None:
+    config = JdbcSinkConfig.from_options({**BASE, "table-name": "cdc_{database}.{table}_v1"})
+    assert config.table_name.resolve("shop", "orders") == ("cdc_shop", "orders_v1")
+    assert "no placeholders" in error(**{"offsets-table": "{table}"})
+    offsets = JdbcSinkConfig.from_options({**BASE, "offsets-table": "meta.offs"}).offsets_table
+    assert offsets == TableName("meta", "offs")
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def struct(*columns: tuple[str, DataType]) -> StructType:
+    """A StructType without a SparkSession (``fromDDL`` needs one)."""
+    result = StructType()
+    for name, data_type in columns:
+        result = result.add(name, data_type)
+    return result
+
+
+SCHEMA = struct(
+    ("region", StringType()),
+    ("id", LongType()),
+    ("raw", BinaryType()),
+    ("amount", DecimalType(38, 10)),
+    ("at", TimestampType()),
+    ("local", TimestampNTZType()),
+    ("f", FloatType()),
+    ("ok", BooleanType()),
+    ("b", ByteType()),
+)
+TARGET = Target(TableId("shop", "t"), "s", "t%x", SCHEMA, ("region", "id", "raw"))
+
+
+def dialects() -> tuple[PostgresDialect, MySqlDialect]:
+    config = JdbcSinkConfig.from_options(BASE)
+    return PostgresDialect(config), MySqlDialect(config)
+
+
+def test_postgres_sql() -> None:
+    pg, _ = dialects()
+    assert pg.create_table_sql(TARGET) == (
+        'CREATE TABLE "s"."t%%x" (\n  "region" text NOT NULL,\n  "id" bigint NOT NULL,\n'
+        '  "raw" bytea NOT NULL,\n  "amount" numeric(38,10),\n  "at" timestamptz,\n'
+        '  "local" timestamp,\n  "f" real,\n  "ok" boolean,\n  "b" smallint,\n'
+        '  PRIMARY KEY ("region", "id", "raw")\n)'
+    )
+    upsert = pg.upsert_sql(TARGET, 2)
+    assert upsert.count("(%s, %s, %s, %s, %s, %s, %s, %s, %s)") == 2
+    assert upsert.endswith(
+        'ON CONFLICT ("region", "id", "raw") DO UPDATE SET "amount" = EXCLUDED."amount", '
+        '"at" = EXCLUDED."at", "local" = EXCLUDED."local", "f" = EXCLUDED."f", '
+        '"ok" = EXCLUDED."ok", "b" = EXCLUDED."b"'
+    )
+    assert pg.delete_sql(TARGET, 2) == (
+        'DELETE FROM "s"."t%%x" WHERE ("region", "id", "raw") IN ((%s, %s, %s), (%s, %s, %s))'
+    )
+    assert pg.rows_per_statement(100) == 655  # PostgreSQL's 65535 parameters
+
+
+def test_mysql_sql_and_key_column_sizes() -> None:
+    _, my = dialects()
+    ddl = my.create_table_sql(TARGET)
+    # Two variable-length key parts share InnoDB's 3072 index bytes after the BIGINT.
+    assert "`region` VARCHAR(382) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL" in ddl
+    assert "`raw` VARBINARY(1528) NOT NULL" in ddl
+    assert "`amount` DECIMAL(38,10)" in ddl and "`at` DATETIME(6)" in ddl
+    assert "`f` FLOAT" in ddl and "`ok` BOOLEAN" in ddl and "`b` TINYINT" in ddl
+    assert ddl.endswith(") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+    assert "ON DUPLICATE KEY UPDATE `amount` = VALUES(`amount`)" in my.upsert_sql(TARGET, 1)
+    key_only = Target(TableId("a", "b"), "s", "k", struct(("k", StringType())), ("k",))
+    assert "VARCHAR(768)" in my.create_table_sql(key_only)
+    assert my.upsert_sql(key_only, 1).endswith("ON DUPLICATE KEY UPDATE `k` = VALUES(`k`)")
+    assert pg_key_only_does_nothing(key_only)
+
+
+def pg_key_only_does_nothing(target: Target) -> bool:
+    pg, _ = dialects()
+    return pg.upsert_sql(target, 1).endswith('ON CONFLICT ("k") DO NOTHING')
+
+
+def test_unsupported_types_are_named() -> None:
+    pg, my = dialects()
+    schema = struct(("id", LongType()), ("tags", ArrayType(StringType())))
+    target = Target(TableId("shop", "t"), None, "t", schema, ("id",))
+    for dialect in (pg, my):
+        with pytest.raises(SchemaError, match=r"column 'tags' has Spark type 'array<string>'"):
+            dialect.create_table_sql(target)
+
+
+def test_connection_errors_scrub_the_password() -> None:
+    pg, _ = dialects()
+    error = pg.connection_error(RuntimeError(f"bad password {PASSWORD} for u"))
+    assert PASSWORD not in str(error) and "******" in str(error)
+    assert "postgresql://db.example.com:5432/shop" in str(error)
