@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
 def verify(args: argparse.Namespace) -> int:
     definition = load_pipeline(args.pipeline)
     verdicts = verify_pipeline(definition)
-    Console().print(verdict_table(verdicts))
+    console = Console() if Console().is_terminal else Console(width=110)
+    console.print(verdict_table(verdicts))
     return 0 if all(v.status == "equal" for v in verdicts) else 1
 
 

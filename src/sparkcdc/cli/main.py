@@ -33,9 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("pipeline", help="the pipeline YAML file")
     check = commands.add_parser("validate", help="check a pipeline file without running it")
     check.add_argument("pipeline", help="the pipeline YAML file")
-    commands.add_parser(
+    demo = commands.add_parser(
         "demo", help="start a local MariaDB and capture it into a local Delta table"
     )
+    demo.add_argument("demo_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
 
@@ -49,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from sparkcdc.cli.demo import run_demo
 
-            return run_demo()
+            return run_demo(args.demo_args)
         if args.command in ("run", "verify", "validate"):
             from sparkcdc.cli import commands as cmd
 

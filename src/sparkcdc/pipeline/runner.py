@@ -67,7 +67,9 @@ class PipelineRun:
         if settings.trigger_seconds is None:
             writer = writer.trigger(availableNow=True)
         else:
-            writer = writer.trigger(processingTime=f"{int(settings.trigger_seconds * 1000)} ms")
+            writer = writer.trigger(
+                processingTime=f"{int(settings.trigger_seconds * 1000)} milliseconds"
+            )
         self.query = writer.start()
 
     def wait(self, stop: threading.Event | None = None, poll_seconds: float = 0.5) -> None:
