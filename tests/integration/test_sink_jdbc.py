@@ -377,6 +377,8 @@ def test_existing_targets_are_checked(target: TargetDb) -> None:
                 SinkTable(TableId("b", "x"), schema, ("id",)),
             ],
         )
+    with pytest.raises(SinkError, match=r"target table .*missing of d\.missing does not exist"):
+        target.sink().snapshot(None, SinkTable(TableId("d", "missing"), schema, ("id",)))
     if target.family == "mysql":
         target.query("CREATE TABLE myisam (id INT PRIMARY KEY, name TEXT) ENGINE=MyISAM")
         with pytest.raises(SinkError, match="engine MyISAM"):

@@ -224,14 +224,22 @@ class JdbcSink(Sink):
         conn = self.dialect.connect()
         try:
             with conn.cursor() as cur:
-                if target is None:
-                    default = self.dialect.default_qualifier(cur)
-                    target = self._resolve(table, default)
-                    self._offsets_sql = self._offsets_sql or self._offsets_table(default)
+                default = self.dialect.default_qualifier(cur)
+                target = target or self._resolve(table, default)
+                offsets = self.config.offsets_table
+                has_offsets = (
+                    self.dialect.existing_columns(cur, offsets.qualifier or default, offsets.table)
+                    is not None
+                )
+                self._offsets_sql = self._offsets_sql or self._offsets_table(default)
+                if self.dialect.existing_columns(cur, str(target.qualifier), target.name) is None:
+                    raise SinkError(
+                        f"jdbc sink: target table {target} of {table.source} does not exist"
+                    )
             conn.commit()
             self.dialect.begin_consistent_read(conn)
             with conn.cursor() as cur:
-                offset = self._read_offset(cur)
+                offset = self._read_offset(cur) if has_offsets else None
             fields = list(table.schema.fields)
             arrow_schema = pa.schema(
                 [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")) for f in fields]
