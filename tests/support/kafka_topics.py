@@ -10,7 +10,8 @@ from typing import Any
 
 
 def create_topic(bootstrap_servers: str, topic: str, partitions: int = 1) -> str:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions)])
@@ -29,8 +30,10 @@ def produce(
 
     producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True})
     for key, value in messages:
-        extra = {} if partition is None else {"partition": partition}
-        producer.produce(topic, key=key, value=value, **extra)
+        if partition is None:
+            producer.produce(topic, key=key, value=value)
+        else:
+            producer.produce(topic, key=key, value=value, partition=partition)
     assert producer.flush(30) == 0
 
 
