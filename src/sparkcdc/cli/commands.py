@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
-from sparkcdc.pipeline.runner import BatchReport, prepare, session_for
+from sparkcdc.pipeline.runner import BatchReport, pipeline_id, prepare, session_for
 from sparkcdc.verify.run import TableVerdict
 
 
@@ -62,7 +62,12 @@ def verify_pipeline(definition: PipelineDefinition, spark: Any | None = None) ->
 
     tables = [sink_table(t) for t in captured_tables(definition.source_config)]
     spark = spark or session_for(definition)
-    sink = make_sink(definition.sink_type, definition.sink_options, definition.path.parent)
+    sink = make_sink(
+        definition.sink_type,
+        definition.sink_options,
+        definition.path.parent,
+        pipeline_id=pipeline_id(definition),
+    )
     sink.open(spark, tables)
     try:
         return verify_tables(spark, definition, sink, tables)

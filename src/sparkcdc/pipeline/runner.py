@@ -94,7 +94,7 @@ class PipelineRun:
     # -- one micro-batch ----------------------------------------------------------------
     def _write_batch(self, frame: Any, batch_id: int) -> None:
         checkpoint = self.definition.settings.checkpoint
-        if self._pipeline_id is None:
+        if self._pipeline_id is None:  # Spark wrote the checkpoint's metadata at start
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
         frame = frame.persist()
         try:
@@ -144,9 +144,23 @@ def prepare(
     tables = [sink_table(t) for t in captured_tables(definition.source_config)]
     if spark is None:
         spark = session_for(definition)
-    sink = make_sink(definition.sink_type, definition.sink_options, definition.path.parent)
+    sink = make_sink(
+        definition.sink_type,
+        definition.sink_options,
+        definition.path.parent,
+        pipeline_id=pipeline_id(definition),
+    )
     sink.open(spark, tables)
     return PipelineRun(definition, spark, tables, sink, on_batch)
+
+
+def pipeline_id(definition: PipelineDefinition) -> str | None:
+    """``name:query-id`` of the pipeline's checkpoint (what sinks key exactly-once on), or
+    None before the first run created the checkpoint."""
+    try:
+        return f"{definition.settings.name}:{query_id(definition.settings.checkpoint)}"
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def session_for(definition: PipelineDefinition) -> Any:

@@ -161,7 +161,7 @@ class DeltaSink(Sink):
 
         last = last_change_per_key(changes, table.key, table.columns)
         matches = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in table.key)
-        values = {f"`{c}`": f"s.`{c}`" for c in table.columns}
+        values: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in table.columns}
         target = DeltaTable.forPath(spark, self.target_path(table.source))
         (
             target.alias("t")
@@ -185,18 +185,17 @@ class DeltaSink(Sink):
         path = self.target_path(table.source)
         history = (
             spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
-            .where("userMetadata IS NOT NULL")
-            .orderBy("version", ascending=False)
             .select("version", "userMetadata")
-            .limit(1)
+            .orderBy("version", ascending=False)
+            .limit(1000)
             .collect()
         )
-        if not history:
-            rows = spark.read.format("delta").load(path)
-            return TargetSnapshot(rows.select(*[f"`{c}`" for c in table.columns]), None)
-        version, metadata = history[0]
-        rows = spark.read.format("delta").option("versionAsOf", version).load(path)
-        offset = json.loads(metadata).get("source_offset")
+        # the table as it is now (a write by anyone else after our last commit is a
+        # difference verify must see), and the offset of the pipeline's last commit
+        latest = history[0][0]
+        ours = [json.loads(meta) for _, meta in history if meta and meta.startswith("{")]
+        offset = ours[0].get("source_offset") if ours else None
+        rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
         return TargetSnapshot(rows.select(*[f"`{c}`" for c in table.columns]), offset)
 
 

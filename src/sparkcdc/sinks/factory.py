@@ -32,9 +32,15 @@ def validate_sink_options(kind: str, options: Mapping[str, str]) -> object:
     raise OptionError(f"sink: invalid type '{kind}'. Valid values: {', '.join(SINK_TYPES)}")
 
 
-def make_sink(kind: str, options: Mapping[str, str], base_dir: Path | None = None) -> Sink:
+def make_sink(
+    kind: str,
+    options: Mapping[str, str],
+    base_dir: Path | None = None,
+    pipeline_id: str | None = None,
+) -> Sink:
     """A sink of type ``kind``; relative paths in its options resolve against ``base_dir``
-    (the pipeline file's folder)."""
+    (the pipeline file's folder). ``pipeline_id`` (name and query id, see MicroBatch) lets a
+    sink that keeps per-pipeline bookkeeping find it before the first batch (``verify``)."""
     config = validate_sink_options(kind, options)
     if kind == "delta":
         from sparkcdc.sinks.delta import DeltaSink, DeltaSinkConfig
@@ -50,7 +56,7 @@ def make_sink(kind: str, options: Mapping[str, str], base_dir: Path | None = Non
         from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
 
         assert isinstance(config, JdbcSinkConfig)
-        return JdbcSink(config)
+        return JdbcSink(config, pipeline=pipeline_id)
     from sparkcdc.sinks.kafka import KafkaSink, KafkaSinkConfig
 
     assert isinstance(config, KafkaSinkConfig)

@@ -1,0 +1,184 @@
+"""MariaDB -> Delta pipelines end to end: concurrent writes during the snapshot, verify,
+replayed batches, and SIGKILL of ``sparkcdc run`` during the snapshot and during streaming."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.runner import PipelineRun, prepare
+from sparkcdc.sinks.base import MicroBatch
+from sparkcdc.verify.run import verify_tables
+from tests.integration.test_mysql_source import RandomWriter, orders, table_state
+from tests.support.pipelines import (
+    at_or_after,
+    committed_offsets,
+    master_position,
+    pipeline_file,
+    snapshot_done,
+)
+
+__all__ = ["orders"]  # the fixture, re-used
+
+ROOT = Path(__file__).resolve().parents[2]
+DELTA_SINK = """
+type: delta
+path: lake
+"""
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def delta_rows(spark: Any, path: Path) -> dict[Any, tuple[Any, ...]]:
+    rows = spark.read.format("delta").load(str(path)).collect()
+    keyed = {r[0]: tuple(r) for r in rows}
+    assert len(keyed) == len(rows), "duplicate keys in the Delta table"
+    return keyed
+
+
+def test_concurrent_writes_during_snapshot_then_verify_equal(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    definition = load_pipeline(
+        pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", DELTA_SINK)
+    )
+    run: PipelineRun = prepare(definition, spark=spark)
+    writer = RandomWriter(mariadb, orders, seed=11, key_space=7000)
+    writer.start()
+    run.start()
+    checkpoint = definition.settings.checkpoint
+    try:
+        wait_until(
+            lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
+        )
+        writer.stop()
+        file, pos = master_position(mariadb)
+        wait_until(
+            lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
+            "the pipeline to catch up",
+        )
+    finally:
+        run.stop()
+        writer.stop()
+    assert len(committed_offsets(checkpoint)) > 3, "expected several micro-batches"
+
+    lake = scratch / "lake" / orders
+    assert delta_rows(spark, lake / "orders") == table_state(mariadb, orders, "orders")
+    assert delta_rows(spark, lake / "audit") == table_state(mariadb, orders, "audit")
+    verdicts = verify_tables(spark, definition, run.sink, run.tables)
+    assert [(str(v.table), v.status) for v in verdicts] == [
+        (f"{orders}.audit", "equal"),
+        (f"{orders}.orders", "equal"),
+    ]
+
+    # the source moves on: verify still compares at the target's position
+    mariadb.execute("UPDATE orders SET qty = qty + 1", database=orders)
+    assert all(v.status == "equal" for v in verify_tables(spark, definition, run.sink, run.tables))
+
+    # somebody else changes the target: verify names the keys
+    some = sorted(table_state(mariadb, orders, "orders"))[:2]
+    spark.sql(f"DELETE FROM delta.`{lake / 'orders'}` WHERE id = {some[0]}")
+    spark.sql(f"UPDATE delta.`{lake / 'orders'}` SET qty = -1 WHERE id = {some[1]}")
+    verdict = {str(v.table): v for v in verify_tables(spark, definition, run.sink, run.tables)}
+    bad = verdict[f"{orders}.orders"]
+    assert bad.status == "different" and bad.comparison is not None
+    assert bad.comparison.differing_keys == 2
+    assert sorted(bad.comparison.samples) == [
+        ((some[0],), "missing in target"),
+        ((some[1],), "values differ"),
+    ]
+
+
+def test_a_replayed_batch_changes_nothing(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    definition = load_pipeline(pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK))
+    run = prepare(definition, spark=spark)
+    table = run.tables[0]
+    changes = spark.createDataFrame(
+        [(1, "a", 1, "insert", 10, None), (2, "b", 2, "insert", 11, None)],
+        "id long, name string, qty int, _change_type string, _commit_version long,"
+        " _commit_timestamp timestamp",
+    )
+    batch = MicroBatch("p:1", 0, {table.source: changes}, '{"log": {}}')
+    run.sink.write(batch)
+    replay = spark.createDataFrame([(1, "a", 1, "delete", 12, None)], changes.schema)
+    run.sink.write(MicroBatch("p:1", 0, {table.source: replay}, None))  # same batch id
+    path = scratch / "lake" / orders / "orders"
+    assert sorted(delta_rows(spark, path)) == [1, 2]
+    run.sink.write(MicroBatch("p:1", 1, {table.source: replay}, None))  # the next one
+    assert sorted(delta_rows(spark, path)) == [2]
+
+
+def start_run(pipeline: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparkcdc.cli.main", "run", str(pipeline), *extra],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=open(pipeline.parent / f"run-{time.monotonic_ns()}.log", "wb"),
+    )
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)
+
+
+@pytest.mark.timeout(900)
+def test_sigkill_during_snapshot_and_streaming_then_resume(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    pipeline = pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK, max_rows=300)
+    checkpoint = scratch / "checkpoint"
+
+    def batches() -> int:
+        return len(committed_offsets(checkpoint)) if (checkpoint / "commits").exists() else 0
+
+    first = start_run(pipeline)
+    wait_until(lambda: batches() >= 2 or first.poll() is not None, "two batches")
+    assert first.poll() is None, "sparkcdc run exited early"
+    assert not snapshot_done(committed_offsets(checkpoint)[-1]), "the snapshot was already over"
+    kill(first)  # mid-snapshot
+
+    writer = RandomWriter(mariadb, orders, seed=5, key_space=7000)
+    writer.start()
+    second = start_run(pipeline)
+    done_at = 0
+
+    def streaming() -> bool:
+        nonlocal done_at
+        offsets = committed_offsets(checkpoint) if (checkpoint / "commits").exists() else []
+        done = [i for i, o in enumerate(offsets) if snapshot_done(o)]
+        if done and not done_at:
+            done_at = done[0]
+        return bool(done) and len(offsets) >= done_at + 3
+
+    wait_until(lambda: streaming() or second.poll() is not None, "streaming batches")
+    assert second.poll() is None, "sparkcdc run exited early"
+    kill(second)  # mid-stream, with the writer still going
+    writer.stop()
+
+    last = start_run(pipeline, "--available-now")
+    assert last.wait(600) == 0, "sparkcdc run --available-now failed"
+
+    lake = scratch / "lake" / orders / "orders"
+    assert delta_rows(spark, lake) == table_state(mariadb, orders, "orders")
+    definition = load_pipeline(pipeline)
+    run = prepare(definition, spark=spark)
+    assert [v.status for v in verify_tables(spark, definition, run.sink, run.tables)] == ["equal"]

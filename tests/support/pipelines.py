@@ -1,0 +1,71 @@
+"""Writing pipeline files for tests and watching a pipeline's checkpoint."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.embedded import EmbeddedMariaDB
+
+
+def pipeline_file(
+    folder: Path,
+    mariadb: EmbeddedMariaDB,
+    tables: str,
+    sink: str,
+    *,
+    trigger: str = "300ms",
+    max_rows: int = 500,
+    extra_source: str = "",
+) -> Path:
+    """A pipeline file capturing ``tables`` (``db.regex``) into ``sink`` (a YAML block body)."""
+    options = mariadb.source_options()
+    text = f"""\
+source:
+  type: mysql
+  hostname: {options["hostname"]}
+  port: {options["port"]}
+  username: {options["username"]}
+  password: "{options["password"]}"
+  tables: {tables}
+  server-id: 5500-5531
+  scan.incremental.snapshot.chunk.size: 97
+  scan.incremental.snapshot.rows-per-partition: 300
+{textwrap.indent(extra_source, "  ")}
+sink:
+{textwrap.indent(sink.strip(), "  ")}
+pipeline:
+  name: test-pipeline
+  checkpoint: checkpoint
+  trigger-interval: {trigger}
+  max-rows-per-trigger: {max_rows}
+"""
+    path = folder / "pipeline.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def committed_offsets(checkpoint: Path) -> list[dict[str, Any]]:
+    """The source offsets of the batches Spark has committed, oldest first."""
+    commits = sorted(int(p.name) for p in (checkpoint / "commits").glob("[0-9]*"))
+    offsets = []
+    for batch in commits:
+        lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+        offsets.append(json.loads(lines[2]))
+    return offsets
+
+
+def snapshot_done(offset: dict[str, Any]) -> bool:
+    return all(state.get("done") for state in offset["tables"].values())
+
+
+def at_or_after(offset: dict[str, Any], file: str, pos: int) -> bool:
+    log = offset["log"]
+    return (log["file"], int(log["pos"])) >= (file, pos)
+
+
+def master_position(mariadb: EmbeddedMariaDB) -> tuple[str, int]:
+    row = mariadb.execute("SHOW MASTER STATUS")[0]
+    return str(row[0]), int(row[1])
