@@ -1,0 +1,129 @@
+"""Pipeline files: valid ones load; every mistake names the file, the line and the key."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.yaml_file import PipelineFileError
+from sparkcdc.sinks.console import format_change
+
+GOOD = """\
+source:
+  type: mysql
+  hostname: 127.0.0.1
+  port: 3306
+  username: cdc
+  password: ${PIPELINE_TEST_PASSWORD}
+  tables: app_db.\\.*
+  server-id: 5400-5404
+  jdbc.properties:
+    sslMode: required
+sink:
+  type: delta
+  path: lake
+pipeline:
+  name: sync app_db
+  checkpoint: ckpt
+  trigger-interval: 2s
+  max-rows-per-trigger: 1000
+  spark-conf:
+    spark.sql.shuffle.partitions: 8
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(PipelineFileError) as info:
+        load_pipeline(write(tmp_path, text))
+    return str(info.value)
+
+
+def test_a_valid_file_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "s3cret")
+    definition = load_pipeline(write(tmp_path, GOOD))
+    assert definition.source_type == "mysql" and definition.sink_type == "delta"
+    options = definition.stream_options()
+    assert options["database-name"] == "app_db" and options["table-name"] == ".*"
+    assert options["password"] == "s3cret" and options["maxRowsPerTrigger"] == "1000"
+    assert options["jdbc.properties.sslMode"] == "required"
+    assert definition.source_config.server_ids == (5400, 5404)
+    settings = definition.settings
+    assert settings.checkpoint == (tmp_path / "ckpt").resolve()
+    assert settings.trigger_seconds == 2.0
+    assert settings.spark_conf == {"spark.sql.shuffle.partitions": "8"}
+    assert definition.sink_options == {"path": "lake"}
+
+
+def test_available_now_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "x")
+    text = GOOD.replace("trigger-interval: 2s", "trigger-interval: available-now")
+    assert load_pipeline(write(tmp_path, text)).settings.trigger_seconds is None
+
+
+@pytest.mark.parametrize(
+    ("change", "line", "expected"),
+    [
+        (("  port: 3306", "  port: 99999"), 4, "'source.port'.*invalid value '99999'"),
+        (("  hostname:", "  hostnam:"), 3, "unknown option 'hostnam'.*Did you mean 'hostname'"),
+        (("  type: delta", "  type: iceberg"), 12, "'sink.type'.*valid values: delta, jdbc"),
+        (("  path: lake", "  paht: lake"), 13, "'sink.paht'.*unknown option"),
+        (("  trigger-interval: 2s", "  trigger-interval: soon"), 17, "'pipeline.trigger-int"),
+        (("  checkpoint: ckpt\n", ""), 14, "'pipeline.checkpoint'.*required"),
+        (("sink:", "sinks:"), 11, "'sinks': unknown block"),
+        (("  tables: app_db.\\.*", "  tables: nodot"), 7, "is not 'database.table'"),
+        (("  server-id: 5400-5404", "  server-id: 9-1"), 8, "'source.server-id'"),
+        (("  max-rows-per-trigger: 1000", "  max-rows-per-trigger: 0"), 18, "an integer >= 1"),
+    ],
+)
+def test_mistakes_name_file_line_and_key(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: tuple[str, str],
+    line: int,
+    expected: str,
+) -> None:
+    monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "x")
+    old, new = change
+    assert old in GOOD
+    message = error_of(tmp_path, GOOD.replace(old, new, 1))
+    assert message.startswith(f"{tmp_path / 'pipeline.yaml'}:{line}: "), message
+    assert re.search(expected, message), message
+
+
+def test_invalid_yaml_and_missing_blocks(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "source:\n  type: mysql\n   bad: indent\n")
+    assert re.match(rf"{re.escape(str(tmp_path))}/pipeline.yaml:3: invalid YAML", message)
+    assert "the 'sink' block is missing" in error_of(tmp_path, "source:\n  type: mysql\n")
+    assert "empty" in error_of(tmp_path, "")
+
+
+def test_missing_environment_variable_and_secret_not_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PIPELINE_TEST_PASSWORD", raising=False)
+    message = error_of(tmp_path, GOOD)
+    assert ":6: 'source.password': environment variable PIPELINE_TEST_PASSWORD" in message
+    monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "hunter2")
+    message = error_of(tmp_path, GOOD.replace("  port: 3306", "  port: x"))
+    assert "hunter2" not in message
+
+
+def test_flink_print_format() -> None:
+    assert (
+        format_change("insert", (1001, dt.date(2021, 9, 17), None)) == "+I[1001, 2021-09-17, null]"
+    )
+    assert format_change("update_preimage", (dt.time(10, 20),)) == "-U[10:20]"
+    assert format_change("update_postimage", (dt.datetime(2021, 1, 2, 3, 4, 5, 120000),)) == (
+        "+U[2021-01-02T03:04:05.120]"
+    )
+    assert format_change("delete", (b"\x01\xff", True)) == "-D[x'01ff', true]"
