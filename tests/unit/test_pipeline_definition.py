@@ -12,6 +12,8 @@ from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.sinks.console import format_change
 
+ROOT = Path(__file__).resolve().parents[2]
+
 GOOD = """\
 source:
   type: mysql
@@ -127,3 +129,11 @@ def test_flink_print_format() -> None:
         "+U[2021-01-02T03:04:05.120]"
     )
     assert format_change("delete", (b"\x01\xff", True)) == "-D[x'01ff', true]"
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.yaml")), ids=str)
+def test_the_example_pipelines_are_valid(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MYSQL_PASSWORD", "PG_PASSWORD"):
+        monkeypatch.setenv(name, "x")
+    definition = load_pipeline(example)
+    assert definition.settings.checkpoint.is_relative_to(ROOT / "examples")
