@@ -35,9 +35,10 @@ from sparkcdc.connectors.mysql.positions import (
     ensure_available,
     gtid_at,
 )
-from sparkcdc.connectors.mysql.snapshot_reader import read_chunks
+from sparkcdc.connectors.mysql.snapshot_reader import batch_rows, read_chunks
 from sparkcdc.connectors.mysql.types import arrow_type
 from sparkcdc.connectors.mysql.validation import validate_server
+from sparkcdc.core.changes import ChangeType
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
@@ -319,27 +320,49 @@ class MySqlCdcSource:
             yield builder.snapshot_batch(rows, spec.target.version, at)
 
     def _read_log(self, spec: LogRead) -> Iterator[pa.RecordBatch]:
+        """One log partition's changes as Arrow batches of at least ``MIN_BATCH_ROWS`` (Spark
+        pays per batch). The per-change loop is the executor's hot path after decoding: for a
+        table whose snapshot is done every change is emitted as it is, without the key test."""
         live = spec.tables
         builders = {t: self._builder(table, spec.envelope) for t, table in live.items()}
         emitted = {
             t: _emitted_predicate(table, spec.progress[t], self.config) for t, table in live.items()
         }
+        done = {t for t in live if spec.progress[t].done}
         pending: dict[TableId, list[tuple[RowChange, Emitted]]] = {t: [] for t in live}
-        size = self.config.fetch_size
+        size = batch_rows(self.config)
+        insert, delete = ChangeType.INSERT, ChangeType.DELETE
+        pre, post = ChangeType.UPDATE_PREIMAGE, ChangeType.UPDATE_POSTIMAGE
         changes = read_changes_with_retries(self.config, live, spec.start, spec.end, spec.server_id)
+        table: TableId | None = None
+        out: list[tuple[RowChange, Emitted]] = []
+        everything = False
+        predicate: Callable[[Row], bool] = bool
         for change in changes:
-            t = change.table
-            images = changes_to_emit(change, emitted[t])
-            if not images:
-                continue
-            out = pending[t]
+            if change.table is not table:  # tables change rarely: one lookup per run
+                table = change.table
+                out = pending[table]
+                everything = table in done
+                predicate = emitted[table]
+            before, after = change.before, change.after
+            if everything:
+                if before is None:
+                    images: Emitted = ((insert, after),)  # type: ignore[assignment]
+                elif after is None:
+                    images = ((delete, before),)
+                else:
+                    images = ((pre, before), (post, after))
+            else:
+                images = changes_to_emit(change, predicate)
+                if not images:
+                    continue
             out.append((change, images))
             if len(out) >= size:
-                yield builders[t].change_batch(out)
+                yield builders[table].change_batch(out)
                 out.clear()
-        for t, out in pending.items():
-            if out:
-                yield builders[t].change_batch(out)
+        for t, rest in pending.items():
+            if rest:
+                yield builders[t].change_batch(rest)
 
 
 def _emitted_predicate(
