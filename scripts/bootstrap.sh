@@ -47,14 +47,28 @@ if [[ -z $PY ]]; then
   done
 fi
 [[ -n $PY ]] || { echo "need Python >= 3.10" >&2; exit 1; }
+# C extensions (sparkcdc's row decoder, mysqlclient) need the interpreter's headers; Debian's
+# own Pythons ship them separately.
+if ! "$PY" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  dev="$(basename "$(readlink -f "$(command -v "$PY")")")-dev"
+  log "installing Python headers: $dev"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$dev" >/dev/null
+fi
 if [[ ! -x .venv/bin/python ]] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
   log "creating .venv with $PY"
   rm -rf .venv
   "$PY" -m venv .venv
 fi
 mkdir -p "$STAMPS"
-pip_key=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [[ ! -f $STAMPS/pip || $(cat "$STAMPS/pip") != "$pip_key" ]]; then
+# The install also compiles the C binlog row decoder (setup.py, csrc/): a changed C source, or
+# a build that went missing (git clean), reinstalls too.
+pip_key=$(cat pyproject.toml setup.py csrc/*.c | sha256sum | cut -d' ' -f1)
+decoder_built() {
+  .venv/bin/python -c 'import sparkcdc.connectors.mysql.rowdecode._rowdecode' >/dev/null 2>&1
+}
+if [[ ! -f $STAMPS/pip || $(cat "$STAMPS/pip") != "$pip_key" ]] || ! decoder_built; then
   log "pip install -e .[all,dev]"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[all,dev]"
