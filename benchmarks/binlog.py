@@ -6,8 +6,10 @@ Loads an ``orders`` table without logging it, then logs the STACK-NOTES workload
 updates, 10 % inserts, 10 % deletes; 500,000 row changes by default) in transactions of
 ``--statement-rows`` rows, recording binlog positions between the phases. The same log range
 is then decoded by (1) ``mariadb-binlog`` (C reference), (2) python-mysql-replication alone,
-(3) sparkcdc's ``read_changes``, (4) sparkcdc's executor path ``source.read`` (changes to
-Arrow) and (5) a Spark ``availableNow`` stream from that position into ``noop``.
+(3) sparkcdc's ``read_changes`` with the library's row decoding (reference) and with the
+compiled decoder (fast; CPU time too, for the per-core rate), (4) sparkcdc's executor path
+``source.read`` (changes to Arrow; large ranges are several partitions) and (5) a Spark
+``availableNow`` stream from that position into ``noop`` (partitions decoded in parallel).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from benchmarks._common import (
     spark_session,
     stream_to_noop,
 )
-from sparkcdc.connectors.mysql.binlog import read_changes
+from sparkcdc.connectors.mysql.binlog import DecoderChoice, read_changes
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.connection import replication_settings
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
@@ -85,6 +87,7 @@ class Decode:
     counted: int | None  #: row changes the decoder itself counted (None: cannot count)
     phase_seconds: dict[str, float]
     note: str = ""
+    cpu: float | None = None  #: CPU seconds of this process, when measured
 
 
 class PhaseClock:
@@ -265,17 +268,31 @@ def library_reader(
     )
 
 
-def sparkcdc_changes(source: MySqlCdcSource, workload: Workload, server_id: int) -> Decode:
-    """``read_changes``: the library's decode plus sparkcdc's conversion to typed tuples."""
+def sparkcdc_changes(
+    source: MySqlCdcSource, workload: Workload, server_id: int, decoder: DecoderChoice
+) -> Decode:
+    """``read_changes`` to typed tuples and ``RowChange``s, with the compiled decoder
+    (``fast``) or the library's row decoding plus sparkcdc's converters (``reference``).
+    Also measures this process's CPU time: on a shared 2-core machine (``mariadbd`` streams
+    the binlog on the other core) CPU seconds give the per-core rate."""
     clock = PhaseClock(workload)
+    cpu = time.process_time()
     count = 0
     for change in read_changes(
-        source.config, source.tables, workload.start, workload.end, server_id
+        source.config, source.tables, workload.start, workload.end, server_id, decoder
     ):
         clock.at(change.file, change.pos)
         count += 1
     finished = time.perf_counter()
-    return Decode("sparkcdc read_changes", finished - clock.started, count, clock.split(finished))
+    cpu = time.process_time() - cpu
+    return Decode(
+        f"sparkcdc read_changes, {decoder} decoder",
+        finished - clock.started,
+        count,
+        clock.split(finished),
+        note=f"CPU {cpu:.2f} s = {human(count / cpu)}/s per core",
+        cpu=cpu,
+    )
 
 
 def log_partitions(options: dict[str, str], workload: Workload) -> tuple[MySqlCdcSource, list[Any]]:
@@ -335,8 +352,28 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
             decodes.append(library_reader(source, workload, 7001, decode_rows=False))
         with memory.phase("library, rows decoded"):
             decodes.append(library_reader(source, workload, 7002, decode_rows=True))
-        with memory.phase("read_changes"):
-            decodes.append(sparkcdc_changes(source, workload, source.config.server_id(1)))
+        with memory.phase("read_changes, reference"):
+            reference = sparkcdc_changes(source, workload, source.config.server_id(1), "reference")
+            decodes.append(reference)
+        with memory.phase("read_changes, fast"):
+            fast = sparkcdc_changes(source, workload, source.config.server_id(2), "fast")
+            decodes.append(fast)
+        if args.profile:
+            print("\ncProfile of read_changes with the compiled decoder (the fast path):")
+            print(
+                profile(
+                    lambda: sum(
+                        1
+                        for _ in read_changes(
+                            source.config,
+                            source.tables,
+                            workload.start,
+                            workload.end,
+                            source.config.server_id(3),
+                        )
+                    )
+                )
+            )
     finally:
         source.close()
     with memory.phase("source.read (+Arrow)"):
@@ -349,10 +386,57 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
             print(profile(lambda: sum(b.num_rows for s in specs for b in source.read(s))))
         finally:
             source.close()
+    spark: list[Decode] = []
     if not args.no_spark:
-        decodes.extend(spark_decodes(args, options, workload, changelog_rows, memory))
+        spark = spark_decodes(args, options, workload, changelog_rows, memory)
+        decodes.extend(spark)
     _print_decodes(workload, decodes)
+    _print_issue_figures(workload, decodes[2], reference, fast, spark, args.cores)
     print_process_report(memory)
+
+
+def _print_issue_figures(
+    workload: Workload,
+    library: Decode,
+    reference: Decode,
+    fast: Decode,
+    spark: Sequence[Decode],
+    cores: int,
+) -> None:
+    """The figures of issue 6's done-when, all from this run."""
+    n = workload.total
+    fast_cpu = n / fast.cpu if fast.cpu else float("nan")
+    ref_cpu = n / reference.cpu if reference.cpu else float("nan")
+    generating = n / sum(workload.seconds.values())
+    items = [
+        ("library alone (rows decoded), wall", f"{human(n / library.seconds)}/s"),
+        ("sparkcdc reference decoder, per core (CPU)", f"{human(ref_cpu)}/s"),
+        ("sparkcdc fast decoder, per core (CPU)", f"{human(fast_cpu)}/s"),
+        ("sparkcdc fast decoder, wall (1 reader)", f"{human(n / fast.seconds)}/s"),
+        ("fast / reference, per core", f"{fast_cpu / ref_cpu:.1f}x"),
+        ("fast / library alone (wall vs wall)", f"{library.seconds / fast.seconds:.1f}x"),
+        ("MariaDB generating the workload", f"{human(generating)}/s"),
+        ("peak RSS of this process (VmHWM)", _own_peak_rss()),
+    ]
+    if spark:
+        steady = spark[-1]
+        rate = n / steady.seconds
+        verdict = "keeps up" if rate >= generating else "falls behind"
+        items.append(
+            (
+                f"Spark end-to-end, local[{cores}], warm",
+                f"{human(rate)}/s = {rate / generating:.2f}x MariaDB's generation rate ({verdict})",
+            )
+        )
+    print_kv("Issue 6: fast decoder and parallel capture", items)
+
+
+def _own_peak_rss() -> str:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return line.split(":", 1)[1].strip()
+    return "?"
 
 
 def spark_decodes(
