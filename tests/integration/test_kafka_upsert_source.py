@@ -66,3 +66,29 @@ def test_keyless_topic_normalised_through_key_fields_keeps_state_across_restart(
         ("update_postimage", 1, "c"),
         ("insert", 2, "y"),
     ]
+
+
+def test_state_ttl_forgets_idle_keys(
+    spark: Any, kafka: EmbeddedKafka, topic: str, scratch: Path
+) -> None:
+    from confluent_kafka import Producer
+    from pyspark.sql.types import StructType
+
+    servers = kafka.bootstrap_servers
+    create_topic(servers, topic, partitions=1)
+    schema = StructType.fromDDL(SCHEMA)
+
+    def run(*messages: tuple[str, int]) -> list[tuple[str, int, str]]:
+        producer = Producer({"bootstrap.servers": servers})
+        for value, stamp in messages:  # message time drives the TTL
+            producer.produce(topic, value=value, timestamp=stamp)
+        assert producer.flush(30) == 0
+        raw = read_kafka(spark, servers, topic)
+        stream = read_upsert_kafka(raw, schema, ["id"], state_ttl_ms=5_000)
+        return _changes(collect_available_now(stream, scratch / "ckpt"))
+
+    a, b = '{"id":1,"v":"a","n":null}', '{"id":2,"v":"b","n":null}'
+    assert run((a, 1_000_000)) == [("insert", 1, "a")]
+    assert run((a, 1_003_000)) == []  # within the TTL: the key is known
+    assert run((b, 1_020_000)) == [("insert", 2, "b")]  # key 1 times out behind this
+    assert run((a, 1_021_000), (b, 1_022_000)) == [("insert", 1, "a")]  # 1 was forgotten

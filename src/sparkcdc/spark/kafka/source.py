@@ -283,8 +283,9 @@ def read_upsert_kafka(
     keyless message, those fields of its value. Per key, in (partition, offset) order,
     :func:`normalize` keeps the last row on Spark's state store: ``+I`` for a new key,
     ``-U``/``+U`` for a changed row, nothing for an identical one, ``-D`` for a tombstone
-    of a known key. ``state_ttl_ms`` forgets keys not seen for that long (processing
-    time). Works on a batch DataFrame too (state then starts empty).
+    of a known key. ``state_ttl_ms`` forgets keys without messages for that long (in
+    message time, see :func:`normalize_upsert`). Works on a batch DataFrame too (state
+    then starts empty).
     """
     from pyspark.sql import functions as F
 
@@ -329,15 +330,25 @@ _NORMALIZED = "_row string, _change_type string, _commit_version long, _commit_t
 
 def normalize_upsert(keyed: Any, schema: Any, state_ttl_ms: int | None = None) -> Any:
     """Keep-last-row over ``keyed`` (``_key``, ``_row`` canonical row JSON or null,
-    ``partition``, ``offset``, ``timestamp``) into a typed changelog DataFrame."""
+    ``partition``, ``offset``, ``timestamp``) into a typed changelog DataFrame.
+
+    The TTL runs on message time (the Kafka timestamp), not the wall clock: a key is
+    forgotten once a message more than ``state_ttl_ms`` newer than its last one has been
+    seen (on any key: Spark's event-time timeout with a watermark of ``state_ttl_ms``).
+    Processing-time timeouts would keep ``availableNow`` queries from ever finishing.
+    Spark drops messages older than the watermark, i.e. more than the TTL behind the
+    newest message seen, so only use a TTL when message timestamps roughly increase.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    timeout = (
-        GroupStateTimeout.ProcessingTimeTimeout if state_ttl_ms else GroupStateTimeout.NoTimeout
-    )
+    keyed = keyed.withColumn("_ts_ms", F.unix_millis(F.col("timestamp")))
+    timeout = GroupStateTimeout.NoTimeout
+    if state_ttl_ms:
+        keyed = keyed.withWatermark("timestamp", f"{int(state_ttl_ms)} milliseconds")
+        timeout = GroupStateTimeout.EventTimeTimeout
     out = keyed.groupBy("_key").applyInPandasWithState(
-        _keep_last_row(state_ttl_ms), _NORMALIZED, "row string", "append", timeout
+        _keep_last_row(state_ttl_ms), _NORMALIZED, "row string, seen_ms long", "append", timeout
     )
     row = parse_json(F.col("_row"), schema, corrupt=False)
     return out.select(
@@ -346,7 +357,8 @@ def normalize_upsert(keyed: Any, schema: Any, state_ttl_ms: int | None = None) -
 
 
 def _keep_last_row(ttl_ms: int | None) -> Callable[..., Iterator[Any]]:
-    """The per-key state function: the state is the key's last row JSON."""
+    """The per-key state function: the state is the key's last row JSON and the time of
+    its last message (for the TTL)."""
 
     def apply(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
         pd: Any = importlib.import_module("pandas")  # no pandas stubs in this project
@@ -355,18 +367,24 @@ def _keep_last_row(ttl_ms: int | None) -> Callable[..., Iterator[Any]]:
             state.remove()  # TTL: forget the key
             return
         messages = pd.concat(list(frames)).sort_values(["partition", "offset"])
-        stored: str | None = state.get[0] if state.exists else None
+        stored: str | None = None
+        seen = 0
+        if state.exists:
+            stored, seen = state.get
         rows: list[str] = []
         kinds: list[str] = []
         versions: list[int] = []
         stamps: list[Any] = []
-        for row, partition, offset, stamp in zip(
+        for row, partition, offset, stamp, millis in zip(
             messages["_row"],
             messages["partition"],
             messages["offset"],
             messages["timestamp"],
+            messages["_ts_ms"],
             strict=True,
         ):
+            if ttl_ms and stored is not None and int(millis) - seen > ttl_ms:
+                stored = None  # expired, even if its timeout has not fired yet
             incoming = None if pd.isna(row) else str(row)
             version = (int(partition) << 44) | int(offset)
             for kind, image in normalize(
@@ -376,14 +394,14 @@ def _keep_last_row(ttl_ms: int | None) -> Callable[..., Iterator[Any]]:
                 kinds.append(kind.value)
                 versions.append(version)
                 stamps.append(stamp)
-            stored = incoming
+            stored, seen = incoming, max(seen, int(millis))
         if stored is None:
             if state.exists:
                 state.remove()
         else:
-            state.update((stored,))
+            state.update((stored, seen))
             if ttl_ms:
-                state.setTimeoutDuration(ttl_ms)
+                state.setTimeoutTimestamp(seen + ttl_ms)
         if rows:
             yield pd.DataFrame(
                 {
