@@ -174,6 +174,13 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
     kill(second)  # mid-stream, with the writer still going
     writer.stop()
 
+    third = start_run(pipeline)  # Ctrl-C stops cleanly
+    before = batches()
+    mariadb.execute("INSERT INTO orders VALUES (999999, 'late', 1)", database=orders)
+    wait_until(lambda: batches() > before or third.poll() is not None, "a batch after restart")
+    os.killpg(third.pid, signal.SIGINT)
+    assert third.wait(120) == 0, "sparkcdc run did not stop cleanly on Ctrl-C"
+
     last = start_run(pipeline, "--available-now")
     assert last.wait(600) == 0, "sparkcdc run --available-now failed"
 
