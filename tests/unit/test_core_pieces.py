@@ -15,6 +15,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
 from sparkcdc.core.position import BinlogPosition, commit_version
 from sparkcdc.core.secret import Secret
+from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.chunks import KeyStats, even_step
 from sparkcdc.snapshot.progress import TableProgress, decode_key, encode_key
 
@@ -125,3 +126,14 @@ def test_even_step_follows_the_distribution_factor() -> None:
     assert even_step(KeyStats(1, 10**9, 1000), 100, 0.05, 1000.0) is None  # beyond upper bound
     assert even_step(KeyStats("a", "z", 10), 100, 0.05, 1000.0) is None  # not numeric
     assert even_step(KeyStats(None, None, 0), 100, 0.05, 1000.0) is None
+
+
+@given(st.text(min_size=1), st.text(min_size=1))
+def test_table_keys_round_trip_whatever_the_names(database: str, table: str) -> None:
+    table_id = TableId(database, table)
+    assert TableId.from_key(table_id.key) == table_id
+
+
+def test_plain_table_keys_read_as_written() -> None:
+    assert TableId("app", "orders").key == "app.orders"
+    assert TableId.from_key("a\\.b.c") == TableId("a.b", "c")

@@ -19,7 +19,28 @@ class TableId:
     def quoted(self) -> str:
         return f"`{self.database.replace('`', '``')}`.`{self.table.replace('`', '``')}`"
 
+    @property
+    def key(self) -> str:
+        """``database.table`` with dots and backslashes inside names escaped, so the key
+        parses back even for a database named ``a.b`` (offsets store tables by this key)."""
+        return f"{_escape(self.database)}.{_escape(self.table)}"
+
     @classmethod
-    def parse(cls, text: str) -> TableId:
-        database, _, table = text.partition(".")
-        return cls(database, table)
+    def from_key(cls, key: str) -> TableId:
+        """The inverse of :attr:`key`: split at the first unescaped dot."""
+        parts: list[str] = [""]
+        chars = iter(key)
+        for char in chars:
+            if char == "\\":
+                parts[-1] += next(chars, "")
+            elif char == "." and len(parts) == 1:
+                parts.append("")
+            else:
+                parts[-1] += char
+        if len(parts) != 2:
+            raise ValueError(f"not a table key: {key!r}")
+        return cls(parts[0], parts[1])
+
+
+def _escape(name: str) -> str:
+    return name.replace("\\", "\\\\").replace(".", "\\.")

@@ -46,7 +46,7 @@ def verify_tables(
         offset = json.loads(snapshot.source_offset)
         log = offset["log"]
         position = f"{log['file']}:{log['pos']}"
-        progress = offset.get("tables", {}).get(str(table.source), {})
+        progress = offset.get("tables", {}).get(table.source.key, {})
         if not progress.get("done", False):
             verdicts.append(TableVerdict(table.source, "snapshotting", position))
             continue

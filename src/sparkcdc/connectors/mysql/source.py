@@ -39,6 +39,7 @@ from sparkcdc.connectors.mysql.snapshot_reader import batch_rows, read_chunks
 from sparkcdc.connectors.mysql.types import arrow_type
 from sparkcdc.connectors.mysql.validation import validate_server
 from sparkcdc.core.changes import ChangeType
+from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
@@ -100,6 +101,7 @@ class MySqlCdcSource:
         self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
         self.flavor = "mariadb"
         self._checked_start = False
+        self._warned_new = False
 
     @property
     def _scan_id(self) -> int:
@@ -174,7 +176,7 @@ class MySqlCdcSource:
     ) -> Offset:
         """The end of the next batch: the log now (or ``cap``) and a few more chunks."""
         position = _position(start)
-        progress = _progress(start)
+        progress = self._checked_progress(start)
         if not self._checked_start:  # a restart from a checkpoint: is its binlog still there?
             ensure_available(self.conn, position)
             self._checked_start = True
@@ -218,7 +220,7 @@ class MySqlCdcSource:
 
     def partitions(self, start: Offset, end: Offset) -> list[PartitionSpec]:
         start_pos, end_pos = _position(start), _position(end)
-        before, after = _progress(start), _progress(end)
+        before, after = self._checked_progress(start), self._checked_progress(end)
         specs: list[PartitionSpec] = []
         if end_pos > start_pos and any(p.started or p.done for p in before.values()):
             live = {t: self.tables[t] for t, p in before.items() if p.started or p.done}
@@ -273,6 +275,29 @@ class MySqlCdcSource:
         position = self.config.snapshot_position or self.current_position()
         start = _offset(position, {t: TableProgress() for t in self.tables})
         return self.partitions(start, self.latest_offset(start | {"bounded": True}, None))
+
+    def _checked_progress(self, offset: Offset) -> dict[TableId, TableProgress]:
+        """An offset's tables. A checkpointed table that is no longer captured fails with
+        the fix; a table matched since the checkpoint was made is not captured (warned)."""
+        progress = _progress(offset)
+        gone = sorted(str(t) for t in set(progress) - set(self.tables))
+        if gone:
+            raise SchemaError(
+                f"the checkpoint captures {', '.join(gone)}, which 'database-name'/'table-name' "
+                "no longer match (dropped, renamed or options changed). Removing tables from a "
+                "running capture is not supported yet: restore the table or the options, or "
+                "start a new checkpoint"
+            )
+        new = sorted(str(t) for t in set(self.tables) - set(progress))
+        if new and not self._warned_new:
+            self._warned_new = True
+            log.warning(
+                "tables %s match 'database-name'/'table-name' but were not there when the "
+                "checkpoint was made: they are not captured (adding tables to a running "
+                "capture is not supported yet; start a new checkpoint to include them)",
+                ", ".join(new),
+            )
+        return progress
 
     def _planner(self, table_id: TableId) -> ChunkPlanner:
         if table_id not in self._planners:
@@ -386,7 +411,7 @@ def _offset(
 ) -> Offset:
     return {
         "log": position.to_json(),
-        "tables": {str(t): p.to_json() for t, p in sorted(progress.items())},
+        "tables": {t.key: p.to_json() for t, p in sorted(progress.items())},
         "bounded": bounded,
     }
 
@@ -396,7 +421,7 @@ def _position(offset: Offset) -> BinlogPosition:
 
 
 def _progress(offset: Offset) -> dict[TableId, TableProgress]:
-    return {TableId.parse(t): TableProgress.from_json(p) for t, p in offset["tables"].items()}
+    return {TableId.from_key(t): TableProgress.from_json(p) for t, p in offset["tables"].items()}
 
 
 def _plan_key(
