@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
@@ -23,6 +24,10 @@ from sparkcdc.sinks.base import CHANGE_COLUMNS, MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.factory import make_sink
 
 log = logging.getLogger(__name__)
+
+
+class PipelineFailedError(SparkCdcError):
+    """The streaming query stopped with an error (the checkpoint stays resumable)."""
 
 
 @dataclass
@@ -84,7 +89,10 @@ class PipelineRun:
             self.stop()
         error = self.query.exception()
         if error is not None:
-            raise RuntimeError(f"pipeline '{self.definition.settings.name}' failed: {error}")
+            raise PipelineFailedError(
+                f"pipeline '{self.definition.settings.name}' failed: {error}. Fix the cause and "
+                "run it again: it resumes from its checkpoint"
+            )
 
     def stop(self) -> None:
         if self.query is not None and self.query.isActive:
