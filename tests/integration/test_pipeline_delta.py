@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,11 @@ from sparkcdc.sinks.base import MicroBatch
 from sparkcdc.verify.run import verify_tables
 from tests.integration.test_mysql_source import RandomWriter, orders, table_state
 from tests.support.pipelines import (
-    at_or_after,
     committed_offsets,
-    master_position,
     pipeline_file,
+    run_while_writing,
     snapshot_done,
+    wait_until,
 )
 
 __all__ = ["orders"]  # the fixture, re-used
@@ -35,13 +34,6 @@ DELTA_SINK = """
 type: delta
 path: lake
 """
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def delta_rows(spark: Any, path: Path) -> dict[Any, tuple[Any, ...]]:
@@ -59,22 +51,8 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
     )
     run: PipelineRun = prepare(definition, spark=spark)
     writer = RandomWriter(mariadb, orders, seed=11, key_space=7000)
-    writer.start()
-    run.start()
+    run_while_writing(run, mariadb, writer, lambda: None)
     checkpoint = definition.settings.checkpoint
-    try:
-        wait_until(
-            lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
-        )
-        writer.stop()
-        file, pos = master_position(mariadb)
-        wait_until(
-            lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
-            "the pipeline to catch up",
-        )
-    finally:
-        run.stop()
-        writer.stop()
     assert len(committed_offsets(checkpoint)) > 3, "expected several micro-batches"
 
     lake = scratch / "lake" / orders

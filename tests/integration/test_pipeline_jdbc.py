@@ -3,8 +3,6 @@ target transaction per batch, then ``verify`` (with the pipeline's recorded offs
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,22 +12,9 @@ from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
 from tests.integration.test_mysql_source import RandomWriter, orders, table_state
-from tests.support.pipelines import (
-    at_or_after,
-    committed_offsets,
-    master_position,
-    pipeline_file,
-    snapshot_done,
-)
+from tests.support.pipelines import committed_offsets, pipeline_file, run_while_writing
 
 __all__ = ["orders"]
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_mariadb_to_postgres_with_concurrent_writes_then_verify(
@@ -61,24 +46,13 @@ table-name: "{{database}}.{{table}}"
     definition = load_pipeline(pipeline)
     run = prepare(definition, spark=spark)
     writer = RandomWriter(mariadb, orders, seed=23, key_space=7000)
-    writer.start()
-    run.start()
-    checkpoint = definition.settings.checkpoint
-    try:
-        wait_until(
-            lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
-        )
-        writer.stop()
+
+    def more_changes() -> None:
         mariadb.execute("UPDATE prices SET price = 2.25 WHERE sku = 'a'", database=orders)
         mariadb.execute("UPDATE prices SET sku = 'b' WHERE sku = 'B'", database=orders)
-        file, pos = master_position(mariadb)
-        wait_until(
-            lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
-            "the pipeline to catch up",
-        )
-    finally:
-        run.stop()
-        writer.stop()
+
+    run_while_writing(run, mariadb, writer, more_changes)
+    checkpoint = definition.settings.checkpoint
 
     with postgres.connect(pg_db) as conn:
         target = {

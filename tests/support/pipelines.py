@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +71,34 @@ def at_or_after(offset: dict[str, Any], file: str, pos: int) -> bool:
 def master_position(mariadb: EmbeddedMariaDB) -> tuple[str, int]:
     row = mariadb.execute("SHOW MASTER STATUS")[0]
     return str(row[0]), int(row[1])
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def run_while_writing(
+    run: Any, mariadb: EmbeddedMariaDB, writer: Any, after_snapshot: Callable[[], None]
+) -> None:
+    """Start ``writer`` and the pipeline; once the snapshot is committed stop the writer,
+    call ``after_snapshot``, and wait until the pipeline has caught up with the binlog."""
+    checkpoint = run.definition.settings.checkpoint
+    writer.start()
+    run.start()
+    try:
+        wait_until(
+            lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
+        )
+        writer.stop()
+        after_snapshot()
+        file, pos = master_position(mariadb)
+        wait_until(
+            lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
+            "the pipeline to catch up",
+        )
+    finally:
+        run.stop()
+        writer.stop()

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
-from sparkcdc.pipeline.runner import BatchReport, pipeline_id, prepare, session_for
+from sparkcdc.pipeline.runner import BatchReport, prepare
 from sparkcdc.verify.run import TableVerdict
 
 
@@ -56,23 +56,13 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def verify_pipeline(definition: PipelineDefinition, spark: Any | None = None) -> list[TableVerdict]:
-    from sparkcdc.pipeline.tables import captured_tables, sink_table
-    from sparkcdc.sinks.factory import make_sink
     from sparkcdc.verify.run import verify_tables
 
-    tables = [sink_table(t) for t in captured_tables(definition.source_config)]
-    spark = spark or session_for(definition)
-    sink = make_sink(
-        definition.sink_type,
-        definition.sink_options,
-        definition.path.parent,
-        pipeline_id=pipeline_id(definition),
-    )
-    sink.open(spark, tables)
+    run = prepare(definition, spark)
     try:
-        return verify_tables(spark, definition, sink, tables)
+        return verify_tables(run.spark, definition, run.sink, run.tables)
     finally:
-        sink.close()
+        run.sink.close()
 
 
 def verdict_table(verdicts: Sequence[TableVerdict]) -> Table:
