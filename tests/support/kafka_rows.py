@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -42,7 +42,8 @@ def _float32(value: float) -> float:
 
 def _decimal(precision: int, scale: int) -> st.SearchStrategy[Decimal]:
     bound = 10**precision - 1
-    return st.integers(-bound, bound).map(lambda u: Decimal(u).scaleb(-scale))
+    exact = Context(prec=100)  # the default 28 digits would round decimal(38) values
+    return st.integers(-bound, bound).map(lambda u: Decimal(u).scaleb(-scale, exact))
 
 
 _UTC = dt.timezone.utc
