@@ -15,22 +15,30 @@ compiled decoder (fast; CPU time too, for the per-core rate), (4) sparkcdc's exe
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import os
+import pstats
 import random
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks._common import (
+    _CLOCK_TICKS,
     DATABASE,
     ORDERS_COLUMNS,
     TABLE,
     Figure,
     ProcessSampler,
     StreamRun,
+    _classify,
+    _descendants,
+    _process_table,
     add_common_arguments,
     human,
     orders_select,
@@ -310,12 +318,36 @@ def sparkcdc_arrow(options: dict[str, str], workload: Workload) -> tuple[Decode,
     source, specs = log_partitions(options, workload)
     try:
         started = time.perf_counter()
+        cpu = time.process_time()
         rows = sum(b.num_rows for spec in specs for b in source.read(spec))
+        cpu = time.process_time() - cpu
         seconds = time.perf_counter() - started
     finally:
         source.close()
-    note = f"{rows:,} changelog rows (an update is 2), {len(specs)} partition(s)"
-    return Decode("sparkcdc source.read (+Arrow)", seconds, None, {}, note=note), rows
+    note = (
+        f"{rows:,} changelog rows (an update is 2), {len(specs)} partition(s); "
+        f"CPU {cpu:.2f} s = {human(workload.total / cpu)}/s per core"
+    )
+    return Decode("sparkcdc source.read (+Arrow)", seconds, None, {}, note=note, cpu=cpu), rows
+
+
+def cpu_profile(call: Callable[[], object], top: int = 22) -> str:
+    """cProfile ``call`` timed by this process's CPU clock (not the wall clock), so other
+    work on a shared machine and waiting on the socket do not show as our time; the ``top``
+    functions by own time."""
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    try:
+        call()
+    finally:
+        profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    lines = out.getvalue().splitlines()
+    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
+    total = next((line.strip() for line in lines if "function calls" in line), "")
+    return "\n".join([f"{total} (CPU time)", *lines[start:]]).rstrip()
 
 
 def _specific_offset(options: dict[str, str], start: BinlogPosition) -> dict[str, str]:
@@ -380,10 +412,10 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         arrow, changelog_rows = sparkcdc_arrow(options, workload)
         decodes.append(arrow)
     if args.profile:
-        print("\ncProfile of source.read() on the log partition (read_changes + emit + Arrow):")
+        print("\ncProfile (CPU time) of source.read() on the log partitions (decode + Arrow):")
         source, specs = log_partitions(options, workload)
         try:
-            print(profile(lambda: sum(b.num_rows for s in specs for b in source.read(s))))
+            print(cpu_profile(lambda: sum(b.num_rows for s in specs for b in source.read(s))))
         finally:
             source.close()
     spark: list[Decode] = []
@@ -391,7 +423,7 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         spark = spark_decodes(args, options, workload, changelog_rows, memory)
         decodes.extend(spark)
     _print_decodes(workload, decodes)
-    _print_issue_figures(workload, decodes[2], reference, fast, spark, args.cores)
+    _print_issue_figures(workload, decodes[2], reference, fast, arrow, spark, args.cores)
     print_process_report(memory)
 
 
@@ -400,6 +432,7 @@ def _print_issue_figures(
     library: Decode,
     reference: Decode,
     fast: Decode,
+    arrow: Decode,
     spark: Sequence[Decode],
     cores: int,
 ) -> None:
@@ -413,6 +446,10 @@ def _print_issue_figures(
         ("sparkcdc reference decoder, per core (CPU)", f"{human(ref_cpu)}/s"),
         ("sparkcdc fast decoder, per core (CPU)", f"{human(fast_cpu)}/s"),
         ("sparkcdc fast decoder, wall (1 reader)", f"{human(n / fast.seconds)}/s"),
+        (
+            "sparkcdc source.read (decode + Arrow), per core (CPU)",
+            f"{human(n / arrow.cpu)}/s" if arrow.cpu else "?",
+        ),
         ("fast / reference, per core", f"{fast_cpu / ref_cpu:.1f}x"),
         ("fast / library alone (wall vs wall)", f"{library.seconds / fast.seconds:.1f}x"),
         ("MariaDB generating the workload", f"{human(generating)}/s"),
@@ -429,6 +466,38 @@ def _print_issue_figures(
             )
         )
     print_kv("Issue 6: fast decoder and parallel capture", items)
+
+
+def _cpu_by_kind() -> dict[str, float]:
+    """CPU seconds used so far by this process's descendants, per kind (JVM, Python
+    workers (reaped forks count in pyspark.daemon), mariadbd)."""
+    table = _process_table()
+    seconds: dict[str, float] = {}
+    for pid in _descendants(os.getpid(), table):
+        kind = _classify(pid, table[pid].comm)
+        if kind is not None and pid in table:
+            seconds[kind] = seconds.get(kind, 0.0) + table[pid].jiffies / _CLOCK_TICKS
+    return seconds
+
+
+def _print_stream_cpu(changes: int, cpu: dict[str, float], cores: int) -> None:
+    """The warm stream's CPU per process kind: unlike its wall time this does not depend on
+    what else runs on the machine. ``capacity`` is the rate the pipeline (Spark JVM, Python
+    workers, mariadbd serving the binlog, the driver) could sustain with ``cores`` cores to
+    itself."""
+    total = sum(cpu.values())
+    items = [
+        (kind, f"{seconds:.2f} s CPU = {seconds / changes * 1e6:.2f} us per row change")
+        for kind, seconds in sorted(cpu.items(), key=lambda kv: -kv[1])
+    ]
+    if total:
+        items.append(
+            (
+                f"capacity on {cores} cores (changes / CPU-s x cores)",
+                f"{human(changes / total * cores)}/s",
+            )
+        )
+    print_kv("Spark stream, 2nd run: CPU by process (load-independent)", items)
 
 
 def _own_peak_rss() -> str:
@@ -451,18 +520,23 @@ def spark_decodes(
     with memory.phase("spark start"):
         spark, start_seconds = spark_session(args.cores)
     runs: list[StreamRun] = []
+    cpu: dict[str, float] = {}
     try:
         for i in range(2):
             checkpoint = Path(tempfile.mkdtemp(prefix="sparkcdc-bench-"))
             try:
                 with memory.phase(f"spark stream {i + 1}"):
+                    before = _cpu_by_kind()
                     runs.append(
                         stream_to_noop(spark, _specific_offset(options, workload.start), checkpoint)
                     )
+                    after = _cpu_by_kind()
+                    cpu = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
             finally:
                 shutil.rmtree(checkpoint, ignore_errors=True)
     finally:
         spark.stop()
+    _print_stream_cpu(workload.total, cpu, args.cores)
     for run_ in runs:
         if run_.rows != changelog_rows:
             print(f"WARNING: Spark saw {run_.rows:,} rows, source.read gave {changelog_rows:,}")

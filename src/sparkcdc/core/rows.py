@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sparkcdc.core.table import TableId
 
@@ -27,3 +28,46 @@ class RowChange:
     file: str = ""
     pos: int = 0
     gtid: str = ""
+
+
+#: What one rows event does to all its rows.
+BlockKind = Literal["insert", "update", "delete"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeBlock:
+    """All row changes of one log event, as the decoder returned them.
+
+    The executor's hot path builds Arrow columns from whole blocks (list concatenation, no
+    object per row): a :class:`RowChange` per row cost ~20 % of a log partition's CPU.
+    ``images`` are the after images of an insert, the before images of a delete, and
+    alternate before/after for an update. Row *i* of the block has version ``version + i``;
+    every row shares the event's ``timestamp``/``file``/``pos``/``gtid``.
+    """
+
+    table: TableId
+    kind: BlockKind
+    images: list[Row]
+    version: int
+    timestamp: int
+    file: str = ""
+    pos: int = 0
+    gtid: str = ""
+
+    def __len__(self) -> int:
+        """Row changes in the block (an update counts once)."""
+        return len(self.images) // 2 if self.kind == "update" else len(self.images)
+
+    def changes(self) -> Iterator[RowChange]:
+        """The block as one :class:`RowChange` per row (the per-row path)."""
+        images, base = self.images, self.version
+        rest = (self.timestamp, self.file, self.pos, self.gtid)
+        if self.kind == "update":
+            for i in range(len(images) // 2):
+                yield RowChange(self.table, images[2 * i], images[2 * i + 1], base + i, *rest)
+        elif self.kind == "insert":
+            for i, row in enumerate(images):
+                yield RowChange(self.table, None, row, base + i, *rest)
+        else:
+            for i, row in enumerate(images):
+                yield RowChange(self.table, row, None, base + i, *rest)

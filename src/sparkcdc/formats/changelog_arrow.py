@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkcdc.core.changes import ChangeType
-from sparkcdc.core.rows import Row, RowChange
+from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.row_json import RowJsonEncoder
 
@@ -127,6 +128,93 @@ def _metadata_value(name: str, change: RowChange | None, kind: ChangeType, table
     }[name]
 
 
+#: ``_change_type`` codes of the columnar path: index into :data:`_KIND_VALUES`.
+_KINDS = (
+    ChangeType.INSERT,
+    ChangeType.UPDATE_PREIMAGE,
+    ChangeType.UPDATE_POSTIMAGE,
+    ChangeType.DELETE,
+)
+_KIND_CODES = {"insert": [0], "update": [1, 2], "delete": [3]}
+_UTC_MICROS = pa.timestamp("us", tz="UTC")
+
+
+class _Columns:
+    """Blocks of changes as the per-column Python lists Arrow takes in one call each.
+
+    Everything is list concatenation or list multiplication (C loops), never a Python
+    statement per row: the row images go to Arrow as they came from the decoder, the change
+    type as an int8 code (``take`` from a 4-value array), the commit time as epoch seconds
+    (Arrow multiplies and casts; no ``datetime`` per row). The values equal
+    :meth:`ChangelogBatchBuilder.change_batch`'s for the same changes.
+    """
+
+    def __init__(self, blocks: Sequence[ChangeBlock], per_block: bool) -> None:
+        self.rows: list[Row] = []
+        self.codes: list[int] = []
+        self.versions: list[int] = []
+        self.seconds: list[int] = []
+        self.block_of: list[int] = []  # block index per row, for per-event metadata
+        for i, block in enumerate(blocks):
+            images = block.images
+            n = len(images)
+            if not n:
+                continue
+            self.rows += images
+            self.seconds += [block.timestamp] * n
+            if per_block:
+                self.block_of += [i] * n
+            base = block.version
+            if block.kind == "update":
+                m = n // 2
+                self.codes += _KIND_CODES["update"] * m
+                pairs = [0] * n
+                pairs[0::2] = pairs[1::2] = range(base, base + m)
+                self.versions += pairs
+            else:
+                self.codes += _KIND_CODES[block.kind] * n
+                self.versions += range(base, base + n)
+
+    def kinds(self, values: Sequence[str]) -> pa.Array:
+        """One string per row from a code -> value table (``values`` in :data:`_KINDS` order)."""
+        return pa.array(values, pa.string()).take(pa.array(self.codes, pa.int8()))
+
+    def stamps(self) -> pa.Array:
+        return _epoch_stamps(self.seconds)
+
+
+def _epoch_stamps(seconds: list[int]) -> pa.Array:
+    """``_commit_timestamp`` from epoch seconds, equal to ``_utc`` of each (exact: whole
+    seconds), without a ``datetime`` per row."""
+    return pc.multiply(pa.array(seconds, pa.int64()), 1_000_000).cast(_UTC_MICROS)
+
+
+def _block_metadata(
+    name: str,
+    table: TableId,
+    type_: pa.DataType,
+    blocks: Sequence[ChangeBlock],
+    block_of: list[int],
+    seconds: list[int],
+    codes: list[int],
+) -> pa.Array:
+    """A ``metadata.list`` column for rows built from blocks: ``block_of`` is each row's
+    block, ``codes`` its change type as an index into :data:`_KINDS`."""
+    n = len(codes)
+    if name == "database_name":
+        return pa.repeat(pa.scalar(table.database, type_), n)
+    if name == "table_name":
+        return pa.repeat(pa.scalar(table.table, type_), n)
+    if name == "row_kind":
+        kinds = pa.array([k.row_kind for k in _KINDS], type_)
+        return kinds.take(pa.array(codes, pa.int8()))
+    if name == "op_ts":
+        return _epoch_stamps(seconds).cast(type_)
+    attribute = {"binlog_file": "file", "binlog_pos": "pos", "binlog_gtid": "gtid"}[name]
+    values = pa.array([getattr(b, attribute) for b in blocks], type_)
+    return values.take(pa.array(block_of, pa.int32()))
+
+
 class ChangelogBatchBuilder:
     """One table's changes as typed columns; an update becomes two rows."""
 
@@ -209,6 +297,29 @@ class ChangelogBatchBuilder:
         stamps = [_utc(c.timestamp) for c in sources]
         return self._batch(rows, kinds, versions, stamps, sources)
 
+    def block_batch(self, blocks: Sequence[ChangeBlock]) -> pa.RecordBatch:
+        """Every change of ``blocks`` (all emitted: a table whose snapshot is done), built
+        column by column (:class:`_Columns`): the log partition's hot path."""
+        columns = _Columns(blocks, per_block=bool(self.metadata))
+        arrays = self._data_arrays(columns.rows)
+        arrays.append(columns.kinds([k.value for k in _KINDS]))
+        arrays.append(pa.array(columns.versions, pa.int64()))
+        arrays.append(columns.stamps())
+        for name in self.metadata:
+            type_ = self.schema.field(name).type
+            arrays.append(
+                _block_metadata(
+                    name,
+                    self.table_id,
+                    type_,
+                    blocks,
+                    columns.block_of,
+                    columns.seconds,
+                    columns.codes,
+                )
+            )
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
 
 class EnvelopeBatchBuilder:
     """Changes of any captured table in the envelope schema: one row per change, with the
@@ -237,21 +348,9 @@ class EnvelopeBatchBuilder:
         stamps: Sequence[dt.datetime],
         changes: Sequence[RowChange | None],
     ) -> pa.RecordBatch:
-        n = len(kinds)
-        keys = [
-            self.json.encode(a if a is not None else b, self.key_indexes)
-            for b, a in zip(befores, afters, strict=True)
-        ]
-        arrays = [
-            pa.array([self.table_id.database] * n, pa.string()),
-            pa.array([self.table_id.table] * n, pa.string()),
-            pa.array(kinds, pa.string()),
-            pa.array(versions, pa.int64()),
-            pa.array(stamps, pa.timestamp("us", tz="UTC")),
-            pa.array(keys, pa.string()),
-            pa.array([self.json.encode(b) for b in befores], pa.string()),
-            pa.array([self.json.encode(a) for a in afters], pa.string()),
-        ]
+        arrays = self._arrays(
+            kinds, befores, afters, versions, pa.array(stamps, pa.timestamp("us", tz="UTC"))
+        )
         for name in self.metadata:
             values = [
                 _metadata_value(name, c, _ENVELOPE_KIND[k], self.table_id)
@@ -259,6 +358,31 @@ class EnvelopeBatchBuilder:
             ]
             arrays.append(pa.array(values, self.schema.field(name).type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _arrays(
+        self,
+        kinds: Sequence[str],
+        befores: Sequence[Row | None],
+        afters: Sequence[Row | None],
+        versions: Sequence[int],
+        stamps: pa.Array,
+    ) -> list[pa.Array]:
+        """The envelope's own columns (not the metadata ones)."""
+        n = len(kinds)
+        keys = [
+            self.json.encode(a if a is not None else b, self.key_indexes)
+            for b, a in zip(befores, afters, strict=True)
+        ]
+        return [
+            pa.repeat(pa.scalar(self.table_id.database, pa.string()), n),
+            pa.repeat(pa.scalar(self.table_id.table, pa.string()), n),
+            pa.array(kinds, pa.string()),
+            pa.array(versions, pa.int64()),
+            stamps,
+            pa.array(keys, pa.string()),
+            pa.array([self.json.encode(b) for b in befores], pa.string()),
+            pa.array([self.json.encode(a) for a in afters], pa.string()),
+        ]
 
     def snapshot_batch(self, chunk: ChunkRows, version: int, at: dt.datetime) -> pa.RecordBatch:
         rows = chunk.canonical()  # JSON encoding needs Python values
@@ -294,6 +418,47 @@ class EnvelopeBatchBuilder:
             [_utc(c.timestamp) for c in sources],
             sources,
         )
+
+    def block_batch(self, blocks: Sequence[ChangeBlock]) -> pa.RecordBatch:
+        """Every change of ``blocks`` (a table whose snapshot is done), one envelope row
+        each; images are sliced from the blocks, not regrouped change by change."""
+        kinds: list[str] = []
+        codes: list[int] = []  # for row_kind, index into _KINDS
+        befores: list[Row | None] = []
+        afters: list[Row | None] = []
+        versions: list[int] = []
+        seconds: list[int] = []
+        block_of: list[int] = []
+        for i, block in enumerate(blocks):
+            images = block.images
+            n = len(block)
+            if not n:
+                continue
+            if block.kind == "update":
+                kinds += [ENVELOPE_UPDATE] * n
+                codes += [2] * n
+                befores += images[0::2]
+                afters += images[1::2]
+            elif block.kind == "insert":
+                kinds += [ENVELOPE_INSERT] * n
+                codes += [0] * n
+                befores += [None] * n
+                afters += images
+            else:
+                kinds += [ENVELOPE_DELETE] * n
+                codes += [3] * n
+                befores += images
+                afters += [None] * n
+            versions += range(block.version, block.version + n)
+            seconds += [block.timestamp] * n
+            block_of += [i] * n
+        arrays = self._arrays(kinds, befores, afters, versions, _epoch_stamps(seconds))
+        for name in self.metadata:
+            type_ = self.schema.field(name).type
+            arrays.append(
+                _block_metadata(name, self.table_id, type_, blocks, block_of, seconds, codes)
+            )
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
 _ENVELOPE_KIND = {

@@ -29,7 +29,7 @@ from sparkcdc.connectors.mysql.rowdecode import FastRowDecoder, WireColumn
 from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
 from sparkcdc.core.position import POS_BITS, BinlogPosition, file_index
-from sparkcdc.core.rows import Row, RowChange
+from sparkcdc.core.rows import BlockKind, ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,20 @@ def read_changes(
 
     ``decoder="reference"`` decodes every row with the library (the tests' reference).
     """
+    for block in read_change_blocks(config, tables, start, end, server_id, decoder):
+        yield from block.changes()
+
+
+def read_change_blocks(
+    config: MySqlSourceConfig,
+    tables: Mapping[TableId, CapturedTable],
+    start: BinlogPosition,
+    end: BinlogPosition,
+    server_id: int,
+    decoder: DecoderChoice = "fast",
+) -> Iterator[ChangeBlock]:
+    """:func:`read_changes` one rows event at a time: the decoder's row list as it is, so
+    the executor builds Arrow columns without an object per row."""
     if not tables or end <= start:
         return
     from pymysql.err import OperationalError
@@ -132,7 +146,11 @@ def read_changes(
     from pymysqlreplication.event import MariadbGtidEvent, RotateEvent
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-    plain_events = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
+    kinds: dict[type, BlockKind] = {
+        WriteRowsEvent: "insert",
+        UpdateRowsEvent: "update",
+        DeleteRowsEvent: "delete",
+    }
     decoders = {tid: RowDecoder(t, config) for tid, t in tables.items()}
     fast_path = FastPath(tables) if decoder == "fast" else None
     stream = BinLogStreamReader(
@@ -156,6 +174,7 @@ def read_changes(
     )
     end_key = end.key
     gtid = start.gtid
+    table_ids: dict[tuple[str, str], TableId] = {}
     try:
         for event in stream:
             if isinstance(event, RotateEvent):
@@ -169,68 +188,43 @@ def read_changes(
             if isinstance(event, MariadbGtidEvent):
                 gtid = event.gtid
                 continue
-            table_id = TableId(event.schema, event.table)
+            names = (event.schema, event.table)
+            table_id = table_ids.get(names)
+            if table_id is None:
+                table_id = table_ids[names] = TableId(*names)
             row_decoder = decoders.get(table_id)
             if row_decoder is None:
                 continue
             event_start = event_end - event.packet.event_size
             base = (file_index(file) << POS_BITS) | event_start
             timestamp = int(event.timestamp)
-            if fast_path is not None:
+            kind = kinds.get(type(event))
+            images: list[Row] | None = None
+            if fast_path is not None and kind is not None:
                 fast = fast_path.decoder(event, table_id)
-                is_update = isinstance(event, UpdateRowsEvent)
-                images = None
-                if fast is not None and type(event) in plain_events:
-                    images = fast_path.rows(event, fast, is_update)
-                if images is not None:
-                    if is_update:
-                        for index in range(len(images) // 2):
-                            yield RowChange(
-                                table_id,
-                                images[2 * index],
-                                images[2 * index + 1],
-                                base + index,
-                                timestamp,
-                                file,
-                                event_start,
-                                gtid,
-                            )
-                    elif isinstance(event, WriteRowsEvent):
-                        for index, row in enumerate(images):
-                            yield RowChange(
-                                table_id,
-                                None,
-                                row,
-                                base + index,
-                                timestamp,
-                                file,
-                                event_start,
-                                gtid,
-                            )
+                if fast is not None:
+                    images = fast_path.rows(event, fast, kind == "update")
+            if images is None:
+                images = []
+                for row in event.rows:
+                    if isinstance(event, (WriteRowsEvent, DeleteRowsEvent)):
+                        images.append(row_decoder(row["values"], row.get("none_sources")))
                     else:
-                        for index, row in enumerate(images):
-                            yield RowChange(
-                                table_id,
-                                row,
-                                None,
-                                base + index,
-                                timestamp,
-                                file,
-                                event_start,
-                                gtid,
-                            )
-                    continue
-            for index, row in enumerate(event.rows):
-                if isinstance(event, WriteRowsEvent):
-                    before, after = None, row_decoder(row["values"], row.get("none_sources"))
-                elif isinstance(event, DeleteRowsEvent):
-                    before, after = row_decoder(row["values"], row.get("none_sources")), None
-                else:
-                    before = row_decoder(row["before_values"], row.get("before_none_sources"))
-                    after = row_decoder(row["after_values"], row.get("after_none_sources"))
-                yield RowChange(
-                    table_id, before, after, base + index, timestamp, file, event_start, gtid
+                        images.append(
+                            row_decoder(row["before_values"], row.get("before_none_sources"))
+                        )
+                        images.append(
+                            row_decoder(row["after_values"], row.get("after_none_sources"))
+                        )
+            if kind is None:  # a subclass (e.g. partial JSON updates) of the three
+                kind = (
+                    "insert"
+                    if isinstance(event, WriteRowsEvent)
+                    else "delete"
+                    if isinstance(event, DeleteRowsEvent)
+                    else "update"
                 )
+            yield ChangeBlock(table_id, kind, images, base, timestamp, file, event_start, gtid)
     except OperationalError as exc:
         if exc.args and exc.args[0] == ER_BINLOG_READ:
             raise PositionLostError(
@@ -250,22 +244,36 @@ def read_changes_with_retries(
     server_id: int,
     decoder: DecoderChoice = "fast",
 ) -> Iterator[RowChange]:
-    """:func:`read_changes`, surviving lost connections: a bounded range reads the same
-    changes in the same order every time, so a retry re-reads it and skips the changes
-    already delivered. Gives up after ``connect.max-retries``; never skips a change."""
+    """:func:`read_changes`, surviving lost connections (see :func:`read_blocks_with_retries`)."""
+    for block in read_blocks_with_retries(config, tables, start, end, server_id, decoder):
+        yield from block.changes()
+
+
+def read_blocks_with_retries(
+    config: MySqlSourceConfig,
+    tables: Mapping[TableId, CapturedTable],
+    start: BinlogPosition,
+    end: BinlogPosition,
+    server_id: int,
+    decoder: DecoderChoice = "fast",
+) -> Iterator[ChangeBlock]:
+    """:func:`read_change_blocks`, surviving lost connections: a bounded range reads the
+    same events in the same order every time, so a retry re-reads it and skips the blocks
+    (rows events) already delivered. Gives up after ``connect.max-retries``; never skips a
+    change."""
     from pymysql.err import OperationalError
 
     delivered = 0
     attempt = 0
     while True:
         try:
-            for index, change in enumerate(
-                read_changes(config, tables, start, end, server_id, decoder)
+            for index, block in enumerate(
+                read_change_blocks(config, tables, start, end, server_id, decoder)
             ):
                 if index < delivered:
                     continue
                 delivered += 1
-                yield change
+                yield block
             return
         except OperationalError as exc:
             code = exc.args[0] if exc.args else None
@@ -274,8 +282,7 @@ def read_changes_with_retries(
             delay = backoff(attempt)
             attempt += 1
             log.warning(
-                "binlog read %s..%s lost its connection (%s) after %d changes; "
-                "retry %d/%d in %.1fs",
+                "binlog read %s..%s lost its connection (%s) after %d events; retry %d/%d in %.1fs",
                 start,
                 end,
                 exc.args[0],
