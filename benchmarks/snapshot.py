@@ -3,21 +3,26 @@
     .venv/bin/python -m benchmarks.snapshot [--rows N] [--profile] [-o key=value ...]
 
 Loads an ``orders`` table (STACK-NOTES) with the server's sequence engine, warms the buffer
-pool, then reads the whole table with (1) the C client, (2) sparkcdc's reader in this process
-without Spark, (3) a Spark batch read into ``noop`` and (4) a Spark ``availableNow`` stream
-into ``noop``. Prints rows/s, the ratio to the C client and peak memory per process kind.
+pool, then reads the whole table with (1) the C client, (2) sparkcdc's two chunk readers
+(``scan.snapshot.reader`` arrow = connectorx + watermarks, classic = mysqlclient) in this
+process without Spark, (3) Spark batch reads into ``noop`` with each reader and (4) a Spark
+``availableNow`` stream into ``noop``. Prints rows/s, the ratio to the C client, CPU time per
+row per process kind (load-independent, unlike rates on a shared machine) and peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks._common import (
+    CATEGORIES,
     DATABASE,
     ORDERS_COLUMNS,
     TABLE,
@@ -40,12 +45,48 @@ from benchmarks._common import (
     stream_to_noop,
     warm_buffer_pool,
 )
+from benchmarks._common import _classify as classify_process
+from benchmarks._common import _descendants as descendants
+from benchmarks._common import _process_table as process_table
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.snapshot_reader import read_chunks
+from sparkcdc.connectors.mysql.snapshot_reader import read_chunks, reader_for
 from sparkcdc.connectors.mysql.source import ChunkRead, MySqlCdcSource, PartitionSpec
 from sparkcdc.embedded import EmbeddedMariaDB
 
 TARGET_RATIO = 0.75
+READERS = ("arrow", "classic")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds so far per process kind (this process and its descendants, with the
+    reaped children each one counts): deltas over a phase give CPU per row per kind."""
+    table = process_table()
+    seconds: dict[str, float] = {}
+    for pid in descendants(os.getpid(), table):
+        proc = table.get(pid)
+        kind = proc and classify_process(pid, proc.comm)
+        if proc and kind:
+            seconds[kind] = seconds.get(kind, 0.0) + proc.jiffies / _TICKS
+    return seconds
+
+
+class CpuPerRow:
+    """``with CpuPerRow() as cpu: ...`` then ``cpu.note(rows)``: us of CPU per row by kind."""
+
+    def __enter__(self) -> CpuPerRow:
+        self.start = cpu_by_kind()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end = cpu_by_kind()
+
+    def note(self, rows: int) -> str:
+        kinds = [k for k in CATEGORIES if k in self.end]
+        per = {k: (self.end[k] - self.start.get(k, 0.0)) * 1e6 / max(rows, 1) for k in kinds}
+        short = {"driver python": "py", "python workers": "workers", "c client": "client"}
+        cells = [f"{short.get(k, k)} {v:.2f}" for k, v in per.items() if v >= 0.005]
+        return f"cpu us/row: {', '.join(cells)}; total {sum(per.values()):.2f}"
 
 
 def c_client(db: EmbeddedMariaDB, rows: int) -> Figure:
@@ -65,35 +106,59 @@ def c_client(db: EmbeddedMariaDB, rows: int) -> Figure:
         f"SELECT {ORDERS_COLUMNS} FROM {DATABASE}.{TABLE}",
     ]
     reads = disk_page_reads(db)
-    seconds = run_quiet(argv)
-    note = f"disk page reads {disk_page_reads(db) - reads}"
+    with CpuPerRow() as cpu:
+        seconds = run_quiet(argv)
+    note = f"disk page reads {disk_page_reads(db) - reads}; {cpu.note(rows)}"
     return Figure("C client: mariadb --quick -B > /dev/null", rows, seconds, note=note)
 
 
-def in_process(source: MySqlCdcSource, specs: list[PartitionSpec]) -> tuple[Figure, Figure]:
-    """sparkcdc's executor code on one core without Spark: rows only, then rows to Arrow.
+def in_process(
+    options: dict[str, str], specs: list[PartitionSpec], reader: str
+) -> tuple[Figure, Figure]:
+    """sparkcdc's executor code on one core without Spark, with one chunk reader: rows
+    only, then rows to Arrow batches (what one Spark Python worker does for a partition).
 
     Separates the Python reader's own ceiling from what Spark adds on top of it.
     """
+    source = MySqlCdcSource(parse_config({**options, "scan.snapshot.reader": reader}))
     chunk_reads = [s for s in specs if isinstance(s, ChunkRead)]
     config = source.config
-    rows = 0
-    started = time.perf_counter()
-    for spec in chunk_reads:
-        for batch in read_chunks(config, spec.table, spec.chunks, spec.target, spec.server_id):
-            rows += len(batch.rows)
-    tuples = Figure("sparkcdc read_chunks, 1 core, no Spark", rows, time.perf_counter() - started)
-    arrow_rows = 0
-    started = time.perf_counter()
-    for spec in chunk_reads:
-        for record_batch in source.read(spec):
-            arrow_rows += record_batch.num_rows
-    arrow = Figure(
-        "sparkcdc source.read (+Arrow), 1 core, no Spark",
-        arrow_rows,
-        time.perf_counter() - started,
-    )
+    try:
+        rows = 0
+        with CpuPerRow() as cpu:
+            started = time.perf_counter()
+            for spec in chunk_reads:
+                for batch in read_chunks(
+                    config, spec.table, spec.chunks, spec.target, spec.server_id
+                ):
+                    rows += batch.num_rows
+            seconds = time.perf_counter() - started
+        tuples = Figure(
+            f"sparkcdc read_chunks [{reader}], 1 core, no Spark",
+            rows,
+            seconds,
+            note=cpu.note(rows),
+        )
+        arrow_rows = 0
+        with CpuPerRow() as cpu:
+            started = time.perf_counter()
+            for spec in chunk_reads:
+                for record_batch in source.read(spec):
+                    arrow_rows += record_batch.num_rows
+            seconds = time.perf_counter() - started
+        arrow = Figure(
+            f"sparkcdc source.read [{reader}] (+Arrow), 1 core, no Spark",
+            arrow_rows,
+            seconds,
+            note=cpu.note(arrow_rows),
+        )
+    finally:
+        source.close()
     return tuples, arrow
+
+
+def _read_one(source: MySqlCdcSource, spec: PartitionSpec) -> Callable[[], int]:
+    return lambda: sum(b.num_rows for b in source.read(spec))
 
 
 def spark_batch(spark: Any, options: dict[str, str]) -> tuple[int, float]:
@@ -143,20 +208,27 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
     source = MySqlCdcSource(parse_config(options))
     try:
         specs = source.snapshot_partitions()
-        direct = specs[: max(1, args.direct_partitions)]
-        with memory.phase("in-process reader"):
-            figures.extend(in_process(source, direct))
-        if args.profile:
-            print("\ncProfile of source.read() on one partition (read_chunks + Arrow):")
-            print(profile(lambda: sum(b.num_rows for b in source.read(specs[0]))))
+        table = next(iter(source.tables.values()))
     finally:
         source.close()
+    direct = specs[: max(1, args.direct_partitions)]
+    for reader in READERS:
+        with memory.phase(f"in-process {reader}"):
+            figures.extend(in_process(options, direct, reader))
+        if args.profile:
+            profiled = MySqlCdcSource(parse_config({**options, "scan.snapshot.reader": reader}))
+            print(f"\ncProfile of source.read() [{reader}] on one partition (read + Arrow):")
+            try:
+                print(profile(_read_one(profiled, specs[0])))
+            finally:
+                profiled.close()
 
     if not args.no_spark:
         figures.extend(spark_figures(args, options, count, memory))
 
     print_figures(
-        f"Snapshot of {count:,} rows ({len(specs)} partitions of "
+        f"Snapshot of {count:,} rows (default reader {reader_for(source.config, table)}, "
+        f"{len(specs)} partitions of "
         f"<= {source.config.rows_per_partition:,} rows, chunks of {source.config.chunk_size:,})",
         figures,
         baseline,
@@ -178,21 +250,29 @@ def spark_figures(
     with memory.phase("spark start"):
         spark, start_seconds = spark_session(args.cores)
     checkpoint = Path(tempfile.mkdtemp(prefix="sparkcdc-bench-"))
+    warm: dict[str, tuple[int, float, str]] = {}
     try:
         with memory.phase("spark batch 1st"):
             rows1, first = spark_batch(spark, options)
-        with memory.phase("spark batch 2nd"):
-            runs = [spark_batch(spark, options) for _ in range(args.repeat)]
+        for reader in READERS:
+            with memory.phase(f"spark batch 2nd {reader}"), CpuPerRow() as cpu:
+                runs = [
+                    spark_batch(spark, {**options, "scan.snapshot.reader": reader})
+                    for _ in range(args.repeat)
+                ]
             rows2, second = min(runs, key=lambda r: r[1])
+            warm[reader] = (rows2, second, cpu.note(rows2 * len(runs)))
         stream_options = dict(options)
         if args.stream_max_rows:
             stream_options["maxRowsPerTrigger"] = str(args.stream_max_rows)
-        with memory.phase("spark stream"):
+        with memory.phase("spark stream"), CpuPerRow() as stream_cpu:
             stream = stream_to_noop(spark, stream_options, checkpoint)
     finally:
         spark.stop()
         shutil.rmtree(checkpoint, ignore_errors=True)
-    for what, rows in (("batch 1st", rows1), ("batch 2nd", rows2), ("stream", stream.rows)):
+    seen = [("batch 1st", rows1), ("stream", stream.rows)]
+    seen += [(f"batch 2nd {r}", w[0]) for r, w in warm.items()]
+    for what, rows in seen:
         if rows != count:
             print(f"WARNING: Spark {what} saw {rows:,} rows, the table has {count:,}")
     print_kv(
@@ -206,12 +286,15 @@ def spark_figures(
     return [
         Figure("Spark batch, 1st run, incl. session start", rows1, start_seconds + first),
         Figure("Spark batch, 1st run", rows1, first, note=cores),
-        Figure("Spark batch, 2nd run (warm JVM/workers)", rows2, second, note=cores),
+        *(
+            Figure(f"Spark batch [{r}], 2nd run (warm JVM/workers)", n, t, note=f"{cores}; {c}")
+            for r, (n, t, c) in warm.items()
+        ),
         Figure(
             "Spark stream availableNow",
             stream.rows,
             stream.seconds,
-            note=f"{stream.batches} micro-batch(es), {cores}",
+            note=f"{stream.batches} micro-batch(es), {cores}; {stream_cpu.note(stream.rows)}",
         ),
     ]
 

@@ -77,13 +77,26 @@ class TextColumn:
 
 @dataclass(frozen=True)
 class ChunkRows:
-    """Snapshot rows; ``text_columns`` are still text (see :class:`TextColumn`)."""
+    """Snapshot rows; ``text_columns`` are still text (see :class:`TextColumn`).
+
+    A reader that already has the table's columns in Arrow, in exactly the declared types
+    (the connectorx reader), passes them as ``columns`` and no ``rows``: they go to Spark
+    without a Python value per cell.
+    """
 
     rows: Sequence[Row]
     text_columns: tuple[TextColumn, ...] = ()
+    columns: pa.RecordBatch | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.columns.num_rows if self.columns is not None else len(self.rows)
 
     def canonical(self) -> Sequence[Row]:
         """The rows with every value canonical (text columns parsed one by one)."""
+        if self.columns is not None:
+            names = self.columns.schema.names
+            return [tuple(r[n] for n in names) for r in self.columns.to_pylist()]
         if not self.text_columns:
             return self.rows
         parsers = {t.index: t.parse for t in self.text_columns}
@@ -273,8 +286,11 @@ class ChangelogBatchBuilder:
         """Rows read by the snapshot: all inserts at one version and time. The constant
         columns are built in Arrow, not from per-row Python lists (a large share of a
         snapshot's CPU otherwise)."""
-        n = len(chunk.rows)
-        arrays = self._data_arrays(chunk.rows, chunk.text_columns)
+        n = chunk.num_rows
+        if chunk.columns is not None:
+            arrays = list(chunk.columns.columns)
+        else:
+            arrays = self._data_arrays(chunk.rows, chunk.text_columns)
         arrays.append(pa.repeat(pa.scalar(ChangeType.INSERT.value, pa.string()), n))
         arrays.append(pa.repeat(pa.scalar(version, pa.int64()), n))
         arrays.append(pa.repeat(pa.scalar(at, pa.timestamp("us", tz="UTC")), n))

@@ -28,6 +28,7 @@ STARTUP_MODES = (
     "specific-offset",
     "timestamp",
 )
+SNAPSHOT_READERS = ("auto", "arrow", "classic")
 METADATA_COLUMNS = (
     "database_name",
     "table_name",
@@ -100,6 +101,9 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("scan.incremental.snapshot.chunk.key-column", default=None),
     OptionSpec("scan.incremental.snapshot.rows-per-partition", parse_int(1), 262_144),
     OptionSpec("scan.snapshot.fetch.size", parse_int(1), 1024),
+    # chunk reader: connectorx Arrow with low/high watermarks where every column maps
+    # exactly (auto), always (arrow: fails on other tables), or mysqlclient (classic)
+    OptionSpec("scan.snapshot.reader", choices=SNAPSHOT_READERS, default="auto"),
     OptionSpec("chunk-key.even-distribution.factor.upper-bound", parse_float(0.0), 1000.0),
     OptionSpec("chunk-key.even-distribution.factor.lower-bound", parse_float(0.0), 0.05),
     OptionSpec("connect.timeout", parse_duration, 30.0),
@@ -147,6 +151,7 @@ class MySqlSourceConfig:
     max_rows_per_trigger: int | None
     snapshot_position: BinlogPosition | None = None
     tls: Mapping[str, str] = field(default_factory=dict)
+    snapshot_reader: str = "auto"
 
     def server_id(self, index: int) -> int:
         """The replication server id of the index-th concurrent binlog reader."""
@@ -235,4 +240,5 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
         max_rows_per_trigger=opts["maxRowsPerTrigger"],
         snapshot_position=opts["scan.snapshot.position"],
         tls=tls,
+        snapshot_reader=opts["scan.snapshot.reader"],
     )

@@ -9,9 +9,15 @@ batches of ``scan.snapshot.fetch.size``, so memory does not grow with the chunk.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from sparkcdc.connectors.mysql.arrow_reader import (
+    ArrowReadError,
+    arrow_unsupported,
+    read_chunks_arrow,
+)
 from sparkcdc.connectors.mysql.binlog import read_changes
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.connection import connect, with_retries
@@ -24,20 +30,27 @@ from sparkcdc.connectors.mysql.types import (
     text_cast_type,
     text_parser,
 )
+from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows, TextColumn
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.normalize import apply_overrides, backward_overrides, forward_overrides
 
+log = logging.getLogger(__name__)
+
 
 def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def chunk_query(table: CapturedTable, chunk: Chunk) -> tuple[str, list[Any]]:
-    """``SELECT`` of one chunk; NULL chunk keys sort first, so they belong to the first."""
-    columns = ", ".join(snapshot_select_expression(c) for c in table.columns)
+def chunk_query(
+    table: CapturedTable, chunk: Chunk, columns: str | None = None
+) -> tuple[str, list[Any]]:
+    """``SELECT`` of one chunk; NULL chunk keys sort first, so they belong to the first.
+    ``columns`` replaces the classic reader's select list (text-exact expressions)."""
+    if columns is None:
+        columns = ", ".join(snapshot_select_expression(c) for c in table.columns)
     key = quote(table.chunk_key)
     conditions, args = [], []
     if chunk.lo is not None:
@@ -61,7 +74,55 @@ def batch_rows(config: MySqlSourceConfig) -> int:
     return max(config.fetch_size, MIN_BATCH_ROWS)
 
 
+def reader_for(config: MySqlSourceConfig, table: CapturedTable) -> str:
+    """``arrow`` or ``classic``: option ``scan.snapshot.reader``; ``auto`` takes the Arrow
+    reader when every column of the table maps exactly (arrow_reader.arrow_unsupported)."""
+    if config.snapshot_reader == "classic":
+        return "classic"
+    reason = arrow_unsupported(table, config)
+    if reason is None:
+        return "arrow"
+    if config.snapshot_reader == "arrow":
+        raise SchemaError(
+            f"'scan.snapshot.reader' is 'arrow' but {table.table_id} cannot use it: {reason}. "
+            "Use 'auto' (the classic reader for such tables) or 'classic'"
+        )
+    if table.table_id not in _explained:
+        _explained.add(table.table_id)
+        log.info("snapshot of %s uses the classic reader: %s", table.table_id, reason)
+    return "classic"
+
+
+_explained: set[Any] = set()
+
+
 def read_chunks(
+    config: MySqlSourceConfig,
+    table: CapturedTable,
+    chunks: Sequence[Chunk],
+    target: BinlogPosition,
+    server_id: int,
+    reader: str | None = None,
+) -> Iterator[ChunkRows]:
+    """The rows of ``chunks`` as of ``target``, by the reader ``reader_for`` picks (or
+    ``reader``). A partition the Arrow reader cannot decode (zero dates) is read again by
+    the classic one; nothing was emitted before that decision."""
+    if (reader or reader_for(config, table)) == "arrow":
+        try:
+            rows = read_chunks_arrow(config, table, chunks, target, server_id, batch_rows(config))
+        except ArrowReadError as exc:
+            if config.snapshot_reader == "arrow" or reader == "arrow":
+                raise
+            log.warning(
+                "%s: %s; reading this partition with the classic reader", table.table_id, exc
+            )
+        else:
+            yield from rows
+            return
+    yield from read_chunks_classic(config, table, chunks, target, server_id)
+
+
+def read_chunks_classic(
     config: MySqlSourceConfig,
     table: CapturedTable,
     chunks: Sequence[Chunk],
