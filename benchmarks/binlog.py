@@ -375,7 +375,9 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
     source = MySqlCdcSource(parse_config(options))
     try:
         with memory.phase("generate"):
+            before = _cpu_by_kind()
             workload = generate(db, source, table_rows, args.changes, args.statement_rows)
+            generation_cpu = _cpu_by_kind().get("mariadbd", 0.0) - before.get("mariadbd", 0.0)
         _print_workload(workload, table_rows, load_seconds, args.statement_rows)
         decodes: list[Decode] = []
         with memory.phase("C mariadb-binlog"):
@@ -423,7 +425,9 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         spark = spark_decodes(args, options, workload, changelog_rows, memory)
         decodes.extend(spark)
     _print_decodes(workload, decodes)
-    _print_issue_figures(workload, decodes[2], reference, fast, arrow, spark, args.cores)
+    _print_issue_figures(
+        workload, decodes[2], reference, fast, arrow, spark, args.cores, generation_cpu
+    )
     print_process_report(memory)
 
 
@@ -435,6 +439,7 @@ def _print_issue_figures(
     arrow: Decode,
     spark: Sequence[Decode],
     cores: int,
+    generation_cpu: float,
 ) -> None:
     """The figures of issue 6's done-when, all from this run."""
     n = workload.total
@@ -453,6 +458,10 @@ def _print_issue_figures(
         ("fast / reference, per core", f"{fast_cpu / ref_cpu:.1f}x"),
         ("fast / library alone (wall vs wall)", f"{library.seconds / fast.seconds:.1f}x"),
         ("MariaDB generating the workload", f"{human(generating)}/s"),
+        (
+            "MariaDB generating, CPU-bound (changes / mariadbd CPU-s)",
+            f"{human(n / generation_cpu)}/s" if generation_cpu else "?",
+        ),
         ("peak RSS of this process (VmHWM)", _own_peak_rss()),
     ]
     if spark:

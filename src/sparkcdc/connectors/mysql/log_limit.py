@@ -101,9 +101,11 @@ def _result(
 
 # -- splitting a batch's log range for parallel decoding ------------------------------------
 
-#: A log partition below this many bytes of binlog is not split: a Spark task costs ~35 ms
-#: (STACK-NOTES), about what the compiled decoder needs for 1 MiB; 4 MiB keeps it < 10 %.
-MIN_PIECE_BYTES = 4 << 20
+#: A log partition below this many bytes of binlog is not split. A Spark task costs ~35 ms
+#: (STACK-NOTES); 2 MiB of row events is ~25 k row changes, ~0.15-0.2 s of CPU end to end
+#: (Python worker + JVM, ~7 us per change measured by benchmarks/binlog.py), so the task
+#: costs < 20 %, while a batch of 4-8 MiB left in one piece would leave a second core idle.
+MIN_PIECE_BYTES = 2 << 20
 #: At most this many log partitions per batch (each is a binlog connection with its own id).
 MAX_LOG_PIECES = 8
 
