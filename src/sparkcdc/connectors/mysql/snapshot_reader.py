@@ -74,6 +74,16 @@ def batch_rows(config: MySqlSourceConfig) -> int:
     return max(config.fetch_size, MIN_BATCH_ROWS)
 
 
+#: The Arrow reader's batches: Spark's JVM spends ~0.1-0.15 us less per row on 64k-row
+#: batches than on 16k ones (docs/snapshot-reader.md); the rows are in memory already.
+ARROW_BATCH_ROWS = 65_536
+
+
+def arrow_batch_rows(config: MySqlSourceConfig) -> int:
+    """Rows per Arrow batch of the Arrow reader: ``scan.snapshot.fetch.size``, at least 65536."""
+    return max(config.fetch_size, ARROW_BATCH_ROWS)
+
+
 def reader_for(config: MySqlSourceConfig, table: CapturedTable) -> str:
     """``arrow`` or ``classic``: option ``scan.snapshot.reader``; ``auto`` takes the Arrow
     reader when every column of the table maps exactly (arrow_reader.arrow_unsupported)."""
@@ -109,7 +119,8 @@ def read_chunks(
     the classic one; nothing was emitted before that decision."""
     if (reader or reader_for(config, table)) == "arrow":
         try:
-            rows = read_chunks_arrow(config, table, chunks, target, server_id, batch_rows(config))
+            size = arrow_batch_rows(config)
+            rows = read_chunks_arrow(config, table, chunks, target, server_id, size)
         except ArrowReadError as exc:
             if config.snapshot_reader == "arrow" or reader == "arrow":
                 raise
