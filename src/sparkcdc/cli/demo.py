@@ -197,8 +197,17 @@ class Demo:
             db.execute("UPDATE demo.demo_orders SET quantity = 7 WHERE order_id = 1005")
             self.console.print("    DELETE FROM demo_orders WHERE order_id = 1000")
             db.execute("DELETE FROM demo.demo_orders WHERE order_id = 1000")
+            # the update (pre- and post-image) and the delete: 3 changelog rows, in one batch
+            # or spread over several
             self.wait_for(
-                lambda r: r.batch_id > snapshot_done.batch_id and r.row_counts.get(orders, 0) > 0,
+                lambda r: (
+                    sum(
+                        b.row_counts.get(orders, 0)
+                        for b in self.reports
+                        if snapshot_done.batch_id < b.batch_id <= r.batch_id
+                    )
+                    >= 3
+                ),
                 "the changes",
             )
             self.say("The changes as they arrived (the Delta table's change feed):")

@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="start a local MariaDB and capture it into a local Delta table"
     )
-    demo.add_argument("demo_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    demo.add_argument("--rows", type=int, help="rows of the generated demo_events table")
+    demo.add_argument("--workdir", help="folder of the pipeline file and the lakehouse")
     return parser
 
 
@@ -44,13 +45,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("sparkcdc").setLevel(logging.INFO)
     try:
         if args.command == "demo":
             from sparkcdc.cli.demo import run_demo
 
-            return run_demo(args.demo_args)
+            extra = [] if args.rows is None else ["--rows", str(args.rows)]
+            extra += [] if args.workdir is None else ["--workdir", args.workdir]
+            return run_demo(extra)
         if args.command in ("run", "verify", "validate"):
             from sparkcdc.cli import commands as cmd
 

@@ -128,10 +128,16 @@ class PipelineRun:
             count = frame.count()
             columns = [f"`{c}`" for c in table.columns] + list(CHANGE_COLUMNS)
             return {table.source: frame.select(*columns)}, {table.source: count}
+        from pyspark.sql import functions as F
+
         from sparkcdc.spark.envelope import unpack_table
 
-        counted = frame.groupBy("database_name", "table_name").count().collect()
-        by_table = {TableId(db, name): n for db, name, n in counted}
+        # changelog rows, as a one-table stream counts them: an envelope update is two
+        images = F.when(F.col("_change_type") == "update", 2).otherwise(1)
+        counted = (
+            frame.groupBy("database_name", "table_name").agg(F.sum(images).alias("n")).collect()
+        )
+        by_table = {TableId(db, name): int(n) for db, name, n in counted}
         counts = {t.source: by_table.get(t.source, 0) for t in self.tables}
         changes = {}
         for table in self.tables:
