@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sparkcdc.formats.changelog_arrow import CHANGE_FIELDS, METADATA_FIELDS
+
 #: ``to_json`` options giving exactly row_json's layout: NULLs written, microsecond
 #: timestamps, instants in UTC with ``Z``.
 WRITE_OPTIONS = {
@@ -28,16 +30,8 @@ CORRUPT = "_corrupt"
 READ_OPTIONS = {"timeZone": "UTC", "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
 
 #: Columns of a changelog DataFrame that are not the table's own.
-CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-METADATA_COLUMNS = (
-    "database_name",
-    "table_name",
-    "op_ts",
-    "row_kind",
-    "binlog_file",
-    "binlog_pos",
-    "binlog_gtid",
-)
+CHANGE_COLUMNS = tuple(f.name for f in CHANGE_FIELDS)
+METADATA_COLUMNS = tuple(METADATA_FIELDS)
 
 #: ``_change_type`` <-> Flink row kind (changelog-json ``op``).
 ROW_KINDS = {
