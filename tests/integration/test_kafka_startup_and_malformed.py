@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def test_startup_modes(spark: Any, kafka: EmbeddedKafka, topic: str, scratch: Pa
     servers = kafka.bootstrap_servers
     create_topic(servers, topic, partitions=1)
     producer = Producer({"bootstrap.servers": servers})
-    for i, stamp in enumerate([1_000_000, 2_000_000, 3_000_000]):
+    # recent message times: the broker's time-based retention (7 days) deletes older ones
+    base = int(time.time() * 1000) - 3_600_000
+    for i, stamp in enumerate([base + 1_000_000, base + 2_000_000, base + 3_000_000]):
         key, value = _insert(i)
         producer.produce(topic, key=key, value=value, timestamp=stamp)
     assert producer.flush(30) == 0
@@ -46,7 +49,7 @@ def test_startup_modes(spark: Any, kafka: EmbeddedKafka, topic: str, scratch: Pa
         return sorted(r["offset"] for r in raw.select("offset").collect())
 
     assert offsets(Startup()) == [0, 1, 2]
-    assert offsets(Startup("timestamp", timestamp_ms=1_500_000)) == [1, 2]
+    assert offsets(Startup("timestamp", timestamp_ms=base + 1_500_000)) == [1, 2]
     assert offsets(Startup("specific-offsets", specific_offsets="partition:0,offset:2")) == [2]
     commit_group_offsets(servers, "readers", {topic: {0: 1}})
     assert offsets(Startup("group-offsets", group_id="readers")) == [1, 2]
