@@ -67,9 +67,6 @@ class PipelineDefinition:
         return options
 
 
-SinkValidator = Callable[[Mapping[str, str]], object]
-
-
 def load_pipeline(path: str | Path) -> PipelineDefinition:
     """Load and validate a pipeline file (no connections are opened)."""
     doc = load_yaml(path)

@@ -156,7 +156,7 @@ class DeltaSink(Sink):
                 if self.upsert:
                     self._merge(spark, table, changes)
                 else:
-                    self._append(table, changes, batch)
+                    self._append(table, changes)
 
     def _merge(self, spark: Any, table: SinkTable, changes: Any) -> None:
         from delta.tables import DeltaTable
@@ -174,7 +174,7 @@ class DeltaSink(Sink):
             .execute()
         )
 
-    def _append(self, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+    def _append(self, table: SinkTable, changes: Any) -> None:
         rows = changes.select(*[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS)
         rows.write.format("delta").mode("append").save(self.target_path(table.source))
 

@@ -15,9 +15,6 @@ from sparkcdc.sinks.base import CHANGE_TYPE, COMMIT_VERSION
 
 DELETED = "_deleted"
 
-#: Rank of a change type within one commit version: images that leave the key last.
-_RANK = {"update_preimage": 0, "delete": 0, "insert": 1, "update_postimage": 1}
-
 
 def change_rank(change_type: Any) -> Any:
     """A Spark column: 0 for images that remove a key's row, 1 for images that set it."""
@@ -39,8 +36,3 @@ def last_change_per_key(changes: Any, key: Sequence[str], columns: Sequence[str]
     )
     last = changes.groupBy(*[F.col(k) for k in key]).agg(F.max_by(image, order).alias("_last"))
     return last.select("_last.*")
-
-
-def rank_of(change_type: str) -> int:
-    """The Python twin of :func:`change_rank` (for sinks that order rows themselves)."""
-    return _RANK[change_type]
