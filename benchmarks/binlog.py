@@ -15,15 +15,12 @@ compiled decoder (fast; CPU time too, for the per-core rate), (4) sparkcdc's exe
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import os
-import pstats
 import random
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -331,25 +328,6 @@ def sparkcdc_arrow(options: dict[str, str], workload: Workload) -> tuple[Decode,
     return Decode("sparkcdc source.read (+Arrow)", seconds, None, {}, note=note, cpu=cpu), rows
 
 
-def cpu_profile(call: Callable[[], object], top: int = 22) -> str:
-    """cProfile ``call`` timed by this process's CPU clock (not the wall clock), so other
-    work on a shared machine and waiting on the socket do not show as our time; the ``top``
-    functions by own time."""
-    profiler = cProfile.Profile(time.process_time)
-    profiler.enable()
-    try:
-        call()
-    finally:
-        profiler.disable()
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.strip_dirs().sort_stats("tottime").print_stats(top)
-    lines = out.getvalue().splitlines()
-    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
-    total = next((line.strip() for line in lines if "function calls" in line), "")
-    return "\n".join([f"{total} (CPU time)", *lines[start:]]).rstrip()
-
-
 def _specific_offset(options: dict[str, str], start: BinlogPosition) -> dict[str, str]:
     return {
         **options,
@@ -417,7 +395,13 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         print("\ncProfile (CPU time) of source.read() on the log partitions (decode + Arrow):")
         source, specs = log_partitions(options, workload)
         try:
-            print(cpu_profile(lambda: sum(b.num_rows for s in specs for b in source.read(s))))
+            print(
+                profile(
+                    lambda: sum(b.num_rows for s in specs for b in source.read(s)),
+                    22,
+                    cpu_time=True,
+                )
+            )
         finally:
             source.close()
     spark: list[Decode] = []
