@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import binlog_keepup
 from benchmarks._common import (
     _CLOCK_TICKS,
     DATABASE,
@@ -350,6 +351,10 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         "table-name": TABLE,
         **source_option_pairs(args.option),
     }
+    if args.keep_up > 0:
+        binlog_keepup.keep_up(args, db, memory, options, table_rows, _cpu_by_kind)
+        print_process_report(memory)
+        return
     source = MySqlCdcSource(parse_config(options))
     try:
         with memory.phase("generate"):
@@ -636,6 +641,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--buffer-pool", default="1G", help="innodb-buffer-pool-size")
     add_common_arguments(parser)
+    binlog_keepup.add_arguments(parser)
     args = parser.parse_args(argv)
     run_with_server(args, run)
 
