@@ -82,6 +82,11 @@ def test_split_partitions_equal_one_partition(mariadb: EmbeddedMariaDB, mysql_db
                 f"SHOW BINLOG EVENTS IN '{cut.file}' FROM {cut.pos} LIMIT 1"
             )
             assert kind == "Gtid"
+            # the GTID state tracked along the walk equals the server's own
+            ((server_gtid,),) = mariadb.execute(
+                "SELECT BINLOG_GTID_POS(%s, %s)", (cut.file, cut.pos)
+            )
+            assert cut.gtid == server_gtid
         split = rows_of([b for s in logs for b in source.read(s)])
         whole = LogRead(logs[0].start, logs[-1].end, logs[0].tables, logs[0].progress, 7, False)
         assert split == rows_of(list(source.read(whole)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.connection import query
@@ -125,6 +126,43 @@ def range_bytes(conn: Any, start: BinlogPosition, end: BinlogPosition) -> int:
     return total
 
 
+_MARIADB_GTID = re.compile(r"^(\d+)-(\d+)-(\d+)$")
+_GTID_EVENT = re.compile(r"GTID (\d+)-(\d+)-(\d+)")
+
+
+@dataclass(frozen=True)
+class GtidState:
+    """A MariaDB GTID position (the last GTID per replication domain), as
+    ``BINLOG_GTID_POS`` reports it, advanced event by event along a ``SHOW BINLOG EVENTS``
+    walk: after a transaction whose ``Gtid`` event says ``BEGIN GTID d-s-n`` the state's
+    domain ``d`` entry is ``d-s-n``."""
+
+    last: tuple[tuple[int, int, int], ...]  #: (domain, server, sequence), by domain
+
+    @classmethod
+    def parse(cls, text: str) -> GtidState | None:
+        """None when ``text`` is not a MariaDB GTID list (MySQL, or unknown: empty)."""
+        entries = []
+        for part in text.split(","):
+            found = _MARIADB_GTID.match(part.strip())
+            if found is None:
+                return None
+            entries.append((int(found[1]), int(found[2]), int(found[3])))
+        return cls(tuple(sorted(entries))) if entries else None
+
+    def after(self, gtid_event_info: str) -> GtidState | None:
+        """The state after the transaction a ``Gtid`` event starts; None if unreadable."""
+        found = _GTID_EVENT.search(gtid_event_info)
+        if found is None:
+            return None
+        domain = int(found[1])
+        entry = (domain, int(found[2]), int(found[3]))
+        return GtidState(tuple(sorted([*(e for e in self.last if e[0] != domain), entry])))
+
+    def __str__(self) -> str:
+        return ",".join(f"{d}-{s}-{n}" for d, s, n in self.last)
+
+
 def split_log(
     conn: Any,
     start: BinlogPosition,
@@ -138,7 +176,9 @@ def split_log(
     events. Returns ``[start, cut1, ..., end]``.
 
     A pure function of the two positions (the binlog between them never changes), so a
-    batch replayed after a restart is split the same way.
+    batch replayed after a restart is split the same way. The cuts' GTID states come from
+    the walk (:class:`GtidState`) rather than ``BINLOG_GTID_POS``, which rescans the binlog
+    file from its start on every call (~50 ms of server CPU at 380 MB into a file).
     """
     total = range_bytes(conn, start, end)
     pieces = min(max_pieces, total // max(1, min_piece_bytes))
@@ -150,6 +190,7 @@ def split_log(
     file, pos = start.file, start.pos
     standalone = False
     files = [name for name, _ in binlog_files(conn)]
+    state = GtidState.parse(start.gtid)
 
     def next_file() -> str | None:
         later = [f for f in files if file_index(f) > file_index(file)]
@@ -170,12 +211,15 @@ def split_log(
             boundary = False
             if event_type == "Gtid":
                 standalone = not str(info).upper().startswith("BEGIN")
+                if state is not None:
+                    state = state.after(str(info))
             elif event_type == "Xid" or (event_type == "Query" and str(info).upper() == "COMMIT"):
                 boundary = True
             elif event_type == "Query" and standalone:
                 boundary, standalone = True, False
             if boundary and seen >= target * len(cuts):
-                cuts.append(BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos)))
+                gtid = str(state) if state is not None else gtid_at(conn, file, end_pos)
+                cuts.append(BinlogPosition(file, end_pos, gtid))
                 if len(cuts) >= pieces:
                     return [*cuts, end]
         if rotated:

@@ -1,0 +1,22 @@
+"""The GTID state split_log tracks along a SHOW BINLOG EVENTS walk (no BINLOG_GTID_POS per
+cut): MariaDB's last GTID per domain."""
+
+from __future__ import annotations
+
+from sparkcdc.connectors.mysql.log_limit import GtidState
+
+
+def test_parse_and_advance_per_domain() -> None:
+    state = GtidState.parse("1-5-7, 0-1-10")
+    assert state is not None and str(state) == "0-1-10,1-5-7"
+    state = state.after("BEGIN GTID 0-2-11")
+    assert state is not None and str(state) == "0-2-11,1-5-7"
+    state = state.after("GTID 3-1-1")  # a DDL's group, a new domain
+    assert state is not None and str(state) == "0-2-11,1-5-7,3-1-1"
+
+
+def test_unknown_states_fall_back() -> None:
+    assert GtidState.parse("") is None  # MySQL, or nothing known: ask the server
+    assert GtidState.parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5") is None
+    state = GtidState.parse("0-1-1")
+    assert state is not None and state.after("SET @@SESSION.GTID_NEXT") is None
