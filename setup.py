@@ -1,17 +1,53 @@
-"""Builds sparkcdc's one C extension, the binlog row decoder (docs/binlog-decoder.md).
+"""Builds sparkcdc's C extensions: the binlog row decoder (docs/binlog-decoder.md) and the
+snapshot reader into Arrow buffers over libmariadb (docs/snapshot-reader.md).
 
 Everything else about the package lives in pyproject.toml; setuptools merges the two, so
-``pip install -e .`` (scripts/bootstrap.sh) compiles the decoder with the system C compiler.
+``pip install -e .`` (scripts/bootstrap.sh) compiles both with the system C compiler. The
+snapshot reader links the MariaDB C client (Debian ``libmariadb-dev``, which mysqlclient
+needs as well); its flags come from ``pkg-config libmariadb`` or ``mariadb_config``.
 """
 
+import shlex
+import subprocess
+
 from setuptools import Extension, setup
+
+COMPILE_ARGS = ["-O2", "-std=c11", "-Wall", "-Wno-unused-function"]
+
+
+def mariadb_flags() -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) of the MariaDB C client library."""
+    for cflags, libs in (
+        (["pkg-config", "--cflags", "libmariadb"], ["pkg-config", "--libs", "libmariadb"]),
+        (["mariadb_config", "--include"], ["mariadb_config", "--libs"]),
+    ):
+        try:
+            return (
+                shlex.split(subprocess.check_output(cflags, text=True)),
+                shlex.split(subprocess.check_output(libs, text=True)),
+            )
+        except (OSError, subprocess.CalledProcessError):
+            continue
+    raise SystemExit(
+        "sparkcdc needs the MariaDB C client library to build: apt-get install libmariadb-dev "
+        "pkg-config (scripts/bootstrap.sh does)"
+    )
+
+
+mariadb_cflags, mariadb_libs = mariadb_flags()
 
 setup(
     ext_modules=[
         Extension(
             "sparkcdc.connectors.mysql.rowdecode._rowdecode",
             sources=["csrc/rowdecode.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-function"],
-        )
+            extra_compile_args=COMPILE_ARGS,
+        ),
+        Extension(
+            "sparkcdc.connectors.mysql._mysqlarrow",
+            sources=["csrc/mysqlarrow.c"],
+            extra_compile_args=[*COMPILE_ARGS, *mariadb_cflags],
+            extra_link_args=mariadb_libs,
+        ),
     ]
 )

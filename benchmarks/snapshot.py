@@ -4,7 +4,7 @@
 
 Loads an ``orders`` table (STACK-NOTES) with the server's sequence engine, warms the buffer
 pool, then reads the whole table with (1) the C client, (2) sparkcdc's two chunk readers
-(``scan.snapshot.reader`` arrow = connectorx + watermarks, classic = mysqlclient) in this
+(``scan.snapshot.reader`` native = C into Arrow buffers, classic = mysqlclient) in this
 process without Spark, (3) Spark batch reads into ``noop`` with each reader and (4) a Spark
 ``availableNow`` stream into ``noop``. Prints rows/s, the ratio to the C client, CPU time per
 row per process kind (load-independent, unlike rates on a shared machine) and peak memory.
@@ -54,7 +54,7 @@ from sparkcdc.connectors.mysql.source import ChunkRead, MySqlCdcSource, Partitio
 from sparkcdc.embedded import EmbeddedMariaDB
 
 TARGET_RATIO = 0.75
-READERS = ("arrow", "classic")
+READERS = ("native", "classic")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -208,7 +208,6 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
     source = MySqlCdcSource(parse_config(options))
     try:
         specs = source.snapshot_partitions()
-        table = next(iter(source.tables.values()))
     finally:
         source.close()
     direct = specs[: max(1, args.direct_partitions)]
@@ -227,7 +226,7 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         figures.extend(spark_figures(args, options, count, memory))
 
     print_figures(
-        f"Snapshot of {count:,} rows (default reader {reader_for(source.config, table)}, "
+        f"Snapshot of {count:,} rows (default reader {reader_for(source.config)}, "
         f"{len(specs)} partitions of "
         f"<= {source.config.rows_per_partition:,} rows, chunks of {source.config.chunk_size:,})",
         figures,

@@ -67,34 +67,3 @@ def apply_overrides(
         else:
             yield row
     yield from pending.values()
-
-
-def window_overrides(
-    changes: Iterable[RowChange], key_of: KeyOf, target_version: int
-) -> dict[Any, Row | None]:
-    """State per key at the target, from a log window that may straddle it.
-
-    For a chunk read at an unknown point T inside a low/high watermark window (L, H]
-    (connectorx has no transaction to report T), the window ``(min(L, P), max(H, P)]``
-    holds every change between T and the target P, whatever T is. Per key, the state at
-    P is its last after-image at or before P (absent if that change removed it), else the
-    before-image of its first change after P (absent if that change created it). Keys the
-    window does not touch keep their chunk value. ``changes`` must be in log order; a
-    change is at or before P iff its ``version`` is below ``target_version`` (P is a
-    transaction boundary, see core/position.py). This is :func:`forward_overrides` and
-    :func:`backward_overrides` in one pass: changes before P come first and assign, the
-    later ones only fill keys nothing assigned yet.
-    """
-    overrides: dict[Any, Row | None] = {}
-    for change in changes:
-        if change.version < target_version:
-            if change.before is not None:
-                overrides[key_of(change.before)] = ABSENT
-            if change.after is not None:
-                overrides[key_of(change.after)] = change.after
-        else:
-            if change.before is not None:
-                overrides.setdefault(key_of(change.before), change.before)
-            if change.after is not None:
-                overrides.setdefault(key_of(change.after), ABSENT)
-    return overrides

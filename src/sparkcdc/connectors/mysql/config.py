@@ -28,7 +28,7 @@ STARTUP_MODES = (
     "specific-offset",
     "timestamp",
 )
-SNAPSHOT_READERS = ("auto", "arrow", "classic")
+SNAPSHOT_READERS = ("auto", "native", "classic")
 METADATA_COLUMNS = (
     "database_name",
     "table_name",
@@ -101,8 +101,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("scan.incremental.snapshot.chunk.key-column", default=None),
     OptionSpec("scan.incremental.snapshot.rows-per-partition", parse_int(1), 262_144),
     OptionSpec("scan.snapshot.fetch.size", parse_int(1), 1024),
-    # chunk reader: connectorx Arrow with low/high watermarks where every column maps
-    # exactly (auto), always (arrow: fails on other tables), or mysqlclient (classic)
+    # chunk reader: C into Arrow buffers (native; auto unless TLS) or mysqlclient (classic)
     OptionSpec("scan.snapshot.reader", choices=SNAPSHOT_READERS, default="auto"),
     OptionSpec("chunk-key.even-distribution.factor.upper-bound", parse_float(0.0), 1000.0),
     OptionSpec("chunk-key.even-distribution.factor.lower-bound", parse_float(0.0), 0.05),

@@ -93,9 +93,26 @@ def connect(
                 kwargs["ssl"] = ssl
 
     def attempt() -> Any:
+        conn = MySQLdb.connect(**kwargs)
+        with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+        return conn
+
+    return open_with_retries(config, attempt, MySQLdb.OperationalError)
+
+
+def open_with_retries(
+    config: MySqlSourceConfig, attempt: Callable[[], T], errors: type[Exception]
+) -> T:
+    """Open a connection with ``attempt`` (raising ``errors`` with ``args == (code,
+    message)``, as mysqlclient and the native reader do), retried on connection errors.
+    A refused login or an unreachable server becomes a SourceConfigurationError that says
+    what to check; the password never appears in a message."""
+
+    def once() -> T:
         try:
-            conn = MySQLdb.connect(**kwargs)
-        except MySQLdb.OperationalError as exc:
+            return attempt()
+        except errors as exc:
             code = exc.args[0] if exc.args else None
             if code in ACCESS_DENIED_CODES:
                 raise SourceConfigurationError(
@@ -104,13 +121,10 @@ def connect(
                     "'username'/'password' and that the user may connect from this host."
                 ) from None
             raise type(exc)(code, _scrub(str(exc.args[-1]), config)) from None
-        with conn.cursor() as cur:
-            cur.execute("SET time_zone = '+00:00'")
-        return conn
 
     try:
-        return with_retries(config, f"connecting to {config.hostname}:{config.port}", attempt)
-    except MySQLdb.OperationalError as exc:
+        return with_retries(config, f"connecting to {config.hostname}:{config.port}", once)
+    except errors as exc:
         code = exc.args[0] if exc.args else None
         if code not in RETRYABLE_CODES:
             raise

@@ -13,16 +13,12 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from sparkcdc.connectors.mysql.arrow_reader import (
-    ArrowReadError,
-    arrow_unsupported,
-    read_chunks_arrow,
-)
 from sparkcdc.connectors.mysql.binlog import read_changes
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.connection import connect, with_retries
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.keys import chunk_key_order, row_key
+from sparkcdc.connectors.mysql.native_reader import native_unsupported, read_chunks_native
 from sparkcdc.connectors.mysql.positions import snapshot_position
 from sparkcdc.connectors.mysql.types import (
     snapshot_converter,
@@ -30,7 +26,7 @@ from sparkcdc.connectors.mysql.types import (
     text_cast_type,
     text_parser,
 )
-from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows, TextColumn
@@ -74,36 +70,37 @@ def batch_rows(config: MySqlSourceConfig) -> int:
     return max(config.fetch_size, MIN_BATCH_ROWS)
 
 
-#: The Arrow reader's batches: Spark's JVM spends ~0.1-0.15 us less per row on 64k-row
-#: batches than on 16k ones (docs/snapshot-reader.md); the rows are in memory already.
-ARROW_BATCH_ROWS = 65_536
+#: The native reader's batches: Spark's JVM spends ~0.1-0.15 us less per row on 64k-row
+#: batches than on 16k ones (docs/snapshot-reader.md); a batch is bounded in bytes too.
+NATIVE_BATCH_ROWS = 65_536
 
 
-def arrow_batch_rows(config: MySqlSourceConfig) -> int:
-    """Rows per Arrow batch of the Arrow reader: ``scan.snapshot.fetch.size``, at least 65536."""
-    return max(config.fetch_size, ARROW_BATCH_ROWS)
+def native_batch_rows(config: MySqlSourceConfig) -> int:
+    """Rows per Arrow batch of the native reader: ``scan.snapshot.fetch.size``, at least
+    65536."""
+    return max(config.fetch_size, NATIVE_BATCH_ROWS)
 
 
-def reader_for(config: MySqlSourceConfig, table: CapturedTable) -> str:
-    """``arrow`` or ``classic``: option ``scan.snapshot.reader``; ``auto`` takes the Arrow
-    reader when every column of the table maps exactly (arrow_reader.arrow_unsupported)."""
+def reader_for(config: MySqlSourceConfig) -> str:
+    """``native`` or ``classic``, by option ``scan.snapshot.reader``: ``auto`` takes the
+    native reader (C, every column type) unless TLS is configured or its extension is not
+    built; the reason is logged once."""
     if config.snapshot_reader == "classic":
         return "classic"
-    reason = arrow_unsupported(table, config)
-    if reason is None:
-        return "arrow"
-    if config.snapshot_reader == "arrow":
-        raise SchemaError(
-            f"'scan.snapshot.reader' is 'arrow' but {table.table_id} cannot use it: {reason}. "
-            "Use 'auto' (the classic reader for such tables) or 'classic'"
+    why_not = native_unsupported(config)
+    if why_not is None:
+        return "native"
+    if config.snapshot_reader == "native":
+        raise SourceConfigurationError(
+            f"'scan.snapshot.reader' is 'native' but {why_not}. Use 'auto' or 'classic'"
         )
-    if table.table_id not in _explained:
-        _explained.add(table.table_id)
-        log.info("snapshot of %s uses the classic reader: %s", table.table_id, reason)
+    if not _explained:
+        _explained.append(why_not)
+        log.info("snapshot chunks are read by the classic reader: %s", why_not)
     return "classic"
 
 
-_explained: set[Any] = set()
+_explained: list[str] = []
 
 
 def read_chunks(
@@ -112,25 +109,13 @@ def read_chunks(
     chunks: Sequence[Chunk],
     target: BinlogPosition,
     server_id: int,
-    reader: str | None = None,
 ) -> Iterator[ChunkRows]:
-    """The rows of ``chunks`` as of ``target``, by the reader ``reader_for`` picks (or
-    ``reader``). A partition the Arrow reader cannot decode (zero dates) is read again by
-    the classic one; nothing was emitted before that decision."""
-    if (reader or reader_for(config, table)) == "arrow":
-        try:
-            size = arrow_batch_rows(config)
-            rows = read_chunks_arrow(config, table, chunks, target, server_id, size)
-        except ArrowReadError as exc:
-            if config.snapshot_reader == "arrow" or reader == "arrow":
-                raise
-            log.warning(
-                "%s: %s; reading this partition with the classic reader", table.table_id, exc
-            )
-        else:
-            yield from rows
-            return
-    yield from read_chunks_classic(config, table, chunks, target, server_id)
+    """The rows of ``chunks`` as of ``target``, by the reader ``reader_for`` picks."""
+    if reader_for(config) == "native":
+        return read_chunks_native(
+            config, table, chunks, target, server_id, native_batch_rows(config)
+        )
+    return read_chunks_classic(config, table, chunks, target, server_id)
 
 
 def read_chunks_classic(
@@ -160,7 +145,7 @@ def read_chunks_classic(
         def in_partition(row: Row) -> bool:
             return any(order.in_chunk(row[k], c) for c in chunks)
 
-        overrides = _window_overrides(
+        overrides = window_overrides_for(
             config, table, snapshot_at, target, server_id, key_of, in_partition
         )
         text_columns = tuple(
@@ -195,7 +180,7 @@ def read_chunks_classic(
         conn.close()
 
 
-def _window_overrides(
+def window_overrides_for(
     config: MySqlSourceConfig,
     table: CapturedTable,
     snapshot_at: BinlogPosition,
