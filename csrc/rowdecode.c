@@ -44,6 +44,8 @@ typedef struct {
     int a;
     int b;
     PyObject *labels; /* tuple of str (ENUM/SET), borrowed from plan tuple we keep alive */
+    const char **label_utf8;  /* labels as UTF-8 (owned by the str objects), for Arrow output */
+    Py_ssize_t *label_len;
 } Column;
 
 typedef struct {
@@ -173,6 +175,40 @@ static PyObject *datetime_or_none(int y, int mo, int d, int h, int mi, int s, in
     return v;
 }
 
+/* TIME2 as the server prints it: "[-]HH:MM:SS[.frac]" with exactly fsp fraction digits. */
+static int time2_text(const unsigned char *p, int fsp, char *text) {
+    int64_t intpart = (int64_t)be(p, 3) - 0x800000;
+    int64_t packed;
+    if (fsp == 0) {
+        packed = intpart * ((int64_t)1 << 24);
+    } else if (fsp <= 2) {
+        int frac = p[3];
+        if (intpart < 0 && frac) { intpart++; frac -= 0x100; }
+        packed = intpart * ((int64_t)1 << 24) + (int64_t)frac * 10000;
+    } else if (fsp <= 4) {
+        int frac = (int)be(p + 3, 2);
+        if (intpart < 0 && frac) { intpart++; frac -= 0x10000; }
+        packed = intpart * ((int64_t)1 << 24) + (int64_t)frac * 100;
+    } else {
+        packed = (int64_t)be(p, 6) - (int64_t)0x800000000000LL;
+    }
+    int negative = packed < 0;
+    uint64_t t = negative ? (uint64_t)(-packed) : (uint64_t)packed;
+    uint64_t hms = t >> 24;
+    long micros = (long)(t & 0xFFFFFF);
+    unsigned hour = (unsigned)((hms >> 12) % 1024), minute = (unsigned)((hms >> 6) % 64);
+    unsigned second = (unsigned)(hms % 64);
+    int len = sprintf(text, "%s%02u:%02u:%02u", negative ? "-" : "", hour, minute, second);
+    if (fsp) {
+        char frac[8];
+        sprintf(frac, "%06ld", micros % 1000000);
+        text[len++] = '.';
+        memcpy(text + len, frac, fsp);
+        len += fsp;
+    }
+    return len;
+}
+
 /* One column value at c->p; advances the cursor. NULL with an exception on error. */
 static PyObject *decode_value(DecoderObject *self, const Column *col, Cursor *c) {
     const unsigned char *p = c->p;
@@ -276,40 +312,11 @@ static PyObject *decode_value(DecoderObject *self, const Column *col, Cursor *c)
                                 (int)(rest % 60), (int)us, self->utc);
     }
     case K_TIME2: {
-        int fsp = col->a;
-        int n = 3 + (fsp + 1) / 2;
+        int n = 3 + (col->a + 1) / 2;
         NEED_NULL(c, n);
-        int64_t intpart = (int64_t)be(p, 3) - 0x800000;
-        int64_t packed;
-        if (fsp == 0) {
-            packed = intpart * ((int64_t)1 << 24);
-        } else if (fsp <= 2) {
-            int frac = p[3];
-            if (intpart < 0 && frac) { intpart++; frac -= 0x100; }
-            packed = intpart * ((int64_t)1 << 24) + (int64_t)frac * 10000;
-        } else if (fsp <= 4) {
-            int frac = (int)be(p + 3, 2);
-            if (intpart < 0 && frac) { intpart++; frac -= 0x10000; }
-            packed = intpart * ((int64_t)1 << 24) + (int64_t)frac * 100;
-        } else {
-            packed = (int64_t)be(p, 6) - (int64_t)0x800000000000LL;
-        }
-        c->p += n;
-        int negative = packed < 0;
-        uint64_t t = negative ? (uint64_t)(-packed) : (uint64_t)packed;
-        uint64_t hms = t >> 24;
-        long micros = (long)(t & 0xFFFFFF);
-        unsigned hour = (unsigned)((hms >> 12) % 1024), minute = (unsigned)((hms >> 6) % 64);
-        unsigned second = (unsigned)(hms % 64);
         char text[40];
-        int len = sprintf(text, "%s%02u:%02u:%02u", negative ? "-" : "", hour, minute, second);
-        if (fsp) {
-            char frac[8];
-            sprintf(frac, "%06ld", micros % 1000000);
-            text[len++] = '.';
-            memcpy(text + len, frac, fsp);
-            len += fsp;
-        }
+        int len = time2_text(p, col->a, text);
+        c->p += n;
         return PyUnicode_FromStringAndSize(text, len);
     }
     case K_YEAR: {
@@ -475,6 +482,764 @@ done:
     return rows;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Arrow output (docs/binlog-decoder.md "Arrow output"): the same row images written straight
+ * into Arrow column buffers (validity bitmap + values, or offsets + bytes) held by a Sink, so
+ * no Python object is made per value and pyarrow wraps the buffers without converting.
+ * Values equal what pa.array() makes of decode()'s tuples in the table's Arrow types.
+ */
+
+/* Arrow layouts of an output slot: keep in sync with rowdecode/__init__.py (LAYOUT_TYPES). */
+enum {
+    L_NONE = 0, /* no Arrow output for this kind (cp1252 text): tuples only */
+    L_BOOL = 1,
+    L_I8 = 2,
+    L_I16 = 3,
+    L_I32 = 4,
+    L_I64 = 5,
+    L_F32 = 6,
+    L_F64 = 7,
+    L_D128 = 8,
+    L_DATE32 = 9,
+    L_TS = 10,  /* int64 microseconds since the epoch (naive or UTC) */
+    L_VAR = 11, /* int32 offsets + bytes (string or binary) */
+};
+
+static int layout_of(const Column *col) {
+    switch (col->kind) {
+    case K_INT: {
+        int n = col->a, u = col->b;
+        if (n == 1) return u ? L_I16 : L_I8;
+        if (n == 2) return u ? L_I32 : L_I16;
+        if (n == 3) return L_I32;
+        if (n == 4) return u ? L_I64 : L_I32;
+        return L_I64;
+    }
+    case K_BOOL_INT: case K_BIT_BOOL: return L_BOOL;
+    case K_UINT64_DEC: return L_D128;
+    case K_DECIMAL: return col->a <= 38 ? L_D128 : L_NONE;
+    case K_FLOAT: return L_F32;
+    case K_DOUBLE: return L_F64;
+    case K_DATE: return L_DATE32;
+    case K_DATETIME2: case K_TIMESTAMP2: return L_TS;
+    case K_YEAR: return L_I32;
+    case K_STR: return L_VAR;
+    case K_DECIMAL_TEXT: case K_BITS: case K_TIME2: case K_BYTES: case K_ENUM: case K_SET:
+        return L_VAR;
+    default: return L_NONE;
+    }
+}
+
+static const int LAYOUT_WIDTH[] = {0, 0, 1, 2, 4, 8, 4, 8, 16, 4, 8, 0};
+
+typedef struct {
+    unsigned char *data;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+static int buf_grow(Buf *b, Py_ssize_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    unsigned char *data = PyMem_Realloc(b->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (buf_grow(b, n) < 0) return -1;
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+/* Bit `i` of a bitmap that holds exactly i bits so far. */
+static int bit_append(Buf *b, Py_ssize_t i, int value) {
+    if ((i & 7) == 0) {
+        unsigned char zero = 0;
+        if (buf_put(b, &zero, 1) < 0) return -1;
+    }
+    if (value) b->data[i >> 3] |= (unsigned char)(1u << (i & 7));
+    return 0;
+}
+
+/* Keep the first n bits of a bitmap (the rest cleared). */
+static void bit_truncate(Buf *b, Py_ssize_t n) {
+    b->len = (n + 7) / 8;
+    if (n & 7) b->data[n >> 3] &= (unsigned char)((1u << (n & 7)) - 1);
+}
+
+typedef struct {
+    int layout;
+    Buf valid;
+    Buf data;
+    Buf offsets;
+    Py_ssize_t nulls;
+} SinkColumn;
+
+typedef struct {
+    PyObject_HEAD
+    SinkColumn *cols;
+    Py_ssize_t ncols;
+    Py_ssize_t length; /* rows (images) appended since the last take() */
+} SinkObject;
+
+static void sink_free_columns(SinkObject *self) {
+    for (Py_ssize_t i = 0; i < self->ncols; i++) {
+        PyMem_Free(self->cols[i].valid.data);
+        PyMem_Free(self->cols[i].data.data);
+        PyMem_Free(self->cols[i].offsets.data);
+    }
+    PyMem_Free(self->cols);
+    self->cols = NULL;
+    self->ncols = 0;
+}
+
+static int sink_reset(SinkObject *self) {
+    self->length = 0;
+    for (Py_ssize_t i = 0; i < self->ncols; i++) {
+        SinkColumn *sc = &self->cols[i];
+        sc->valid.len = sc->data.len = sc->offsets.len = 0;
+        sc->nulls = 0;
+        if (sc->layout == L_VAR) {
+            int32_t zero = 0;
+            if (buf_put(&sc->offsets, &zero, 4) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+static int Sink_init(SinkObject *self, PyObject *args, PyObject *kwds) {
+    PyObject *layouts;
+    static char *kwlist[] = {"layouts", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyTuple_Type, &layouts))
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(layouts);
+    sink_free_columns(self);
+    self->cols = PyMem_Calloc(n ? n : 1, sizeof(SinkColumn));
+    if (self->cols == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->ncols = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long layout = PyLong_AsLong(PyTuple_GET_ITEM(layouts, i));
+        if (layout == -1 && PyErr_Occurred()) return -1;
+        if (layout < L_BOOL || layout > L_VAR) {
+            PyErr_Format(PyExc_ValueError, "invalid layout %ld for slot %zd", layout, i);
+            return -1;
+        }
+        self->cols[i].layout = (int)layout;
+    }
+    return sink_reset(self);
+}
+
+static void Sink_dealloc(SinkObject *self) {
+    sink_free_columns(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *buf_bytes(const Buf *b) {
+    return PyBytes_FromStringAndSize((const char *)b->data, b->len);
+}
+
+/* take() -> (length, [(validity or None, values, offsets or None, null_count), ...]) and
+ * empties the sink. */
+static PyObject *Sink_take(SinkObject *self, PyObject *unused) {
+    PyObject *columns = PyList_New(self->ncols);
+    if (columns == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < self->ncols; i++) {
+        SinkColumn *sc = &self->cols[i];
+        PyObject *valid = sc->nulls ? buf_bytes(&sc->valid) : (Py_INCREF(Py_None), Py_None);
+        PyObject *data = buf_bytes(&sc->data);
+        PyObject *offsets = sc->layout == L_VAR ? buf_bytes(&sc->offsets)
+                                                : (Py_INCREF(Py_None), Py_None);
+        PyObject *entry = (valid && data && offsets)
+                              ? Py_BuildValue("(OOOn)", valid, data, offsets, sc->nulls)
+                              : NULL;
+        Py_XDECREF(valid);
+        Py_XDECREF(data);
+        Py_XDECREF(offsets);
+        if (entry == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyList_SET_ITEM(columns, i, entry);
+    }
+    PyObject *result = Py_BuildValue("(nN)", self->length, columns);
+    if (result == NULL) return NULL;
+    if (sink_reset(self) < 0) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    return result;
+}
+
+static PyObject *Sink_len(SinkObject *self, PyObject *unused) {
+    return PyLong_FromSsize_t(self->length);
+}
+
+static PyMethodDef Sink_methods[] = {
+    {"take", (PyCFunction)Sink_take, METH_NOARGS,
+     "take() -> (length, [(validity|None, values, offsets|None, null_count)]); empties the sink"},
+    {"rows", (PyCFunction)Sink_len, METH_NOARGS, "rows() -> row images held"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SinkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sparkcdc.connectors.mysql.rowdecode._rowdecode.Sink",
+    .tp_doc = "Sink(layouts): Arrow column buffers (one per output slot) that decode_into fills.",
+    .tp_basicsize = sizeof(SinkObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Sink_init,
+    .tp_dealloc = (destructor)Sink_dealloc,
+    .tp_methods = Sink_methods,
+};
+
+static int days_in_month(int y, int m) {
+    static const int DAYS[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
+    return DAYS[m - 1];
+}
+
+/* days from 1970-01-01 to a civil date (Howard Hinnant's algorithm). */
+static int64_t days_from_civil(int y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* Strict UTF-8 as Python's "utf-8" codec accepts it (no overlongs, surrogates, > U+10FFFF). */
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        int len;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c == 0xE0) { len = 3; lo = 0xA0; }
+        else if (c >= 0xE1 && c <= 0xEC) len = 3;
+        else if (c == 0xED) { len = 3; hi = 0x9F; }
+        else if (c >= 0xEE && c <= 0xEF) len = 3;
+        else if (c == 0xF0) { len = 4; lo = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) len = 4;
+        else if (c == 0xF4) { len = 4; hi = 0x8F; }
+        else return 0;
+        if (i + len > n) return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (int k = 2; k < len; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+static int var_append(SinkColumn *sc, const void *src, Py_ssize_t n) {
+    int64_t end = (int64_t)sc->data.len + n;
+    if (end > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "Arrow string/binary column over 2 GiB in one batch");
+        return -1;
+    }
+    if (buf_put(&sc->data, src, n) < 0) return -1;
+    int32_t off = (int32_t)end;
+    return buf_put(&sc->offsets, &off, 4);
+}
+
+static int null_append(SinkColumn *sc, Py_ssize_t row) {
+    if (bit_append(&sc->valid, row, 0) < 0) return -1;
+    sc->nulls++;
+    int w = LAYOUT_WIDTH[sc->layout];
+    if (sc->layout == L_BOOL) return bit_append(&sc->data, row, 0);
+    if (sc->layout == L_VAR) {
+        int32_t off = (int32_t)sc->data.len;
+        return buf_put(&sc->offsets, &off, 4);
+    }
+    if (buf_grow(&sc->data, w) < 0) return -1;
+    memset(sc->data.data + sc->data.len, 0, w);
+    sc->data.len += w;
+    return 0;
+}
+
+/* A non-null value: validity bit and a fixed-width value. */
+static int fixed_append(SinkColumn *sc, Py_ssize_t row, const void *value) {
+    if (bit_append(&sc->valid, row, 1) < 0) return -1;
+    return buf_put(&sc->data, value, LAYOUT_WIDTH[sc->layout]);
+}
+
+/* cp1252 bytes 0x80-0x9F as code points (0: undefined, which Python's strict codec rejects);
+ * 0xA0-0xFF are the same code points. */
+static const uint16_t CP1252_HIGH[32] = {
+    0x20ac, 0, 0x201a, 0x192, 0x201e, 0x2026, 0x2020, 0x2021, 0x2c6, 0x2030, 0x160,
+    0x2039, 0x152, 0, 0x17d, 0, 0, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022,
+    0x2013, 0x2014, 0x2dc, 0x2122, 0x161, 0x203a, 0x153, 0, 0x17e, 0x178};
+
+/* cp1252 text (what the library decodes latin1 columns as) appended as UTF-8. */
+static int cp1252_append(SinkColumn *sc, const unsigned char *s, Py_ssize_t n) {
+    if (buf_grow(&sc->data, 3 * n) < 0) return -1;
+    unsigned char *out = sc->data.data + sc->data.len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned int cp = s[i];
+        if (cp >= 0x80 && cp < 0xA0) {
+            cp = CP1252_HIGH[cp - 0x80];
+            if (cp == 0) {
+                PyErr_Format(PyExc_ValueError, "byte 0x%02x is undefined in cp1252", s[i]);
+                return -1;
+            }
+        }
+        if (cp < 0x80) {
+            *out++ = (unsigned char)cp;
+        } else if (cp < 0x800) {
+            *out++ = (unsigned char)(0xC0 | (cp >> 6));
+            *out++ = (unsigned char)(0x80 | (cp & 0x3F));
+        } else {
+            *out++ = (unsigned char)(0xE0 | (cp >> 12));
+            *out++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            *out++ = (unsigned char)(0x80 | (cp & 0x3F));
+        }
+    }
+    Py_ssize_t end = out - sc->data.data;
+    if (end > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "Arrow string column over 2 GiB in one batch");
+        return -1;
+    }
+    sc->data.len = end;
+    int32_t off = (int32_t)end;
+    return buf_put(&sc->offsets, &off, 4);
+}
+
+/* MySQL binary DECIMAL (precision <= 38) as the unscaled 128-bit integer. */
+static __int128 decimal_unscaled(const unsigned char *src, int precision, int scale) {
+    unsigned char buf[40];
+    int size = decimal_size(precision, scale);
+    memcpy(buf, src, size);
+    int negative = (buf[0] & 0x80) == 0;
+    buf[0] ^= 0x80;
+    unsigned char mask = negative ? 0xFF : 0x00;
+    for (int i = 0; i < size; i++) buf[i] ^= mask;
+    static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                       100000000, 1000000000};
+    int intg = precision - scale;
+    int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
+    const unsigned char *p = buf;
+    __int128 v = 0;
+    if (intg0x) {
+        int n = DIG2BYTES[intg0x];
+        v = (__int128)be(p, n);
+        p += n;
+    }
+    for (int i = 0; i < intg0; i++, p += 4) v = v * 1000000000 + (__int128)be(p, 4);
+    for (int i = 0; i < frac0; i++, p += 4) v = v * 1000000000 + (__int128)be(p, 4);
+    if (frac0x) {
+        int n = DIG2BYTES[frac0x];
+        v = v * POW10[frac0x] + (__int128)be(p, n);
+    }
+    return negative ? -v : v;
+}
+
+/* One value of column `col` at c->p into its sink column (row index `row`). 0 or -1. */
+static int arrow_value(const Column *col, SinkColumn *sc, Py_ssize_t row, Cursor *c) {
+    const unsigned char *p = c->p;
+    switch (col->kind) {
+    case K_INT: {
+        int n = col->a;
+        NEED(c, n);
+        uint64_t u = le(p, n);
+        c->p += n;
+        int64_t v;
+        if (col->b) {
+            v = (int64_t)u;
+        } else {
+            int shift = 64 - 8 * n;
+            v = (int64_t)(u << shift) >> shift;
+        }
+        switch (sc->layout) {
+        case L_I8: { int8_t x = (int8_t)v; return fixed_append(sc, row, &x); }
+        case L_I16: { int16_t x = (int16_t)v; return fixed_append(sc, row, &x); }
+        case L_I32: { int32_t x = (int32_t)v; return fixed_append(sc, row, &x); }
+        default: return fixed_append(sc, row, &v);
+        }
+    }
+    case K_BOOL_INT:
+    case K_BIT_BOOL: {
+        int n = col->a;
+        NEED(c, n);
+        int any = 0;
+        if (col->kind == K_BOOL_INT) {
+            any = le(p, n) != 0;
+        } else {
+            unsigned char buf[8];
+            memcpy(buf, p, n);
+            int bits = col->b, top = n == 1 ? bits : (bits % 8 ? bits % 8 : 8);
+            if (top < 8) buf[0] &= (unsigned char)((1u << top) - 1);
+            for (int i = 0; i < n; i++) any |= buf[i];
+        }
+        c->p += n;
+        if (bit_append(&sc->valid, row, 1) < 0) return -1;
+        return bit_append(&sc->data, row, any != 0);
+    }
+    case K_UINT64_DEC: {
+        NEED(c, 8);
+        uint64_t u = le(p, 8);
+        c->p += 8;
+        __int128 v = col->b ? (__int128)u : (__int128)(int64_t)u;
+        return fixed_append(sc, row, &v);
+    }
+    case K_FLOAT: {
+        NEED(c, 4);
+        c->p += 4;
+        return fixed_append(sc, row, p);
+    }
+    case K_DOUBLE: {
+        NEED(c, 8);
+        c->p += 8;
+        return fixed_append(sc, row, p);
+    }
+    case K_DECIMAL: {
+        int size = decimal_size(col->a, col->b);
+        NEED(c, size);
+        __int128 v = decimal_unscaled(p, col->a, col->b);
+        c->p += size;
+        return fixed_append(sc, row, &v);
+    }
+    case K_DECIMAL_TEXT: {
+        int size = decimal_size(col->a, col->b);
+        NEED(c, size);
+        char text[100];
+        int len = decimal_text(p, col->a, col->b, text);
+        c->p += size;
+        if (bit_append(&sc->valid, row, 1) < 0) return -1;
+        return var_append(sc, text, len);
+    }
+    case K_BITS: {
+        int n = col->a, bits = col->b;
+        NEED(c, n);
+        unsigned char buf[8];
+        memcpy(buf, p, n);
+        c->p += n;
+        int top = n == 1 ? bits : (bits % 8 ? bits % 8 : 8);
+        if (top < 8) buf[0] &= (unsigned char)((1u << top) - 1);
+        if (bit_append(&sc->valid, row, 1) < 0) return -1;
+        return var_append(sc, buf, n);
+    }
+    case K_DATE: {
+        NEED(c, 3);
+        uint32_t v = (uint32_t)le(p, 3);
+        c->p += 3;
+        int y = (v >> 9) & 0x7FFF, m = (v >> 5) & 0xF, d = v & 0x1F;
+        if (v == 0 || y == 0 || m == 0 || d == 0) return null_append(sc, row);
+        if (y > 9999 || m > 12 || d > days_in_month(y, m)) { /* as date() raises */
+            PyErr_Format(PyExc_ValueError, "invalid DATE %04d-%02d-%02d", y, m, d);
+            return -1;
+        }
+        int32_t days = (int32_t)days_from_civil(y, m, d);
+        return fixed_append(sc, row, &days);
+    }
+    case K_DATETIME2: {
+        int n = 5 + (col->a + 1) / 2;
+        NEED(c, n);
+        uint64_t v = be(p, 5);
+        long us = fraction_micros(p + 5, col->a);
+        c->p += n;
+        int ym = (int)((v >> 22) & 0x1FFFF);
+        int y = ym / 13, m = ym % 13;
+        int day = (int)((v >> 17) & 0x1F), hour = (int)((v >> 12) & 0x1F);
+        int minute = (int)((v >> 6) & 0x3F), second = (int)(v & 0x3F);
+        if (us < 0) us = 0;
+        if (y < 1 || y > 9999 || m < 1 || day < 1 || day > days_in_month(y, m) || hour > 23 ||
+            minute > 59 || second > 59 || us > 999999)
+            return null_append(sc, row); /* what datetime() rejects: None */
+        int64_t micros = ((days_from_civil(y, m, day) * 24 + hour) * 60 + minute) * 60 + second;
+        micros = micros * 1000000 + us;
+        return fixed_append(sc, row, &micros);
+    }
+    case K_TIMESTAMP2: {
+        int n = 4 + (col->a + 1) / 2;
+        NEED(c, n);
+        int64_t sec = (int32_t)(uint32_t)be(p, 4);
+        long us = fraction_micros(p + 4, col->a);
+        c->p += n;
+        if (us < 0) us = 0;
+        if (sec == 0 && us == 0) return null_append(sc, row);
+        int64_t micros = sec * 1000000 + us;
+        return fixed_append(sc, row, &micros);
+    }
+    case K_TIME2: {
+        int n = 3 + (col->a + 1) / 2;
+        NEED(c, n);
+        char text[40];
+        int len = time2_text(p, col->a, text);
+        c->p += n;
+        if (bit_append(&sc->valid, row, 1) < 0) return -1;
+        return var_append(sc, text, len);
+    }
+    case K_YEAR: {
+        NEED(c, 1);
+        int32_t v = p[0] == 0 ? 0 : 1900 + p[0];
+        c->p += 1;
+        return fixed_append(sc, row, &v);
+    }
+    case K_STR:
+    case K_BYTES: {
+        int n = col->a;
+        NEED(c, n);
+        uint64_t len = le(p, n);
+        NEED(c, n + len);
+        const unsigned char *s = p + n;
+        c->p += n + len;
+        if (col->kind == K_STR) {
+            if (col->b == 0 && !utf8_valid(s, (Py_ssize_t)len)) {
+                PyErr_SetString(PyExc_ValueError, "invalid UTF-8 in a utf8 column");
+                return -1;
+            }
+            if (col->b == 2) {
+                for (uint64_t i = 0; i < len; i++) {
+                    if (s[i] >= 0x80) {
+                        PyErr_SetString(PyExc_ValueError, "non-ASCII byte in an ascii column");
+                        return -1;
+                    }
+                }
+            }
+        }
+        if (bit_append(&sc->valid, row, 1) < 0) return -1;
+        if (col->kind == K_STR && col->b == 1) return cp1252_append(sc, s, (Py_ssize_t)len);
+        if (col->kind == K_BYTES && col->b > (int64_t)len) {
+            static const unsigned char zeros[256] = {0};
+            if (buf_put(&sc->data, s, (Py_ssize_t)len) < 0) return -1;
+            Py_ssize_t pad = col->b - (Py_ssize_t)len;
+            while (pad > (Py_ssize_t)sizeof zeros) {
+                if (buf_put(&sc->data, zeros, sizeof zeros) < 0) return -1;
+                pad -= sizeof zeros;
+            }
+            return var_append(sc, zeros, pad);
+        }
+        return var_append(sc, s, (Py_ssize_t)len);
+    }
+    case K_ENUM: {
+        int n = col->a;
+        NEED(c, n);
+        uint64_t i = le(p, n);
+        c->p += n;
+        if (i >= (uint64_t)PyTuple_GET_SIZE(col->labels)) {
+            PyErr_Format(PyExc_IndexError, "ENUM index %llu out of range", (unsigned long long)i);
+            return -1;
+        }
+        if (bit_append(&sc->valid, row, 1) < 0) return -1;
+        return var_append(sc, col->label_utf8[i], col->label_len[i]);
+    }
+    case K_SET: {
+        int n = col->a;
+        NEED(c, n);
+        uint64_t bits = le(p, n);
+        c->p += n;
+        Py_ssize_t count = PyTuple_GET_SIZE(col->labels);
+        if (bit_append(&sc->valid, row, 1) < 0) return -1;
+        Py_ssize_t total = 0;
+        int first = 1;
+        for (Py_ssize_t i = 0; i < count && i < 64; i++) {
+            if (!(bits & ((uint64_t)1 << i))) continue;
+            if (!first && buf_put(&sc->data, ",", 1) < 0) return -1;
+            if (buf_put(&sc->data, col->label_utf8[i], col->label_len[i]) < 0) return -1;
+            total += col->label_len[i] + !first;
+            first = 0;
+        }
+        (void)total;
+        int64_t end = (int64_t)sc->data.len;
+        if (end > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "Arrow string column over 2 GiB in one batch");
+            return -1;
+        }
+        int32_t off = (int32_t)end;
+        return buf_put(&sc->offsets, &off, 4);
+    }
+    default:
+        PyErr_Format(PyExc_ValueError, "plan kind %d has no Arrow output", col->kind);
+        return -1;
+    }
+}
+
+/* One row image into the sink: null bitmap then the present, non-NULL values. */
+static int arrow_image(DecoderObject *self, SinkObject *sink, Cursor *c,
+                       const unsigned char *present, unsigned char *written) {
+    Py_ssize_t ncol = self->ncolumns, row = sink->length;
+    Py_ssize_t nbytes = (popcount(present, (ncol + 7) / 8) + 7) / 8;
+    if (c->end - c->p < nbytes) return truncated();
+    const unsigned char *nulls = c->p;
+    c->p += nbytes;
+    memset(written, 0, sink->ncols);
+    Py_ssize_t null_index = 0;
+    for (Py_ssize_t i = 0; i < ncol; i++) {
+        const Column *col = &self->columns[i];
+        if (!(present[i >> 3] & (1 << (i & 7)))) continue; /* absent: NULL */
+        Py_ssize_t k = null_index++;
+        if (nulls[k >> 3] & (1 << (k & 7))) continue;      /* NULL */
+        if (col->out < 0) {                                /* not captured: skip its bytes */
+            PyObject *v = decode_value(self, col, c);
+            if (v == NULL) return -1;
+            Py_DECREF(v);
+            continue;
+        }
+        if (arrow_value(col, &sink->cols[col->out], row, c) < 0) return -1;
+        written[col->out] = 1;
+    }
+    for (Py_ssize_t s = 0; s < sink->ncols; s++)
+        if (!written[s] && null_append(&sink->cols[s], row) < 0) return -1;
+    sink->length++;
+    return 0;
+}
+
+/* The Arrow layout per output slot of this decoder, or None when some captured column has
+ * no Arrow output (then callers use decode()). */
+static PyObject *Decoder_layout(DecoderObject *self, PyObject *unused) {
+    PyObject *layouts = PyTuple_New(self->width);
+    if (layouts == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < self->width; i++) {
+        Py_INCREF(Py_None);
+        PyTuple_SET_ITEM(layouts, i, Py_None);
+    }
+    for (Py_ssize_t i = 0; i < self->ncolumns; i++) {
+        const Column *col = &self->columns[i];
+        if (col->out < 0) continue;
+        int layout = layout_of(col);
+        if (layout == L_NONE) {
+            Py_DECREF(layouts);
+            Py_RETURN_NONE;
+        }
+        PyObject *v = PyLong_FromLong(layout);
+        if (v == NULL) {
+            Py_DECREF(layouts);
+            return NULL;
+        }
+        Py_SETREF(((PyTupleObject *)layouts)->ob_item[col->out], v);
+    }
+    for (Py_ssize_t i = 0; i < self->width; i++) {
+        if (PyTuple_GET_ITEM(layouts, i) == Py_None) { /* a slot no column fills */
+            Py_DECREF(layouts);
+            Py_RETURN_NONE;
+        }
+    }
+    return layouts;
+}
+
+static PyObject *Decoder_decode_into(DecoderObject *self, PyObject *args) {
+    SinkObject *sink;
+    Py_buffer buf;
+    Py_ssize_t start, end;
+    Py_buffer present, present2 = {0};
+    PyObject *p2obj = Py_None;
+    if (!PyArg_ParseTuple(args, "O!y*nny*|O", &SinkType, &sink, &buf, &start, &end, &present,
+                          &p2obj))
+        return NULL;
+    PyObject *result = NULL;
+    unsigned char *written = NULL;
+    int update = p2obj != Py_None;
+    if (update && PyObject_GetBuffer(p2obj, &present2, PyBUF_SIMPLE) < 0) goto done;
+    Py_ssize_t need = (self->ncolumns + 7) / 8;
+    if (present.len < need || (update && present2.len < need)) {
+        PyErr_SetString(PyExc_ValueError, "columns-present bitmap shorter than the table map");
+        goto done;
+    }
+    if (start < 0 || end > buf.len || start > end) {
+        PyErr_SetString(PyExc_ValueError, "row data range outside the buffer");
+        goto done;
+    }
+    if (sink->ncols != self->width) {
+        PyErr_SetString(PyExc_ValueError, "sink and decoder have different widths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < self->ncolumns; i++) {
+        const Column *col = &self->columns[i];
+        if (col->out >= 0 && layout_of(col) != sink->cols[col->out].layout) {
+            PyErr_Format(PyExc_ValueError, "slot %d: the sink's Arrow layout differs", col->out);
+            goto done;
+        }
+    }
+    written = PyMem_Malloc(sink->ncols ? sink->ncols : 1);
+    if (written == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* on error the sink is put back as it was: no partial event in a batch */
+    Py_ssize_t length0 = sink->length;
+    Py_ssize_t *saved = PyMem_Malloc(sizeof(Py_ssize_t) * 3 * (sink->ncols ? sink->ncols : 1));
+    if (saved == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t s = 0; s < sink->ncols; s++) {
+        saved[3 * s] = sink->cols[s].data.len;
+        saved[3 * s + 1] = sink->cols[s].offsets.len;
+        saved[3 * s + 2] = sink->cols[s].nulls;
+    }
+    Cursor c = {(const unsigned char *)buf.buf + start, (const unsigned char *)buf.buf + end};
+    int failed = 0;
+    while (c.p < c.end && !failed) {
+        failed = arrow_image(self, sink, &c, present.buf, written) < 0;
+        if (!failed && update) failed = arrow_image(self, sink, &c, present2.buf, written) < 0;
+    }
+    if (failed) {
+        for (Py_ssize_t s = 0; s < sink->ncols; s++) {
+            SinkColumn *sc = &sink->cols[s];
+            sc->offsets.len = saved[3 * s + 1];
+            sc->nulls = saved[3 * s + 2];
+            bit_truncate(&sc->valid, length0);
+            if (sc->layout == L_BOOL) bit_truncate(&sc->data, length0);
+            else sc->data.len = saved[3 * s];
+        }
+        sink->length = length0;
+    } else {
+        result = PyLong_FromSsize_t(sink->length - length0);
+    }
+    PyMem_Free(saved);
+done:
+    PyMem_Free(written);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&present);
+    if (update && present2.obj) PyBuffer_Release(&present2);
+    return result;
+}
+
+/* The labels' UTF-8 bytes (cached by the str objects, which the plan keeps alive). */
+static int label_cache(Column *col) {
+    Py_ssize_t n = PyTuple_GET_SIZE(col->labels);
+    col->label_utf8 = PyMem_Calloc(n ? n : 1, sizeof(const char *));
+    col->label_len = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    if (col->label_utf8 == NULL || col->label_len == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *label = PyTuple_GET_ITEM(col->labels, i);
+        if (!PyUnicode_Check(label)) {
+            PyErr_SetString(PyExc_TypeError, "ENUM/SET labels must be str");
+            return -1;
+        }
+        col->label_utf8[i] = PyUnicode_AsUTF8AndSize(label, &col->label_len[i]);
+        if (col->label_utf8[i] == NULL) return -1;
+    }
+    return 0;
+}
+
+static void free_columns(Column *columns, Py_ssize_t n) {
+    if (columns == NULL) return;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyMem_Free(columns[i].label_utf8);
+        PyMem_Free(columns[i].label_len);
+    }
+    PyMem_Free(columns);
+}
+
 static int Decoder_init(DecoderObject *self, PyObject *args, PyObject *kwds) {
     PyObject *plan, *decimal;
     Py_ssize_t width;
@@ -495,7 +1260,7 @@ static int Decoder_init(DecoderObject *self, PyObject *args, PyObject *kwds) {
         if (!PyTuple_Check(entry) ||
             !PyArg_ParseTuple(entry, "iiii|O!", &col->kind, &col->out, &col->a, &col->b,
                               &PyTuple_Type, &labels)) {
-            PyMem_Free(columns);
+            free_columns(columns, i);
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "bad plan entry");
             return -1;
         }
@@ -523,13 +1288,17 @@ static int Decoder_init(DecoderObject *self, PyObject *args, PyObject *kwds) {
             break;
         }
         if (bad) {
-            PyMem_Free(columns);
+            free_columns(columns, i);
             PyErr_Format(PyExc_ValueError, "invalid plan entry %zd", i);
             return -1;
         }
         col->labels = labels;
+        if (labels != NULL && label_cache(col) < 0) {
+            free_columns(columns, i + 1);
+            return -1;
+        }
     }
-    PyMem_Free(self->columns);
+    free_columns(self->columns, self->ncolumns);
     self->columns = columns;
     self->ncolumns = n;
     self->width = width;
@@ -543,7 +1312,7 @@ static int Decoder_init(DecoderObject *self, PyObject *args, PyObject *kwds) {
 }
 
 static void Decoder_dealloc(DecoderObject *self) {
-    PyMem_Free(self->columns);
+    free_columns(self->columns, self->ncolumns);
     Py_XDECREF(self->plan);
     Py_XDECREF(self->decimal);
     Py_XDECREF(self->utc);
@@ -555,6 +1324,11 @@ static PyMethodDef Decoder_methods[] = {
      "decode(buf, start, end, present, present2=None) -> list of row tuples.\n"
      "Rows of one rows event body buf[start:end]; with present2 (updates) the list\n"
      "alternates before and after images."},
+    {"layout", (PyCFunction)Decoder_layout, METH_NOARGS,
+     "layout() -> the Arrow layout code per output slot, or None (no Arrow output)"},
+    {"decode_into", (PyCFunction)Decoder_decode_into, METH_VARARGS,
+     "decode_into(sink, buf, start, end, present, present2=None) -> images appended.\n"
+     "decode()'s row images written into the Sink's Arrow buffers instead of tuples."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -579,7 +1353,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__rowdecode(void) {
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL) return NULL;
-    if (PyType_Ready(&DecoderType) < 0) return NULL;
+    if (PyType_Ready(&DecoderType) < 0 || PyType_Ready(&SinkType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     Py_INCREF(&DecoderType);
@@ -588,6 +1362,12 @@ PyMODINIT_FUNC PyInit__rowdecode(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyModule_AddIntConstant(m, "ABI", 1);
+    Py_INCREF(&SinkType);
+    if (PyModule_AddObject(m, "Sink", (PyObject *)&SinkType) < 0) {
+        Py_DECREF(&SinkType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "ABI", 2);
     return m;
 }

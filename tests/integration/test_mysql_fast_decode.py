@@ -14,14 +14,17 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.binlog import read_changes
+from sparkcdc.connectors.mysql.binlog import read_change_blocks, read_changes
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.rowdecode import FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSinks
+from sparkcdc.connectors.mysql.types import arrow_type
 from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import RowChange
 from sparkcdc.core.table import TableId
@@ -48,11 +51,53 @@ def both(
     tables: Mapping[TableId, CapturedTable],
     start: BinlogPosition,
     end: BinlogPosition,
+    coverage_reasons: Mapping[TableId, str] | None = None,
 ) -> tuple[list[RowChange], list[RowChange]]:
+    """Both decoders' changes; also checks the Arrow output of every table not named in
+    ``coverage_reasons`` (tables whose table maps the compiled plan leaves to Python)."""
+    coverage_reasons = coverage_reasons or {}
     server_id = 7000 + secrets.randbelow(2000)
     fast = list(read_changes(config, tables, start, end, server_id, decoder="fast"))
     reference = list(read_changes(config, tables, start, end, server_id, decoder="reference"))
+    arrow = assert_arrow_equals_reference(config, tables, start, end, server_id, reference)
+    covered = [t for t in tables if not coverage_reasons.get(t)]
+    assert arrow == len(covered), "every compiled table map has Arrow output"
     return fast, reference
+
+
+def assert_arrow_equals_reference(
+    config: MySqlSourceConfig,
+    tables: Mapping[TableId, CapturedTable],
+    start: BinlogPosition,
+    end: BinlogPosition,
+    server_id: int,
+    reference: Sequence[RowChange],
+) -> int:
+    """The Arrow output (decode_into column sinks) equals pa.array of the reference
+    decoder's row images, in the tables' Arrow types, image for image. Returns how many
+    tables went to Arrow (the others' table maps take the reference path)."""
+    types = {t: [arrow_type(c) for c in table.columns] for t, table in tables.items()}
+    sinks = ColumnSinks(types)
+    got: dict[TableId, list[pa.Array]] = {}
+    blocks = list(read_change_blocks(config, tables, start, end, server_id, sinks=sinks))
+    for t in tables:
+        mine = [b for b in blocks if b.table == t]
+        if mine and all(b.sunk is not None for b in mine):
+            got[t] = sinks.take(t)
+    for t, arrays in got.items():
+        images = [
+            image
+            for change in reference
+            if change.table == t
+            for image in (change.before, change.after)
+            if image is not None
+        ]
+        struct_type = pa.struct([pa.field(f"c{i}", ty) for i, ty in enumerate(types[t])])
+        expected = pa.array(images, struct_type).flatten()
+        for column, (a, e) in enumerate(zip(arrays, expected, strict=True)):
+            a.validate(full=True)
+            assert a.equals(e), (tables[t].columns[column].name, a, e)
+    return len(got)
 
 
 def typed(value: Any) -> Any:
@@ -229,6 +274,6 @@ def test_uncovered_types_fall_back_to_reference(mariadb: EmbeddedMariaDB, mysql_
     end = position(mariadb)
     assert "ucs2" in coverage(mariadb, table, start).get("fb", "")
     config = config_for(mariadb, mysql_db, "fb")
-    fast, reference = both(config, {table.table_id: table}, start, end)
+    fast, reference = both(config, {table.table_id: table}, start, end, {table.table_id: "ucs2"})
     assert [c.after for c in fast] == [(1, "äb", 5), (2, None, None)]
     assert_same_changes(fast, reference)

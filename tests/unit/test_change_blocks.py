@@ -4,6 +4,7 @@ changelog and the multi-table envelope, with every metadata column."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 from decimal import Decimal
@@ -89,6 +90,14 @@ def test_changelog_block_batch_equals_change_batch(seed: int, metadata: tuple[st
     assert fast.schema == reference.schema
     assert fast.to_pylist() == reference.to_pylist()
     assert fast.equals(reference)
+    # the same blocks with their images already in Arrow columns (the decoder's sinks)
+    sunk = [dataclasses.replace(b, images=[], sunk=len(b.images)) for b in blocks]
+    rows = [image for b in blocks for image in b.images]
+    struct_type = pa.struct([pa.field(f"c{i}", f.type) for i, f in enumerate(FIELDS)])
+    data = pa.array(rows, struct_type).flatten()
+    assert builder.block_batch(sunk, data).equals(reference)
+    with pytest.raises(ValueError, match="images"):
+        builder.block_batch(sunk, [a.slice(1) for a in data])
 
 
 @pytest.mark.parametrize("metadata", [(), ALL_METADATA])

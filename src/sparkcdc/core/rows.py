@@ -43,6 +43,10 @@ class ChangeBlock:
     ``images`` are the after images of an insert, the before images of a delete, and
     alternate before/after for an update. Row *i* of the block has version ``version + i``;
     every row shares the event's ``timestamp``/``file``/``pos``/``gtid``.
+
+    ``sunk`` is set when the decoder wrote the images into the table's Arrow column buffers
+    instead (this many; ``images`` is then empty): the consumer takes the columns from
+    there, for every block since its last batch.
     """
 
     table: TableId
@@ -53,13 +57,22 @@ class ChangeBlock:
     file: str = ""
     pos: int = 0
     gtid: str = ""
+    sunk: int | None = None
+
+    @property
+    def image_count(self) -> int:
+        """Row images (an update's before and after are two), wherever they are."""
+        return len(self.images) if self.sunk is None else self.sunk
 
     def __len__(self) -> int:
         """Row changes in the block (an update counts once)."""
-        return len(self.images) // 2 if self.kind == "update" else len(self.images)
+        n = self.image_count
+        return n // 2 if self.kind == "update" else n
 
     def changes(self) -> Iterator[RowChange]:
         """The block as one :class:`RowChange` per row (the per-row path)."""
+        if self.sunk is not None:
+            raise ValueError("the block's images are in Arrow column buffers, not tuples")
         images, base = self.images, self.version
         rest = (self.timestamp, self.file, self.pos, self.gtid)
         if self.kind == "update":

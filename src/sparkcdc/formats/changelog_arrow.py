@@ -80,7 +80,7 @@ class ChunkRows:
     """Snapshot rows; ``text_columns`` are still text (see :class:`TextColumn`).
 
     A reader that already has the table's columns in Arrow, in exactly the declared types
-    (the connectorx reader), passes them as ``columns`` and no ``rows``: they go to Spark
+    (the native reader), passes them as ``columns`` and no ``rows``: they go to Spark
     without a Python value per cell.
     """
 
@@ -169,11 +169,10 @@ class _Columns:
         self.seconds: list[int] = []
         self.block_of: list[int] = []  # block index per row, for per-event metadata
         for i, block in enumerate(blocks):
-            images = block.images
-            n = len(images)
+            n = block.image_count
             if not n:
                 continue
-            self.rows += images
+            self.rows += block.images  # empty when the images are in Arrow buffers
             self.seconds += [block.timestamp] * n
             if per_block:
                 self.block_of += [i] * n
@@ -313,11 +312,28 @@ class ChangelogBatchBuilder:
         stamps = [_utc(c.timestamp) for c in sources]
         return self._batch(rows, kinds, versions, stamps, sources)
 
-    def block_batch(self, blocks: Sequence[ChangeBlock]) -> pa.RecordBatch:
+    @property
+    def data_types(self) -> list[pa.DataType]:
+        """The table's own columns' Arrow types (what a decoder writing Arrow must match)."""
+        return [self.schema.field(i).type for i in range(self.data_width)]
+
+    def block_batch(
+        self, blocks: Sequence[ChangeBlock], data: Sequence[pa.Array] | None = None
+    ) -> pa.RecordBatch:
         """Every change of ``blocks`` (all emitted: a table whose snapshot is done), built
-        column by column (:class:`_Columns`): the log partition's hot path."""
+        column by column (:class:`_Columns`): the log partition's hot path. ``data`` are
+        the table's columns already in Arrow when the blocks' images were decoded into
+        column buffers (``ChangeBlock.sunk``), one value per image in block order."""
         columns = _Columns(blocks, per_block=bool(self.metadata))
-        arrays = self._data_arrays(columns.rows)
+        if data is None:
+            arrays = self._data_arrays(columns.rows)
+        else:
+            if len(data) != self.data_width or any(len(a) != len(columns.codes) for a in data):
+                raise ValueError(
+                    f"{len(data)} Arrow columns do not hold the blocks' {len(columns.codes)} "
+                    f"images of {self.data_width} columns"
+                )
+            arrays = list(data)
         arrays.append(columns.kinds([k.value for k in _KINDS]))
         arrays.append(pa.array(columns.versions, pa.int64()))
         arrays.append(columns.stamps())

@@ -26,6 +26,7 @@ from sparkcdc.connectors.mysql.connection import (
 )
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.rowdecode import FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSink, ColumnSinks
 from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
 from sparkcdc.core.position import POS_BITS, BinlogPosition, file_index
@@ -98,19 +99,33 @@ class FastPath:
         self._decoders[event.table_id] = (mapped, fast)
         return fast
 
-    def rows(self, event: Any, fast: FastRowDecoder, update: bool) -> list[Row] | None:
-        """The event's row images (alternating before/after for updates), or None when the
+    @staticmethod
+    def _body(event: Any) -> tuple[bytes, int, int] | None:
+        """The rows event's row images as (packet bytes, start, end), or None when the
         library's packet is not positioned where expected (then the reference path reads)."""
         wrapper = event.packet
         packet = wrapper.packet
         start = packet._position
         if start != _EVENT_HEADER + wrapper.read_bytes or not event.complete:
             return None
-        end = _EVENT_HEADER + event.event_size
+        return packet.get_all_data(), start, _EVENT_HEADER + event.event_size
+
+    def rows(self, event: Any, fast: FastRowDecoder, update: bool) -> list[Row] | None:
+        """The event's row images (alternating before/after for updates), or None (see
+        :meth:`_body`)."""
+        body = self._body(event)
+        if body is None:
+            return None
         present2 = event.columns_present_bitmap2 if update else None
-        return fast.decode(
-            packet.get_all_data(), start, end, event.columns_present_bitmap, present2
-        )
+        return fast.decode(*body, event.columns_present_bitmap, present2)
+
+    def into(self, event: Any, fast: FastRowDecoder, update: bool, sink: ColumnSink) -> int | None:
+        """:meth:`rows` written into ``sink``'s Arrow buffers; the number of images."""
+        body = self._body(event)
+        if body is None:
+            return None
+        present2 = event.columns_present_bitmap2 if update else None
+        return fast.decode_into(sink, *body, event.columns_present_bitmap, present2)
 
 
 def read_changes(
@@ -136,9 +151,16 @@ def read_change_blocks(
     end: BinlogPosition,
     server_id: int,
     decoder: DecoderChoice = "fast",
+    sinks: ColumnSinks | None = None,
+    skip: int = 0,
 ) -> Iterator[ChangeBlock]:
     """:func:`read_changes` one rows event at a time: the decoder's row list as it is, so
-    the executor builds Arrow columns without an object per row."""
+    the executor builds Arrow columns without an object per row.
+
+    With ``sinks``, events of its tables that the compiled decoder covers go straight into
+    the table's Arrow column buffers (blocks with ``sunk`` set, no tuples). The first
+    ``skip`` blocks are not decoded nor yielded (a retry resuming after what it delivered).
+    """
     if not tables or end <= start:
         return
     from pymysql.err import OperationalError
@@ -175,6 +197,7 @@ def read_change_blocks(
     end_key = end.key
     gtid = start.gtid
     table_ids: dict[tuple[str, str], TableId] = {}
+    index = -1  # of the block this event makes
     try:
         for event in stream:
             if isinstance(event, RotateEvent):
@@ -195,6 +218,9 @@ def read_change_blocks(
             row_decoder = decoders.get(table_id)
             if row_decoder is None:
                 continue
+            index += 1
+            if index < skip:
+                continue
             event_start = event_end - event.packet.event_size
             base = (file_index(file) << POS_BITS) | event_start
             timestamp = int(event.timestamp)
@@ -202,6 +228,19 @@ def read_change_blocks(
             images: list[Row] | None = None
             if fast_path is not None and kind is not None:
                 fast = fast_path.decoder(event, table_id)
+                if fast is not None and sinks is not None and table_id in sinks.types:
+                    layout = fast.arrow_layout(sinks.types[table_id])
+                    sink = sinks.sink_for(table_id, layout)
+                    sunk = (
+                        None
+                        if sink is None
+                        else fast_path.into(event, fast, kind == "update", sink)
+                    )
+                    if sunk is not None:
+                        yield ChangeBlock(
+                            table_id, kind, [], base, timestamp, file, event_start, gtid, sunk
+                        )
+                        continue
                 if fast is not None:
                     images = fast_path.rows(event, fast, kind == "update")
             if images is None:
@@ -256,22 +295,21 @@ def read_blocks_with_retries(
     end: BinlogPosition,
     server_id: int,
     decoder: DecoderChoice = "fast",
+    sinks: ColumnSinks | None = None,
 ) -> Iterator[ChangeBlock]:
     """:func:`read_change_blocks`, surviving lost connections: a bounded range reads the
     same events in the same order every time, so a retry re-reads it and skips the blocks
-    (rows events) already delivered. Gives up after ``connect.max-retries``; never skips a
-    change."""
+    (rows events) already delivered, without decoding them (nothing reaches ``sinks``
+    twice). Gives up after ``connect.max-retries``; never skips a change."""
     from pymysql.err import OperationalError
 
     delivered = 0
     attempt = 0
     while True:
         try:
-            for index, block in enumerate(
-                read_change_blocks(config, tables, start, end, server_id, decoder)
+            for block in read_change_blocks(
+                config, tables, start, end, server_id, decoder, sinks, skip=delivered
             ):
-                if index < delivered:
-                    continue
                 delivered += 1
                 yield block
             return

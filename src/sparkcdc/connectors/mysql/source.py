@@ -35,6 +35,7 @@ from sparkcdc.connectors.mysql.positions import (
     ensure_available,
     gtid_at,
 )
+from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSinks
 from sparkcdc.connectors.mysql.snapshot_reader import batch_rows, read_chunks
 from sparkcdc.connectors.mysql.types import arrow_type
 from sparkcdc.connectors.mysql.validation import validate_server
@@ -347,8 +348,9 @@ class MySqlCdcSource:
         """One log partition's changes as Arrow batches of at least ``batch_rows`` rows
         (Spark pays per batch). This is the executor's hot path after decoding: a table
         whose snapshot is done takes whole rows events (``ChangeBlock``) straight into
-        Arrow columns (``block_batch``), with no object or key test per row; a table whose
-        snapshot is running goes change by change through the key predicate."""
+        Arrow columns (``block_batch``), with no object or key test per row; for the typed
+        changelog the decoder writes those columns itself (``ColumnSinks``, no tuples). A
+        table whose snapshot is running goes change by change through the key predicate."""
         live = spec.tables
         builders = {t: self._builder(table, spec.envelope) for t, table in live.items()}
         emitted = {
@@ -359,17 +361,38 @@ class MySqlCdcSource:
         counts = dict.fromkeys(live, 0)
         pending: dict[TableId, list[tuple[RowChange, Emitted]]] = {t: [] for t in live}
         size = batch_rows(self.config)
-        stream = read_blocks_with_retries(self.config, live, spec.start, spec.end, spec.server_id)
+        # done tables of the typed changelog: the decoder writes Arrow buffers, no tuples
+        typed = {
+            t: b.data_types
+            for t, b in builders.items()
+            if t in done and isinstance(b, ChangelogBatchBuilder)
+        }
+        sinks = ColumnSinks(typed) if typed else None
+
+        def batch(table: TableId) -> pa.RecordBatch:
+            out, builder = blocks[table], builders[table]
+            if sinks is not None and out[0].sunk is not None:
+                assert isinstance(builder, ChangelogBatchBuilder)  # only these get sinks
+                built = builder.block_batch(out, sinks.take(table))
+            else:
+                built = builder.block_batch(out)
+            out.clear()
+            counts[table] = 0
+            return built
+
+        stream = read_blocks_with_retries(
+            self.config, live, spec.start, spec.end, spec.server_id, sinks=sinks
+        )
         for block in stream:
             table = block.table
             if table in done:
                 out = blocks[table]
+                if out and (out[-1].sunk is None) != (block.sunk is None):
+                    yield batch(table)  # a batch's images are all tuples or all in the sink
                 out.append(block)
-                counts[table] += len(block.images)
+                counts[table] += block.image_count
                 if counts[table] >= size:
-                    yield builders[table].block_batch(out)
-                    out.clear()
-                    counts[table] = 0
+                    yield batch(table)
                 continue
             rows = pending[table]
             predicate = emitted[table]
@@ -382,7 +405,7 @@ class MySqlCdcSource:
                 rows.clear()
         for t in live:
             if blocks[t]:
-                yield builders[t].block_batch(blocks[t])
+                yield batch(t)
             if pending[t]:
                 yield builders[t].change_batch(pending[t])
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.rowdecode.plan import Plan, WireColumn, build_plan
 from sparkcdc.core.rows import Row
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSink, Layout
 
 try:
     from sparkcdc.connectors.mysql.rowdecode import _rowdecode  # type: ignore[attr-defined]
@@ -34,6 +39,7 @@ class FastRowDecoder:
         self.plan: Plan = build_plan(wire, table)
         self.ncolumns = len(wire)
         self._decoder: Any = None
+        self._layouts: dict[tuple[Any, ...], Layout | None] = {}
         if self.plan.entries is not None:
             if _rowdecode is None:
                 self.plan = Plan(None, self.plan.width, f"no compiled decoder: {IMPORT_ERROR}")
@@ -56,6 +62,35 @@ class FastRowDecoder:
         events) the list alternates before and after images."""
         rows: list[Row] = self._decoder.decode(buf, start, end, present, present2)
         return rows
+
+    def arrow_layout(self, types: Sequence[pa.DataType]) -> Layout | None:
+        """The C code's Arrow layout per output column when it writes exactly ``types``
+        (the table's Arrow types) for every column; None: only :meth:`decode` applies."""
+        key = tuple(types)
+        if key not in self._layouts:
+            from sparkcdc.connectors.mysql.rowdecode.arrow import entry_matches
+
+            layout: Layout | None = None
+            entries = self.plan.entries
+            if self._decoder is not None and entries is not None and len(types) == self.plan.width:
+                matches = all(e[1] < 0 or entry_matches(e, types[e[1]]) for e in entries)
+                layout = self._decoder.layout() if matches else None
+            self._layouts[key] = layout
+        return self._layouts[key]
+
+    def decode_into(
+        self,
+        sink: ColumnSink,
+        buf: bytes,
+        start: int,
+        end: int,
+        present: bytes,
+        present2: bytes | None = None,
+    ) -> int:
+        """:meth:`decode`'s row images appended to ``sink``'s Arrow buffers; returns how
+        many. On an error nothing of this event stays in the sink."""
+        count: int = self._decoder.decode_into(sink._sink, buf, start, end, present, present2)
+        return count
 
 
 __all__ = ["AVAILABLE", "FastRowDecoder", "Plan", "WireColumn", "build_plan"]
