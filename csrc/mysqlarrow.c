@@ -247,6 +247,19 @@ static int64_t days_from_civil(int y, int m, int d) {
     return era * 146097 + doe - 719468;
 }
 
+/* Days since 1970-01-01 of the first of each month of the years most data lives in: a
+   table lookup instead of days_from_civil's divisions (dates are a large share of the
+   parse time of a typical row). */
+#define LUT_FIRST_YEAR 1900
+#define LUT_YEARS 300
+static int32_t month_starts[LUT_YEARS][12];
+
+static void init_month_starts(void) {
+    for (int y = 0; y < LUT_YEARS; y++)
+        for (int m = 0; m < 12; m++)
+            month_starts[y][m] = (int32_t)days_from_civil(LUT_FIRST_YEAR + y, m + 1, 1);
+}
+
 /* 'YYYY-MM-DD' -> days; 1 for dates Python cannot hold (zero dates, day 31 of a 30-day
    month under ALLOW_INVALID_DATES, year 0): those become NULL, like the classic reader. */
 static int parse_date(const char *s, unsigned long len, int64_t *days) {
@@ -254,7 +267,10 @@ static int parse_date(const char *s, unsigned long len, int64_t *days) {
     if (len < 10 || s[4] != '-' || s[7] != '-') return -1;
     if (digits_at(s, 4, &y) || digits_at(s + 5, 2, &m) || digits_at(s + 8, 2, &d)) return -1;
     if (y < 1 || m < 1 || m > 12 || d < 1 || d > month_days(y, m)) return 1;
-    *days = days_from_civil(y, m, d);
+    if (y >= LUT_FIRST_YEAR && y < LUT_FIRST_YEAR + LUT_YEARS)
+        *days = month_starts[y - LUT_FIRST_YEAR][m - 1] + d - 1;
+    else
+        *days = days_from_civil(y, m, d);
     return 0;
 }
 
@@ -805,6 +821,7 @@ PyMODINIT_FUNC PyInit__mysqlarrow(void) {
     if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&ResultType) < 0 ||
         PyType_Ready(&ConnectionType) < 0)
         return NULL;
+    init_month_starts();
     if (mysql_library_init(0, NULL, NULL)) {
         PyErr_SetString(PyExc_ImportError, "mysql_library_init failed");
         return NULL;
