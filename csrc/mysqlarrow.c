@@ -10,6 +10,7 @@
  *
  * The connection is our own (not mysqlclient's) so that the same session can open the
  * consistent-snapshot transaction, report its binlog position and stream the chunk rows.
+ * TLS is libmariadb's: enforced when asked for, optionally verifying the server.
  * Errors raise _mysqlarrow.Error(code, message): the MySQL error code first, like
  * mysqlclient, so the Python retry logic treats both alike. The GIL is released while
  * waiting on the network and while parsing.
@@ -470,13 +471,18 @@ static int check_open(ConnectionObject *self) {
     return 0;
 }
 
+/* TLS modes, as the jdbc.properties.sslMode option names them (config.SSL_MODES). */
+enum { TLS_OFF = 0, TLS_REQUIRED = 1, TLS_VERIFY = 2 };
+
 static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"host", "port", "user", "password", "connect_timeout",
-                             "read_timeout", NULL};
-    const char *host, *user, *password;
+                             "read_timeout", "tls", "ssl_ca", "ssl_cert", "ssl_key", NULL};
+    const char *host, *user, *password, *ca = NULL, *cert = NULL, *key = NULL;
     unsigned int port, connect_timeout = 10, read_timeout = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sIss|II", kwlist, &host, &port, &user,
-                                     &password, &connect_timeout, &read_timeout))
+    int tls = TLS_OFF;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sIss|IIizzz", kwlist, &host, &port, &user,
+                                     &password, &connect_timeout, &read_timeout, &tls, &ca,
+                                     &cert, &key))
         return -1;
     if (self->mysql) {
         mysql_close(self->mysql);
@@ -493,6 +499,13 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
         mysql_optionsv(mysql, MYSQL_OPT_WRITE_TIMEOUT, &read_timeout);
     }
     mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    if (tls != TLS_OFF) {
+        /* TLS or no connection: never a silent fall back to clear text */
+        my_bool on = 1, verify = tls == TLS_VERIFY;
+        mysql_ssl_set(mysql, key, cert, ca, NULL, NULL);
+        mysql_optionsv(mysql, MYSQL_OPT_SSL_ENFORCE, &on);
+        mysql_optionsv(mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+    }
     MYSQL *ok;
     Py_BEGIN_ALLOW_THREADS
     ok = mysql_real_connect(mysql, host, user, password, NULL, port, NULL, 0);
@@ -504,6 +517,14 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
     }
     self->mysql = mysql;
     return 0;
+}
+
+/* cipher() -> the TLS cipher of the session, None in clear text. */
+static PyObject *Connection_cipher(ConnectionObject *self, PyObject *unused) {
+    if (check_open(self)) return NULL;
+    const char *cipher = mysql_get_ssl_cipher(self->mysql);
+    if (cipher == NULL) Py_RETURN_NONE;
+    return PyUnicode_FromString(cipher);
 }
 
 static void Connection_dealloc(ConnectionObject *self) {
@@ -797,6 +818,8 @@ static PyMethodDef Connection_methods[] = {
      "escape(text) -> text escaped for a quoted SQL literal."},
     {"stream", (PyCFunction)Connection_stream, METH_VARARGS,
      "stream(sql, kinds, scales, batch_rows) -> Result of Arrow column buffers."},
+    {"cipher", (PyCFunction)Connection_cipher, METH_NOARGS,
+     "cipher() -> the session's TLS cipher, or None in clear text."},
     {"close", (PyCFunction)Connection_close, METH_NOARGS, "Close the connection."},
     {NULL, NULL, 0, NULL},
 };
@@ -809,7 +832,9 @@ static PyTypeObject ConnectionType = {
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Connection_init,
     .tp_methods = Connection_methods,
-    .tp_doc = "Connection(host, port, user, password, connect_timeout=10, read_timeout=0)",
+    .tp_doc = "Connection(host, port, user, password, connect_timeout=10, read_timeout=0, "
+              "tls=0, ssl_ca=None, ssl_cert=None, ssl_key=None); tls: 0 off, 1 required, "
+              "2 verify the server's certificate and name",
 };
 
 static struct PyModuleDef moduledef = {

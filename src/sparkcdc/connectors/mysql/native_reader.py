@@ -94,8 +94,6 @@ def column_kind(column: MySqlColumn) -> Kind:
 
 def native_unsupported(config: MySqlSourceConfig) -> str | None:
     """Why the native reader cannot be used (None: it can). It reads every column type."""
-    if config.tls:
-        return "TLS ('jdbc.properties.ssl*') is not passed to the native reader yet"
     try:
         from sparkcdc.connectors.mysql import _mysqlarrow  # noqa: F401
     except ImportError as exc:  # a broken build: the Python readers still work
@@ -164,6 +162,26 @@ class _Cursor:
         return self.rows
 
 
+#: ``jdbc.properties.sslMode`` -> the C connection's TLS level: 0 clear text, 1 TLS
+#: required, 2 TLS verifying the server's certificate *and* name (libmariadb checks both, as
+#: it does for mysqlclient's VERIFY_CA). ``preferred`` is required, as for binlog reads:
+#: data is never read in clear text when TLS was asked for.
+TLS_LEVELS = {"disabled": 0, "preferred": 1, "required": 1, "verify_ca": 2, "verify_identity": 2}
+
+
+def tls_arguments(config: MySqlSourceConfig) -> dict[str, Any]:
+    """The ``jdbc.properties.ssl*`` options as ``_mysqlarrow.Connection`` arguments."""
+    tls = config.tls
+    if not tls:
+        return {}
+    return {
+        "tls": TLS_LEVELS[tls.get("sslMode", "required").lower()],
+        "ssl_ca": tls.get("sslCa"),
+        "ssl_cert": tls.get("sslCert"),
+        "ssl_key": tls.get("sslKey"),
+    }
+
+
 def connect_native(config: MySqlSourceConfig) -> NativeConnection:
     """A libmariadb session in UTC, retried and with errors scrubbed like ``connect``."""
     from sparkcdc.connectors.mysql import _mysqlarrow
@@ -175,6 +193,7 @@ def connect_native(config: MySqlSourceConfig) -> NativeConnection:
             config.username,
             config.password.reveal(),
             connect_timeout=max(1, int(config.connect_timeout)),
+            **tls_arguments(config),
         )
         raw.query("SET time_zone = '+00:00'")
         return NativeConnection(raw)

@@ -83,8 +83,8 @@ def native_batch_rows(config: MySqlSourceConfig) -> int:
 
 def reader_for(config: MySqlSourceConfig) -> str:
     """``native`` or ``classic``, by option ``scan.snapshot.reader``: ``auto`` takes the
-    native reader (C, every column type) unless TLS is configured or its extension is not
-    built; the reason is logged once."""
+    native reader (C, every column type) unless its extension is not built (a broken
+    install; the reason is logged once)."""
     if config.snapshot_reader == "classic":
         return "classic"
     why_not = native_unsupported(config)
