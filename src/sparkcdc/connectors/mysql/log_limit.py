@@ -102,13 +102,30 @@ def _result(
 
 # -- splitting a batch's log range for parallel decoding ------------------------------------
 
-#: A log partition below this many bytes of binlog is not split. A Spark task costs ~35 ms
-#: (STACK-NOTES); 2 MiB of row events is ~25 k row changes, ~0.15-0.2 s of CPU end to end
-#: (Python worker + JVM, ~7 us per change measured by benchmarks/binlog.py), so the task
-#: costs < 20 %, while a batch of 4-8 MiB left in one piece would leave a second core idle.
+#: A log range below twice this many bytes of binlog is not split (2 MiB of row events is
+#: ~25 k row changes, ~0.1 s of CPU end to end).
 MIN_PIECE_BYTES = 2 << 20
+#: Above that, pieces of about this size: every Spark task costs ~35 ms of CPU (JVM and
+#: Python worker, STACK-NOTES), which at 2 MiB pieces was ~0.5-0.8 us per change, a tenth
+#: of the whole capture's CPU (benchmarks.binlog --keep-up, 8 vs 2 pieces per 1-s batch).
+#: A 16 MiB piece (~0.7 s of CPU) pays ~5 %; any splittable range still gets two pieces
+#: so two cores decode it.
+TARGET_PIECE_BYTES = 16 << 20
 #: At most this many log partitions per batch (each is a binlog connection with its own id).
 MAX_LOG_PIECES = 8
+
+
+def piece_count(
+    total: int,
+    max_pieces: int = MAX_LOG_PIECES,
+    min_piece_bytes: int = MIN_PIECE_BYTES,
+    target_piece_bytes: int = TARGET_PIECE_BYTES,
+) -> int:
+    """How many pieces a log range of ``total`` bytes is split into: 1 below two minimal
+    pieces, else ``total / target_piece_bytes``, at least 2 and at most ``max_pieces``."""
+    if total < 2 * max(1, min_piece_bytes):
+        return 1
+    return max(1, min(max_pieces, max(2, total // max(1, target_piece_bytes))))
 
 
 def range_bytes(conn: Any, start: BinlogPosition, end: BinlogPosition) -> int:
@@ -170,8 +187,8 @@ def split_log(
     max_pieces: int = MAX_LOG_PIECES,
     min_piece_bytes: int = MIN_PIECE_BYTES,
 ) -> list[BinlogPosition]:
-    """Cut points splitting ``(start, end]`` into at most ``max_pieces`` sub-ranges of at
-    least ``min_piece_bytes`` each, at transaction boundaries (after ``Xid``/``COMMIT`` or a
+    """Cut points splitting ``(start, end]`` into :func:`piece_count` sub-ranges of about
+    equal size, at transaction boundaries (after ``Xid``/``COMMIT`` or a
     standalone DDL), so every piece begins with its transaction's GTID and ``Table_map``
     events. Returns ``[start, cut1, ..., end]``.
 
@@ -181,7 +198,7 @@ def split_log(
     file from its start on every call (~50 ms of server CPU at 380 MB into a file).
     """
     total = range_bytes(conn, start, end)
-    pieces = min(max_pieces, total // max(1, min_piece_bytes))
+    pieces = piece_count(total, max_pieces, min_piece_bytes)
     if pieces < 2:
         return [start, end]
     target = total / pieces
