@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkcdc.core.errors import SparkCdcError
-from sparkcdc.core.gtid import MariaDbGtid, MariaDbGtidPosition, MySqlGtidSet
+from sparkcdc.core.gtid import (
+    InterleavedGtidError,
+    MariaDbGtid,
+    MariaDbGtidPosition,
+    MySqlGtidSet,
+    resume_index,
+)
 
 UUIDS = ["3e11fa47-71ca-11e1-9e33-c80aa9429562", "00000000-0000-0000-0000-000000000001"]
 numbers = st.sets(st.integers(1, 60), max_size=25)
@@ -68,3 +76,73 @@ def test_mariadb_positions() -> None:
         MariaDbGtidPosition.parse("0-1-1,0-2-2")
     with pytest.raises(SparkCdcError):
         MariaDbGtid.parse("0-1")
+
+
+# -- resuming after a MariaDB GTID position in a multi-domain binlog -------------------------
+
+domain_order = st.lists(st.integers(0, 2), min_size=0, max_size=30)
+
+
+def binlog_of(order: list[int]) -> list[MariaDbGtid]:
+    """Transactions in binlog order; each domain's sequence numbers grow from 1."""
+    seqs: dict[int, int] = {}
+    out = []
+    for domain in order:
+        seqs[domain] = seqs.get(domain, 0) + 1
+        out.append(MariaDbGtid(domain, 10 + domain, seqs[domain]))
+    return out
+
+
+def position_after(gtids: list[MariaDbGtid]) -> MariaDbGtidPosition:
+    position = MariaDbGtidPosition()
+    for gtid in gtids:
+        position = position.advance(gtid)
+    return position
+
+
+@given(domain_order, st.integers(0, 30))
+def test_a_position_taken_in_this_binlog_resumes_right_after_it(order: list[int], cut: int) -> None:
+    """@@gtid_binlog_pos after any prefix: resume exactly at the prefix's end."""
+    log = binlog_of(order)
+    cut = min(cut, len(log))
+    target = position_after(log[:cut])
+    assert resume_index(target, log) == (cut if cut < len(log) else None)
+
+
+@given(domain_order, st.data())
+def test_an_interleaved_position_is_refused_or_exact(order: list[int], data: st.DataObject) -> None:
+    """Any per-domain position: either resuming at the index delivers exactly the
+    transactions it does not include, or it is refused."""
+    log = binlog_of(order)
+    target = MariaDbGtidPosition(
+        {
+            d: MariaDbGtid(d, 10 + d, data.draw(st.integers(0, order.count(d))))
+            for d in sorted(set(order))
+            if data.draw(st.booleans())
+        }
+    )
+    wanted = [g for g in log if not target.includes(g)]
+    try:
+        index = resume_index(target, log)
+    except InterleavedGtidError:
+        assert any(
+            target.includes(log[j]) and not target.includes(log[i])
+            for i in range(len(log))
+            for j in range(i + 1, len(log))
+        )
+        return
+    assert (log[index:] if index is not None else []) == wanted
+
+
+def test_resume_reads_no_further_than_needed() -> None:
+    log = binlog_of([0, 1, 0, 1, 0, 0, 0])
+    read: list[MariaDbGtid] = []
+
+    def reading() -> Iterator[MariaDbGtid]:
+        for gtid in log:
+            read.append(gtid)
+            yield gtid
+
+    target = MariaDbGtidPosition({0: MariaDbGtid(0, 10, 1), 1: MariaDbGtid(1, 11, 1)})
+    assert resume_index(target, reading()) == 2
+    assert read == log[:4]  # both domains passed at index 3

@@ -67,6 +67,43 @@ class MariaDbGtidPosition:
         return ",".join(str(self.last[d]) for d in sorted(self.last))
 
 
+class InterleavedGtidError(SparkCdcError):
+    """A GTID position that no single binlog position starts exactly after."""
+
+
+def resume_index(target: MariaDbGtidPosition, gtids: Iterable[MariaDbGtid]) -> int | None:
+    """Index of the first transaction (in binlog order) that ``target`` does not include:
+    where a reader resumes after it; None if it includes them all.
+
+    A binlog position resumes *every* later transaction, so the start is only exact if no
+    transaction after it is included in ``target`` — which holds for a position taken on
+    this server (``@@gtid_binlog_pos``), but not, for instance, for one taken on a replica
+    that applied the domains in another order. That case raises InterleavedGtidError
+    instead of re-delivering transactions. Reading stops as soon as the answer is certain:
+    once every domain of ``target`` has a transaction past it (sequence numbers grow
+    within a domain), nothing later can be included.
+    """
+    start: int | None = None
+    first: MariaDbGtid | None = None
+    unpassed = set(target.last)
+    for i, gtid in enumerate(gtids):
+        if target.includes(gtid):
+            if first is not None:
+                raise InterleavedGtidError(
+                    f"GTID {gtid} is included in the position {target} but follows "
+                    f"{first}, which is not: the position's domains interleave differently "
+                    "in this binlog, so resuming from any binlog position would deliver "
+                    "transactions twice or lose some"
+                )
+            continue
+        if first is None:
+            start, first = i, gtid
+        unpassed.discard(gtid.domain)
+        if not unpassed:
+            break
+    return start
+
+
 def _merge(intervals: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     merged: list[tuple[int, int]] = []
     for start, end in sorted(intervals):

@@ -14,8 +14,14 @@ from typing import Any
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.connection import replication_settings
 from sparkcdc.connectors.mysql.positions import binlog_files, current_position, gtid_at
-from sparkcdc.core.errors import PositionLostError
-from sparkcdc.core.gtid import MariaDbGtid, MariaDbGtidPosition, MySqlGtidSet
+from sparkcdc.core.errors import PositionLostError, SourceConfigurationError
+from sparkcdc.core.gtid import (
+    InterleavedGtidError,
+    MariaDbGtid,
+    MariaDbGtidPosition,
+    MySqlGtidSet,
+    resume_index,
+)
 from sparkcdc.core.position import BinlogPosition
 
 
@@ -78,10 +84,25 @@ def position_for_gtid(
                 start_file = name
             else:
                 break
-        for tx in transaction_starts(config, start_file, server_id):
-            if not target.includes(MariaDbGtid.parse(tx.gtid)):
-                return BinlogPosition(tx.file, tx.pos, gtid_at(conn, tx.file, tx.pos))
-        return current_position(conn)
+        seen: list[TransactionStart] = []
+
+        def gtids() -> Iterator[MariaDbGtid]:
+            for tx in transaction_starts(config, start_file, server_id):
+                seen.append(tx)
+                yield MariaDbGtid.parse(tx.gtid)
+
+        try:
+            index = resume_index(target, gtids())
+        except InterleavedGtidError as exc:
+            raise SourceConfigurationError(
+                f"'scan.startup.specific-offset.gtid-set' {text}: {exc}. Use a GTID position "
+                "taken on this server (@@gtid_binlog_pos), or "
+                "'scan.startup.specific-offset.file'/'.pos'"
+            ) from None
+        if index is None:
+            return current_position(conn)
+        tx = seen[index]
+        return BinlogPosition(tx.file, tx.pos, gtid_at(conn, tx.file, tx.pos))
     mysql_target = MySqlGtidSet.parse(text)
     for tx in transaction_starts(config, files[0], server_id):
         uuid, _, number = tx.gtid.rpartition(":")
