@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.collation import CollationWeights, implicit_weight
+from sparkcdc.connectors.mysql.collation import CollationWeights, implicit_weight, is_no_pad
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.keys import chunk_key_order, row_key
@@ -177,10 +177,21 @@ def test_code_point_collations_need_no_server() -> None:
     config = _config()  # port 1: any attempt to connect would fail
     pad = chunk_key_order(_table(_text("k", "utf8mb4_bin"), key=("k",)), config)
     assert pad.sort_key("a\t") < pad.sort_key("a") == pad.sort_key("a ")
-    nopad = chunk_key_order(_table(_text("k", "utf8mb4_nopad_bin"), key=("k",)), config)
-    assert nopad.sort_key("a") < nopad.sort_key("a\t") < nopad.sort_key("a ")
+    for no_pad in ("utf8mb4_nopad_bin", "utf8mb4_0900_bin"):  # MariaDB, MySQL 8 (NO PAD)
+        nopad = chunk_key_order(_table(_text("k", no_pad), key=("k",)), config)
+        assert nopad.sort_key("a") < nopad.sort_key("a\t") < nopad.sort_key("a ")
     number = MySqlColumn("n", 2, "int", "int(11)")
     assert chunk_key_order(_table(number, key=("n",)), config) == KeyOrder()
+
+
+def test_pad_attribute_by_collation_name() -> None:
+    """MariaDB marks NO PAD collations by name; MySQL 8's UCA 9.0.0 ones are all NO PAD
+    (information_schema.COLLATIONS.PAD_ATTRIBUTE), MySQL cannot run here to ask."""
+    for name in ("utf8mb4_nopad_bin", "utf8mb4_unicode_nopad_ci", "utf8mb4_0900_ai_ci",
+                 "utf8mb4_de_pb_0900_as_cs", "utf8mb4_0900_bin"):  # fmt: skip
+        assert is_no_pad(name), name
+    for name in ("utf8mb4_bin", "utf8mb4_general_ci", "latin1_swedish_ci", "utf8mb4_unicode_ci"):
+        assert not is_no_pad(name), name
 
 
 def test_row_identity_follows_pad_space_of_binary_string_keys() -> None:

@@ -198,7 +198,7 @@ def extract_weights(conn: Any, charset: str, collation: str) -> CollationWeights
         rule = _units(rule, width)
     return CollationWeights(
         collation=collation,
-        pad="_nopad_" not in collation.lower(),
+        pad=not is_no_pad(collation),
         space=units[0x20],
         bmp=bmp,
         rule=rule,
@@ -354,13 +354,22 @@ class ServerCollation:
         return f"ServerCollation({self.collation})"
 
 
+def is_no_pad(collation: str) -> bool:
+    """Whether trailing spaces count in comparisons (NO PAD): MariaDB names such collations
+    ``*_nopad_*``; MySQL 8's UCA 9.0.0 collations (``utf8mb4_0900_ai_ci``,
+    ``utf8mb4_de_pb_0900_as_cs``, ``utf8mb4_0900_bin``...) are all NO PAD."""
+    name = collation.lower()
+    return "_nopad_" in name or "_0900_" in name
+
+
 def is_code_point_collation(charset: str | None, collation: str | None) -> bool:
-    """Whether the collation orders by code point (``utf8mb4_bin``, ``utf8mb4_nopad_bin``...).
+    """Whether the collation orders by code point (``utf8mb4_bin``, ``utf8mb4_nopad_bin``,
+    MySQL 8's ``utf8mb4_0900_bin``).
 
     ``latin1_bin`` is not: it orders by cp1252 byte, where ``€`` (0x80) precedes ``ÿ``.
     """
     cs, coll = (charset or "").lower(), (collation or "").lower()
-    return cs in CODE_POINT_CHARSETS and coll in (f"{cs}_bin", f"{cs}_nopad_bin")
+    return cs in CODE_POINT_CHARSETS and coll in (f"{cs}_bin", f"{cs}_nopad_bin", f"{cs}_0900_bin")
 
 
 def collation_key(
@@ -373,5 +382,5 @@ def collation_key(
     if collation is None or charset is None:  # not a string column after all
         return None
     if is_code_point_collation(charset, collation):
-        return None if "_nopad_" in collation.lower() else pad_space
+        return None if is_no_pad(collation) else pad_space
     return ServerCollation(config, charset, collation).load()
