@@ -40,6 +40,7 @@ class FastRowDecoder:
         self.ncolumns = len(wire)
         self._decoder: Any = None
         self._layouts: dict[tuple[Any, ...], Layout | None] = {}
+        self._last: tuple[Sequence[pa.DataType] | None, Layout | None] = (None, None)
         if self.plan.entries is not None:
             if _rowdecode is None:
                 self.plan = Plan(None, self.plan.width, f"no compiled decoder: {IMPORT_ERROR}")
@@ -66,6 +67,8 @@ class FastRowDecoder:
     def arrow_layout(self, types: Sequence[pa.DataType]) -> Layout | None:
         """The C code's Arrow layout per output column when it writes exactly ``types``
         (the table's Arrow types) for every column; None: only :meth:`decode` applies."""
+        if types is self._last[0]:  # the same list every event of a table: no hashing
+            return self._last[1]
         key = tuple(types)
         if key not in self._layouts:
             from sparkcdc.connectors.mysql.rowdecode.arrow import entry_matches
@@ -76,6 +79,7 @@ class FastRowDecoder:
                 matches = all(e[1] < 0 or entry_matches(e, types[e[1]]) for e in entries)
                 layout = self._decoder.layout() if matches else None
             self._layouts[key] = layout
+        self._last = (types, self._layouts[key])
         return self._layouts[key]
 
     def decode_into(
