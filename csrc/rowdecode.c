@@ -583,26 +583,50 @@ typedef struct {
     Py_ssize_t nulls;
 } SinkColumn;
 
+/* The changelog's change columns, written per image when the Sink has change type names. */
+enum { C_KIND = 0, C_VERSION = 1, C_STAMP = 2, NCHANGE = 3 };
+
 typedef struct {
     PyObject_HEAD
     SinkColumn *cols;
     Py_ssize_t ncols;
     Py_ssize_t length; /* rows (images) appended since the last take() */
+    int changes;       /* also fill change[]: _change_type, _commit_version, _commit_timestamp */
+    SinkColumn change[NCHANGE];
+    PyObject *kind_names; /* tuple of 4 str: insert, update_preimage, update_postimage, delete */
+    const char *kind_utf8[4];
+    Py_ssize_t kind_len[4];
 } SinkObject;
 
+static void sink_column_free(SinkColumn *sc) {
+    PyMem_Free(sc->valid.data);
+    PyMem_Free(sc->data.data);
+    PyMem_Free(sc->offsets.data);
+    sc->valid = sc->data = sc->offsets = (Buf){0};
+}
+
 static void sink_free_columns(SinkObject *self) {
-    for (Py_ssize_t i = 0; i < self->ncols; i++) {
-        PyMem_Free(self->cols[i].valid.data);
-        PyMem_Free(self->cols[i].data.data);
-        PyMem_Free(self->cols[i].offsets.data);
-    }
+    for (Py_ssize_t i = 0; i < self->ncols; i++) sink_column_free(&self->cols[i]);
+    for (int i = 0; i < NCHANGE; i++) sink_column_free(&self->change[i]);
     PyMem_Free(self->cols);
     self->cols = NULL;
     self->ncols = 0;
 }
 
+static int sink_column_reset(SinkColumn *sc) {
+    sc->valid.len = sc->data.len = sc->offsets.len = 0;
+    sc->nulls = 0;
+    if (sc->layout == L_VAR) {
+        int32_t zero = 0;
+        if (buf_put(&sc->offsets, &zero, 4) < 0) return -1;
+    }
+    return 0;
+}
+
 static int sink_reset(SinkObject *self) {
     self->length = 0;
+    for (int i = 0; i < NCHANGE; i++)
+        if (self->changes && sink_column_reset(&self->change[i]) < 0) return -1;
     for (Py_ssize_t i = 0; i < self->ncols; i++) {
         SinkColumn *sc = &self->cols[i];
         sc->valid.len = sc->data.len = sc->offsets.len = 0;
@@ -616,10 +640,33 @@ static int sink_reset(SinkObject *self) {
 }
 
 static int Sink_init(SinkObject *self, PyObject *args, PyObject *kwds) {
-    PyObject *layouts;
-    static char *kwlist[] = {"layouts", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyTuple_Type, &layouts))
+    PyObject *layouts, *kinds = Py_None;
+    static char *kwlist[] = {"layouts", "change_types", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|O", kwlist, &PyTuple_Type, &layouts,
+                                     &kinds))
         return -1;
+    self->changes = 0;
+    if (kinds != Py_None) {
+        if (!PyTuple_Check(kinds) || PyTuple_GET_SIZE(kinds) != 4) {
+            PyErr_SetString(PyExc_TypeError, "change_types must be a tuple of 4 str");
+            return -1;
+        }
+        for (int i = 0; i < 4; i++) {
+            PyObject *name = PyTuple_GET_ITEM(kinds, i);
+            self->kind_utf8[i] =
+                PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &self->kind_len[i]) : NULL;
+            if (self->kind_utf8[i] == NULL) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "change type not str");
+                return -1;
+            }
+        }
+        Py_INCREF(kinds);
+        Py_XSETREF(self->kind_names, kinds);
+        self->changes = 1;
+        self->change[C_KIND].layout = L_VAR;
+        self->change[C_VERSION].layout = L_I64;
+        self->change[C_STAMP].layout = L_TS;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(layouts);
     sink_free_columns(self);
     self->cols = PyMem_Calloc(n ? n : 1, sizeof(SinkColumn));
@@ -642,6 +689,7 @@ static int Sink_init(SinkObject *self, PyObject *args, PyObject *kwds) {
 
 static void Sink_dealloc(SinkObject *self) {
     sink_free_columns(self);
+    Py_XDECREF(self->kind_names);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -649,23 +697,30 @@ static PyObject *buf_bytes(const Buf *b) {
     return PyBytes_FromStringAndSize((const char *)b->data, b->len);
 }
 
+/* (validity or None, values, offsets or None, null_count) of one column. */
+static PyObject *column_entry(const SinkColumn *sc) {
+    PyObject *valid = sc->nulls ? buf_bytes(&sc->valid) : (Py_INCREF(Py_None), Py_None);
+    PyObject *data = buf_bytes(&sc->data);
+    PyObject *offsets =
+        sc->layout == L_VAR ? buf_bytes(&sc->offsets) : (Py_INCREF(Py_None), Py_None);
+    PyObject *entry = (valid && data && offsets)
+                          ? Py_BuildValue("(OOOn)", valid, data, offsets, sc->nulls)
+                          : NULL;
+    Py_XDECREF(valid);
+    Py_XDECREF(data);
+    Py_XDECREF(offsets);
+    return entry;
+}
+
 /* take() -> (length, [(validity or None, values, offsets or None, null_count), ...]) and
- * empties the sink. */
+ * empties the sink; with change types the list ends with the three change columns. */
 static PyObject *Sink_take(SinkObject *self, PyObject *unused) {
-    PyObject *columns = PyList_New(self->ncols);
+    Py_ssize_t n = self->ncols + (self->changes ? NCHANGE : 0);
+    PyObject *columns = PyList_New(n);
     if (columns == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < self->ncols; i++) {
-        SinkColumn *sc = &self->cols[i];
-        PyObject *valid = sc->nulls ? buf_bytes(&sc->valid) : (Py_INCREF(Py_None), Py_None);
-        PyObject *data = buf_bytes(&sc->data);
-        PyObject *offsets = sc->layout == L_VAR ? buf_bytes(&sc->offsets)
-                                                : (Py_INCREF(Py_None), Py_None);
-        PyObject *entry = (valid && data && offsets)
-                              ? Py_BuildValue("(OOOn)", valid, data, offsets, sc->nulls)
-                              : NULL;
-        Py_XDECREF(valid);
-        Py_XDECREF(data);
-        Py_XDECREF(offsets);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const SinkColumn *sc = i < self->ncols ? &self->cols[i] : &self->change[i - self->ncols];
+        PyObject *entry = column_entry(sc);
         if (entry == NULL) {
             Py_DECREF(columns);
             return NULL;
@@ -1132,14 +1187,24 @@ static PyObject *Decoder_layout(DecoderObject *self, PyObject *unused) {
     return layouts;
 }
 
+/* One image's change columns: its change type name, version and commit time. */
+static int change_append(SinkObject *sink, int kind, int64_t version, int64_t stamp) {
+    if (var_append(&sink->change[C_KIND], sink->kind_utf8[kind], sink->kind_len[kind]) < 0)
+        return -1;
+    if (buf_put(&sink->change[C_VERSION].data, &version, 8) < 0) return -1;
+    return buf_put(&sink->change[C_STAMP].data, &stamp, 8);
+}
+
 static PyObject *Decoder_decode_into(DecoderObject *self, PyObject *args) {
     SinkObject *sink;
     Py_buffer buf;
     Py_ssize_t start, end;
     Py_buffer present, present2 = {0};
     PyObject *p2obj = Py_None;
-    if (!PyArg_ParseTuple(args, "O!y*nny*|O", &SinkType, &sink, &buf, &start, &end, &present,
-                          &p2obj))
+    long long version = 0, seconds = 0;
+    int kind = 0;
+    if (!PyArg_ParseTuple(args, "O!y*nny*|OLLi", &SinkType, &sink, &buf, &start, &end, &present,
+                          &p2obj, &version, &seconds, &kind))
         return NULL;
     PyObject *result = NULL;
     unsigned char *written = NULL;
@@ -1177,6 +1242,17 @@ static PyObject *Decoder_decode_into(DecoderObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    Py_ssize_t change_saved[NCHANGE][2];
+    for (int i = 0; i < NCHANGE; i++) {
+        change_saved[i][0] = sink->change[i].data.len;
+        change_saved[i][1] = sink->change[i].offsets.len;
+    }
+    if (sink->changes && (kind < 0 || kind > 3 || kind == 2 || update != (kind == 1))) {
+        PyErr_SetString(PyExc_ValueError, "kind: 0 insert, 1 update (with present2), 3 delete");
+        PyMem_Free(saved);
+        goto done;
+    }
+    int64_t stamp = (int64_t)seconds * 1000000;
     for (Py_ssize_t s = 0; s < sink->ncols; s++) {
         saved[3 * s] = sink->cols[s].data.len;
         saved[3 * s + 1] = sink->cols[s].offsets.len;
@@ -1184,9 +1260,13 @@ static PyObject *Decoder_decode_into(DecoderObject *self, PyObject *args) {
     }
     Cursor c = {(const unsigned char *)buf.buf + start, (const unsigned char *)buf.buf + end};
     int failed = 0;
-    while (c.p < c.end && !failed) {
+    for (int64_t v = version; c.p < c.end && !failed; v++) {
         failed = arrow_image(self, sink, &c, present.buf, written) < 0;
-        if (!failed && update) failed = arrow_image(self, sink, &c, present2.buf, written) < 0;
+        if (!failed && sink->changes) failed = change_append(sink, kind, v, stamp) < 0;
+        if (!failed && update) {
+            failed = arrow_image(self, sink, &c, present2.buf, written) < 0;
+            if (!failed && sink->changes) failed = change_append(sink, 2, v, stamp) < 0;
+        }
     }
     if (failed) {
         for (Py_ssize_t s = 0; s < sink->ncols; s++) {
@@ -1196,6 +1276,10 @@ static PyObject *Decoder_decode_into(DecoderObject *self, PyObject *args) {
             bit_truncate(&sc->valid, length0);
             if (sc->layout == L_BOOL) bit_truncate(&sc->data, length0);
             else sc->data.len = saved[3 * s];
+        }
+        for (int i = 0; i < NCHANGE; i++) {
+            sink->change[i].data.len = change_saved[i][0];
+            sink->change[i].offsets.len = change_saved[i][1];
         }
         sink->length = length0;
     } else {
@@ -1327,8 +1411,11 @@ static PyMethodDef Decoder_methods[] = {
     {"layout", (PyCFunction)Decoder_layout, METH_NOARGS,
      "layout() -> the Arrow layout code per output slot, or None (no Arrow output)"},
     {"decode_into", (PyCFunction)Decoder_decode_into, METH_VARARGS,
-     "decode_into(sink, buf, start, end, present, present2=None) -> images appended.\n"
-     "decode()'s row images written into the Sink's Arrow buffers instead of tuples."},
+     "decode_into(sink, buf, start, end, present, present2=None, version=0, seconds=0, kind=0)\n"
+     "-> images appended: decode()'s row images written into the Sink's Arrow buffers\n"
+     "instead of tuples; a Sink with change types also gets each image's change type\n"
+     "(kind: 0 insert, 1 update (pre/post), 3 delete), version (version + row index) and\n"
+     "commit time (seconds, as microseconds)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -80,6 +80,9 @@ def _per_row(blocks: list[ChangeBlock]) -> list[tuple[RowChange, list[tuple[Chan
     return out
 
 
+CHANGE_NAMES = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
 @pytest.mark.parametrize("metadata", [(), ALL_METADATA, ("row_kind", "binlog_gtid")])
 @pytest.mark.parametrize("seed", range(5))
 def test_changelog_block_batch_equals_change_batch(seed: int, metadata: tuple[str, ...]) -> None:
@@ -96,6 +99,9 @@ def test_changelog_block_batch_equals_change_batch(seed: int, metadata: tuple[st
     struct_type = pa.struct([pa.field(f"c{i}", f.type) for i, f in enumerate(FIELDS)])
     data = pa.array(rows, struct_type).flatten()
     assert builder.block_batch(sunk, data).equals(reference)
+    # ... and the change columns too (what a sink with change types gives)
+    change_columns = [reference.column(name) for name in CHANGE_NAMES]
+    assert builder.block_batch(sunk, [*data, *change_columns]).equals(reference)
     with pytest.raises(ValueError, match="images"):
         builder.block_batch(sunk, [a.slice(1) for a in data])
 

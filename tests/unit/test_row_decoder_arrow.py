@@ -311,3 +311,35 @@ def test_a_changed_layout_gets_no_sink_until_the_batch_is_taken() -> None:
     fast.decode_into(sink, body, 0, len(body), all_present(1))
     assert sinks.sink_for(T, (5,)) is None  # holds rows of another layout
     assert sinks.sink_for(T, None) is None
+
+
+def test_change_columns_per_image() -> None:
+    fast, types = setup([(WireColumn("a", p.LONG), col("a", "int"))])
+    names = ("insert", "update_preimage", "update_postimage", "delete")
+    sinks = ColumnSinks({T: types}, names)
+    sink = sinks.sink_for(T, fast.arrow_layout(types))
+    assert sink is not None
+    two = b"".join(b"\x00" + struct.pack("<i", v) for v in (1, 2))
+    assert fast.decode_into(sink, two, 0, len(two), all_present(1), None, 100, 7, 0) == 2
+    assert fast.decode_into(sink, two, 0, len(two), all_present(1), all_present(1), 200, 8, 1) == 2
+    assert fast.decode_into(sink, two, 0, len(two), all_present(1), None, 300, 9, 3) == 2
+    bad = two[:-1]
+    with pytest.raises(ValueError):  # the change columns roll back with the data
+        fast.decode_into(sink, bad, 0, len(bad), all_present(1), None, 400, 9, 0)
+    a, kinds, versions, stamps = sinks.take(T)
+    assert a.to_pylist() == [1, 2, 1, 2, 1, 2]
+    assert kinds.to_pylist() == [
+        "insert",
+        "insert",
+        "update_preimage",
+        "update_postimage",
+        "delete",
+        "delete",
+    ]
+    assert versions.to_pylist() == [100, 101, 200, 200, 300, 301]
+    assert stamps.type == pa.timestamp("us", tz="UTC")
+    assert (
+        stamps.cast(pa.int64()).to_pylist() == [7_000_000] * 2 + [8_000_000] * 2 + [9_000_000] * 2
+    )
+    for array in (kinds, versions, stamps):
+        array.validate(full=True)

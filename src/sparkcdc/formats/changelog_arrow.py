@@ -149,6 +149,8 @@ _KINDS = (
     ChangeType.DELETE,
 )
 _KIND_CODES = {"insert": [0], "update": [1, 2], "delete": [3]}
+#: The ``_change_type`` values in code order, for decoders that write the column themselves.
+CHANGE_TYPE_VALUES = tuple(k.value for k in _KINDS)
 _UTC_MICROS = pa.timestamp("us", tz="UTC")
 
 
@@ -323,17 +325,27 @@ class ChangelogBatchBuilder:
         """Every change of ``blocks`` (all emitted: a table whose snapshot is done), built
         column by column (:class:`_Columns`): the log partition's hot path. ``data`` are
         the table's columns already in Arrow when the blocks' images were decoded into
-        column buffers (``ChangeBlock.sunk``), one value per image in block order."""
+        column buffers (``ChangeBlock.sunk``), one value per image in block order, possibly
+        followed by the three change columns (then only metadata columns are built here)."""
+        width, changes = self.data_width, len(CHANGE_FIELDS)
+        if data is not None and len(data) == width + changes and not self.metadata:
+            # the decoder wrote the change columns too: nothing per row left in Python
+            count = sum(b.image_count for b in blocks)
+            if any(len(a) != count for a in data):
+                raise ValueError(f"Arrow columns do not hold the blocks' {count} images")
+            return pa.RecordBatch.from_arrays(list(data), schema=self.schema)
         columns = _Columns(blocks, per_block=bool(self.metadata))
         if data is None:
             arrays = self._data_arrays(columns.rows)
         else:
-            if len(data) != self.data_width or any(len(a) != len(columns.codes) for a in data):
+            if len(data) not in (width, width + changes) or any(
+                len(a) != len(columns.codes) for a in data
+            ):
                 raise ValueError(
                     f"{len(data)} Arrow columns do not hold the blocks' {len(columns.codes)} "
-                    f"images of {self.data_width} columns"
+                    f"images of {width} columns"
                 )
-            arrays = list(data)
+            arrays = list(data[:width])
         arrays.append(columns.kinds([k.value for k in _KINDS]))
         arrays.append(pa.array(columns.versions, pa.int64()))
         arrays.append(columns.stamps())

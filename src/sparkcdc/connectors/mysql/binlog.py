@@ -13,6 +13,7 @@ cover and selectable with ``decoder="reference"`` for tests.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,7 +27,7 @@ from sparkcdc.connectors.mysql.connection import (
 )
 from sparkcdc.connectors.mysql.discovery import CapturedTable
 from sparkcdc.connectors.mysql.rowdecode import FastRowDecoder, WireColumn
-from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSink, ColumnSinks
+from sparkcdc.connectors.mysql.rowdecode.arrow import KIND_CODES, ColumnSink, ColumnSinks
 from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
 from sparkcdc.core.position import POS_BITS, BinlogPosition, file_index
@@ -119,13 +120,29 @@ class FastPath:
         present2 = event.columns_present_bitmap2 if update else None
         return fast.decode(*body, event.columns_present_bitmap, present2)
 
-    def into(self, event: Any, fast: FastRowDecoder, update: bool, sink: ColumnSink) -> int | None:
-        """:meth:`rows` written into ``sink``'s Arrow buffers; the number of images."""
+    def into(
+        self,
+        event: Any,
+        fast: FastRowDecoder,
+        kind: BlockKind,
+        sink: ColumnSink,
+        block: ChangeBlock,
+    ) -> int | None:
+        """:meth:`rows` written into ``sink``'s Arrow buffers (with ``block``'s version and
+        time for the change columns); the number of images."""
         body = self._body(event)
         if body is None:
             return None
-        present2 = event.columns_present_bitmap2 if update else None
-        return fast.decode_into(sink, *body, event.columns_present_bitmap, present2)
+        present2 = event.columns_present_bitmap2 if kind == "update" else None
+        return fast.decode_into(
+            sink,
+            *body,
+            event.columns_present_bitmap,
+            present2,
+            block.version,
+            block.timestamp,
+            KIND_CODES[kind],
+        )
 
 
 def read_changes(
@@ -231,15 +248,12 @@ def read_change_blocks(
                 if fast is not None and sinks is not None and table_id in sinks.types:
                     layout = fast.arrow_layout(sinks.types[table_id])
                     sink = sinks.sink_for(table_id, layout)
-                    sunk = (
-                        None
-                        if sink is None
-                        else fast_path.into(event, fast, kind == "update", sink)
+                    block = ChangeBlock(
+                        table_id, kind, [], base, timestamp, file, event_start, gtid
                     )
+                    sunk = None if sink is None else fast_path.into(event, fast, kind, sink, block)
                     if sunk is not None:
-                        yield ChangeBlock(
-                            table_id, kind, [], base, timestamp, file, event_start, gtid, sunk
-                        )
+                        yield dataclasses.replace(block, sunk=sunk)
                         continue
                 if fast is not None:
                     images = fast_path.rows(event, fast, kind == "update")

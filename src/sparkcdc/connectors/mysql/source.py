@@ -44,6 +44,7 @@ from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import (
+    CHANGE_TYPE_VALUES,
     ChangelogBatchBuilder,
     Emitted,
     EnvelopeBatchBuilder,
@@ -367,7 +368,7 @@ class MySqlCdcSource:
             for t, b in builders.items()
             if t in done and isinstance(b, ChangelogBatchBuilder)
         }
-        sinks = ColumnSinks(typed) if typed else None
+        sinks = ColumnSinks(typed, CHANGE_TYPE_VALUES) if typed else None
 
         def batch(table: TableId) -> pa.RecordBatch:
             out, builder = blocks[table], builders[table]

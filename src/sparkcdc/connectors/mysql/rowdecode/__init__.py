@@ -90,10 +90,18 @@ class FastRowDecoder:
         end: int,
         present: bytes,
         present2: bytes | None = None,
+        version: int = 0,
+        seconds: int = 0,
+        kind: int = 0,
     ) -> int:
         """:meth:`decode`'s row images appended to ``sink``'s Arrow buffers; returns how
-        many. On an error nothing of this event stays in the sink."""
-        count: int = self._decoder.decode_into(sink._sink, buf, start, end, present, present2)
+        many. A sink with change columns also gets each image's ``_change_type`` (``kind``,
+        see ``arrow.KIND_CODES``), ``_commit_version`` (``version`` + row index) and
+        ``_commit_timestamp`` (``seconds``). On an error nothing of this event stays in the
+        sink."""
+        count: int = self._decoder.decode_into(
+            sink._sink, buf, start, end, present, present2, version, seconds, kind
+        )
         return count
 
 

@@ -24,6 +24,13 @@ L_BOOL, L_I8, L_I16, L_I32, L_I64, L_F32, L_F64, L_D128, L_DATE32, L_TS, L_VAR =
 
 Layout = tuple[int, ...]
 
+#: Arrow types of the change columns a sink with change types adds after the table's own:
+#: ``_change_type``, ``_commit_version``, ``_commit_timestamp`` (formats/changelog_arrow.py).
+CHANGE_TYPES = (pa.string(), pa.int64(), pa.timestamp("us", tz="UTC"))
+#: ``decode_into``'s ``kind`` per block kind: index into the sink's change type names
+#: (insert, update_preimage, update_postimage, delete); an update alternates 1 and 2.
+KIND_CODES = {"insert": 0, "update": 1, "delete": 3}
+
 _INT_TYPES = {L_I8: pa.int8(), L_I16: pa.int16(), L_I32: pa.int32(), L_I64: pa.int64()}
 
 
@@ -75,10 +82,12 @@ def entry_matches(entry: PlanEntry, target: pa.DataType) -> bool:
 class ColumnSink:
     """One table's Arrow column buffers, filled event by event, taken as arrays per batch."""
 
-    def __init__(self, sink: Any, layout: Layout, types: Sequence[pa.DataType]) -> None:
+    def __init__(
+        self, sink: Any, layout: Layout, types: Sequence[pa.DataType], changes: bool = False
+    ) -> None:
         self._sink = sink
         self.layout = layout
-        self.types = list(types)
+        self.types = list(types) + (list(CHANGE_TYPES) if changes else [])
 
     @property
     def rows(self) -> int:
@@ -87,7 +96,8 @@ class ColumnSink:
         return rows
 
     def take(self) -> list[pa.Array]:
-        """The held rows as one array per column (the sink is empty afterwards)."""
+        """The held rows as one array per column, then the change columns if the sink
+        writes them (the sink is empty afterwards)."""
         length, columns = self._sink.take()
         arrays = []
         for type_, (valid, data, offsets, nulls) in zip(self.types, columns, strict=True):
@@ -105,8 +115,16 @@ class ColumnSinks:
     table's sink holds (the schema changed mid-batch) gets None: its events take the tuple
     path, and the consumer closes the batch where the path changes."""
 
-    def __init__(self, types: Mapping[TableId, Sequence[pa.DataType]]) -> None:
+    def __init__(
+        self,
+        types: Mapping[TableId, Sequence[pa.DataType]],
+        change_types: Sequence[str] | None = None,
+    ) -> None:
+        """``change_types``: the ``_change_type`` values of insert, update pre-image, update
+        post-image and delete; given, the sinks also write the three change columns (no
+        Python list per row for them)."""
         self.types = {t: list(v) for t, v in types.items()}
+        self.change_types = None if change_types is None else tuple(change_types)
         self._sinks: dict[TableId, ColumnSink] = {}
 
     def sink_for(self, table: TableId, layout: Layout | None) -> ColumnSink | None:
@@ -119,7 +137,8 @@ class ColumnSinks:
             return None
         from sparkcdc.connectors.mysql.rowdecode import _rowdecode  # type: ignore[attr-defined]
 
-        sink = ColumnSink(_rowdecode.Sink(layout), layout, self.types[table])
+        native = _rowdecode.Sink(layout, self.change_types)
+        sink = ColumnSink(native, layout, self.types[table], self.change_types is not None)
         self._sinks[table] = sink
         return sink
 
