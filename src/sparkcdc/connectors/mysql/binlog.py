@@ -13,7 +13,6 @@ cover and selectable with ``decoder="reference"`` for tests.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -38,6 +37,8 @@ log = logging.getLogger(__name__)
 
 #: Server error for a dump request whose file is gone (ER_MASTER_FATAL_ERROR_READING_BINLOG).
 ER_BINLOG_READ = 1236
+
+_UNSEEN: Any = object()
 
 #: Which row decoder :func:`read_changes` uses: the compiled one (falling back per table map
 #: to the reference where it does not apply) or only the library's Python decoding.
@@ -126,10 +127,11 @@ class FastPath:
         fast: FastRowDecoder,
         kind: BlockKind,
         sink: ColumnSink,
-        block: ChangeBlock,
+        version: int,
+        timestamp: int,
     ) -> int | None:
-        """:meth:`rows` written into ``sink``'s Arrow buffers (with ``block``'s version and
-        time for the change columns); the number of images."""
+        """:meth:`rows` written into ``sink``'s Arrow buffers (with the block's first
+        version and commit time for the change columns); the number of images."""
         body = self._body(event)
         if body is None:
             return None
@@ -139,8 +141,8 @@ class FastPath:
             *body,
             event.columns_present_bitmap,
             present2,
-            block.version,
-            block.timestamp,
+            version,
+            timestamp,
             KIND_CODES[kind],
         )
 
@@ -213,7 +215,10 @@ def read_change_blocks(
     )
     end_key = end.key
     gtid = start.gtid
-    table_ids: dict[tuple[str, str], TableId] = {}
+    # (schema, table) -> the captured TableId object itself (dict lookups by identity, no
+    # dataclass __eq__), its row decoder and its sink's types; None: not captured
+    routes: dict[tuple[str, str], tuple[TableId, RowDecoder, list[Any] | None] | None] = {}
+    by_names = {(t.database, t.table): t for t in tables}
     index = -1  # of the block this event makes
     try:
         for event in stream:
@@ -229,12 +234,21 @@ def read_change_blocks(
                 gtid = event.gtid
                 continue
             names = (event.schema, event.table)
-            table_id = table_ids.get(names)
-            if table_id is None:
-                table_id = table_ids[names] = TableId(*names)
-            row_decoder = decoders.get(table_id)
-            if row_decoder is None:
+            route = routes.get(names, _UNSEEN)
+            if route is _UNSEEN:
+                found = by_names.get(names)
+                route = routes[names] = (
+                    None
+                    if found is None
+                    else (
+                        found,
+                        decoders[found],
+                        sinks.types.get(found) if sinks is not None else None,
+                    )
+                )
+            if route is None:
                 continue
+            table_id, row_decoder, sink_types = route
             index += 1
             if index < skip:
                 continue
@@ -245,15 +259,17 @@ def read_change_blocks(
             images: list[Row] | None = None
             if fast_path is not None and kind is not None:
                 fast = fast_path.decoder(event, table_id)
-                if fast is not None and sinks is not None and table_id in sinks.types:
-                    layout = fast.arrow_layout(sinks.types[table_id])
-                    sink = sinks.sink_for(table_id, layout)
-                    block = ChangeBlock(
-                        table_id, kind, [], base, timestamp, file, event_start, gtid
+                if fast is not None and sinks is not None and sink_types is not None:
+                    sink = sinks.sink_for(table_id, fast.arrow_layout(sink_types))
+                    sunk = (
+                        None
+                        if sink is None
+                        else fast_path.into(event, fast, kind, sink, base, timestamp)
                     )
-                    sunk = None if sink is None else fast_path.into(event, fast, kind, sink, block)
                     if sunk is not None:
-                        yield dataclasses.replace(block, sunk=sunk)
+                        yield ChangeBlock(
+                            table_id, kind, [], base, timestamp, file, event_start, gtid, sunk
+                        )
                         continue
                 if fast is not None:
                     images = fast_path.rows(event, fast, kind == "update")
