@@ -1,6 +1,12 @@
-"""Starting from a MariaDB GTID position in a binlog with several replication domains."""
+"""Starting from a MariaDB GTID position in a binlog with several replication domains.
+
+The test writes in a second domain, which stays in the server's GTID state for good: it
+runs on a server of its own so the shared one keeps a single domain.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,6 +17,15 @@ from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.embedded import EmbeddedMariaDB
 
 
+@pytest.fixture(scope="module")
+def own_mariadb() -> Iterator[EmbeddedMariaDB]:
+    server = EmbeddedMariaDB().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def _write(mariadb: EmbeddedMariaDB, db: str, domain: int, value: int) -> None:
     with mariadb.connect(db) as conn, conn.cursor() as cur:
         cur.execute(f"SET SESSION gtid_domain_id = {domain}")
@@ -19,9 +34,10 @@ def _write(mariadb: EmbeddedMariaDB, db: str, domain: int, value: int) -> None:
 
 
 def test_multi_domain_positions_resume_exactly_or_fail_clearly(
-    mariadb: EmbeddedMariaDB, mysql_db: str
+    own_mariadb: EmbeddedMariaDB,
 ) -> None:
-    mariadb.execute("FLUSH BINARY LOGS")
+    mariadb = own_mariadb
+    mysql_db = mariadb.create_database("gtid_domains")
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=mysql_db)
     for i, domain in enumerate([7, 0, 7, 0], start=1):
         _write(mariadb, mysql_db, domain, i)
