@@ -491,7 +491,7 @@ done:
 
 /* Arrow layouts of an output slot: keep in sync with rowdecode/__init__.py (LAYOUT_TYPES). */
 enum {
-    L_NONE = 0, /* no Arrow output for this kind (cp1252 text): tuples only */
+    L_NONE = 0, /* no Arrow output for this kind: tuples only */
     L_BOOL = 1,
     L_I8 = 2,
     L_I16 = 3,
@@ -1100,16 +1100,13 @@ static int arrow_value(const Column *col, SinkColumn *sc, Py_ssize_t row, Cursor
         c->p += n;
         Py_ssize_t count = PyTuple_GET_SIZE(col->labels);
         if (bit_append(&sc->valid, row, 1) < 0) return -1;
-        Py_ssize_t total = 0;
-        int first = 1;
+        int first = 1; /* labels of the set bits, in definition order, joined by ',' */
         for (Py_ssize_t i = 0; i < count && i < 64; i++) {
             if (!(bits & ((uint64_t)1 << i))) continue;
             if (!first && buf_put(&sc->data, ",", 1) < 0) return -1;
             if (buf_put(&sc->data, col->label_utf8[i], col->label_len[i]) < 0) return -1;
-            total += col->label_len[i] + !first;
             first = 0;
         }
-        (void)total;
         int64_t end = (int64_t)sc->data.len;
         if (end > INT32_MAX) {
             PyErr_SetString(PyExc_OverflowError, "Arrow string column over 2 GiB in one batch");
