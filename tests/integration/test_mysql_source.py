@@ -12,6 +12,7 @@ import pytest
 
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.changelog import ChangelogReplayer
+from tests.support.pipelines import committed_offsets, snapshot_done
 from tests.support.streams import collect_stream, run_available_now
 
 
@@ -136,6 +137,33 @@ def test_snapshot_and_binlog_with_concurrent_writes_replay_to_the_source(
     replay_stream(
         spark, source_options(mariadb, orders, maxRowsPerTrigger="500"), scratch / "ckpt", replayer
     )
+    assert replayer.state == table_state(mariadb, orders, "orders")
+
+
+def test_without_a_read_limit_chunks_per_batch_are_bounded_and_availablenow_moves_on(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """No maxRowsPerTrigger: the snapshot still spans several micro-batches of at most
+    ``rows-per-batch`` chunk rows, and under availableNow their log positions keep up with
+    the writes (chunks are normalised to a recent position, not to the query's start,
+    which would make every window longer), yet the query ends and replays to the table."""
+    replayer = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty"])
+    options = source_options(
+        mariadb, orders, **{"scan.incremental.snapshot.rows-per-batch": "400"}
+    )  # 2000 rows in chunks of 97: 5 chunks (485 rows) per batch
+    writer = RandomWriter(mariadb, orders, seed=5, key_space=7000)
+    writer.start()
+    try:
+        sizes = replay_stream(spark, options, scratch / "ckpt", replayer)
+    finally:
+        writer.stop()
+    assert writer.transactions > 20
+    offsets = committed_offsets(scratch / "ckpt")
+    snapshot = [o for o in offsets if not snapshot_done(o)]
+    assert len(snapshot) >= 4, sizes
+    positions = [(o["log"]["file"], int(o["log"]["pos"])) for o in offsets]
+    assert positions == sorted(positions) and len(set(positions[: len(snapshot) + 1])) > 2
+    replay_stream(spark, options, scratch / "ckpt", replayer)
     assert replayer.state == table_state(mariadb, orders, "orders")
 
 

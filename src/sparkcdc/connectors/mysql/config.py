@@ -100,6 +100,8 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("scan.incremental.snapshot.chunk.size", parse_int(1), 8096),
     OptionSpec("scan.incremental.snapshot.chunk.key-column", default=None),
     OptionSpec("scan.incremental.snapshot.rows-per-partition", parse_int(1), 262_144),
+    # chunk rows per micro-batch without maxRowsPerTrigger (64 partitions)
+    OptionSpec("scan.incremental.snapshot.rows-per-batch", parse_int(1), 1 << 24),
     OptionSpec("scan.snapshot.fetch.size", parse_int(1), 1024),
     # chunk reader: C into Arrow buffers (native; auto unless TLS) or mysqlclient (classic)
     OptionSpec("scan.snapshot.reader", choices=SNAPSHOT_READERS, default="auto"),
@@ -140,6 +142,7 @@ class MySqlSourceConfig:
     chunk_size: int
     chunk_key_column: str | None
     rows_per_partition: int
+    rows_per_batch: int
     fetch_size: int
     factor_upper: float
     factor_lower: float
@@ -229,6 +232,7 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
         chunk_size=opts["scan.incremental.snapshot.chunk.size"],
         chunk_key_column=opts["scan.incremental.snapshot.chunk.key-column"],
         rows_per_partition=opts["scan.incremental.snapshot.rows-per-partition"],
+        rows_per_batch=opts["scan.incremental.snapshot.rows-per-batch"],
         fetch_size=opts["scan.snapshot.fetch.size"],
         factor_upper=upper,
         factor_lower=lower,

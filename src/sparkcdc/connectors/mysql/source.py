@@ -175,20 +175,31 @@ class MySqlCdcSource:
     def latest_offset(
         self, start: Offset, max_rows: int | None, cap: BinlogPosition | None = None
     ) -> Offset:
-        """The end of the next batch: the log now (or ``cap``) and a few more chunks."""
+        """The end of the next batch: the log now (or ``cap``) and a bounded number of chunks.
+
+        Every chunk of a batch is normalised to the batch's end position P by reading the
+        log between P and its own read, so a batch must stay short: without
+        ``maxRowsPerTrigger`` chunks are bounded by ``rows-per-batch`` (ARCHITECTURE: "a
+        bounded number of new chunks"). For the same reason ``cap`` (availableNow's end)
+        holds only once the snapshot is done: a snapshot normalised to the fixed cap would
+        read ever longer windows as the run goes on. The run still ends: chunks run out,
+        then the log stops at the cap.
+        """
         position = _position(start)
         progress = self._checked_progress(start)
         if not self._checked_start:  # a restart from a checkpoint: is its binlog still there?
             ensure_available(self.conn, position)
             self._checked_start = True
+        unfinished = any(not p.done for p in progress.values())
         budget = max_rows
         if not start.get("bounded"):
+            if budget is None:
+                budget = self.config.rows_per_batch
             now = self.current_position()
-            if cap is not None and cap < now:
+            if cap is not None and cap < now and not unfinished:
                 now = cap
             if now > position and max_rows is not None:
                 # while a snapshot runs the log gets half the batch, so neither starves
-                unfinished = any(not p.done for p in progress.values())
                 share = max(1, max_rows // 2) if unfinished else max_rows
                 names = [str(t) for t in progress]
                 now, used = advance_log(self.conn, position, now, share, names)
