@@ -5,20 +5,66 @@ from __future__ import annotations
 from typing import Any
 
 from sparkcdc.connectors.mysql.connection import query
-from sparkcdc.core.errors import PositionLostError, SourceConfigurationError
+from sparkcdc.core.errors import PositionLostError, SourceConfigurationError, SparkCdcError
+from sparkcdc.core.gtid import MariaDbGtidPosition
 from sparkcdc.core.position import BinlogPosition, file_index
 
 
 def current_position(conn: Any) -> BinlogPosition:
-    """The end of the binlog now: a transaction boundary (``SHOW MASTER STATUS``)."""
+    """The end of the binlog now: a transaction boundary (``SHOW MASTER STATUS``), with the
+    GTID state there.
+
+    Called once per trigger, so it must be cheap for the server: ``BINLOG_GTID_POS(file,
+    pos)`` rescans the binlog file from its start (~50 ms of server CPU 380 MB into a file).
+    MariaDB updates ``@@gtid_binlog_pos`` when a transaction's GTID event is written, under
+    the binlog lock that ``SHOW MASTER STATUS`` also takes; equal reads of it before and
+    after the status mean no transaction was binlogged in between, so it is the state at
+    that position. Under a stream of commits the pair is retried, then the rescan is used.
+    """
+    for _ in range(CONSISTENT_READ_ATTEMPTS):
+        before = _gtid_binlog_pos(conn)
+        file, pos = _master_status(conn)
+        if before is None:  # MySQL: GTIDs come from the events
+            break
+        if _gtid_binlog_pos(conn) == before:
+            return BinlogPosition(file, pos, normalised_gtid(before))
+    return BinlogPosition(file, pos, gtid_at(conn, file, pos))
+
+
+#: Tries at reading ``@@gtid_binlog_pos`` unchanged around ``SHOW MASTER STATUS``.
+CONSISTENT_READ_ATTEMPTS = 3
+#: "Unknown system variable": MySQL has no ``gtid_binlog_pos``.
+ER_UNKNOWN_SYSTEM_VARIABLE = 1193
+
+
+def _master_status(conn: Any) -> tuple[str, int]:
     rows = query(conn, "SHOW MASTER STATUS")
     if not rows:
         raise SourceConfigurationError(
             "SHOW MASTER STATUS returned nothing: the binlog is off. Start the server with "
             "log-bin, binlog_format=ROW and binlog_row_image=FULL"
         )
-    file, pos = rows[0][0], int(rows[0][1])
-    return BinlogPosition(file, pos, gtid_at(conn, file, pos))
+    return str(rows[0][0]), int(rows[0][1])
+
+
+def _gtid_binlog_pos(conn: Any) -> str | None:
+    try:
+        ((gtid,),) = query(conn, "SELECT @@gtid_binlog_pos")
+    except Exception as exc:
+        if exc.args and exc.args[0] == ER_UNKNOWN_SYSTEM_VARIABLE:
+            return None
+        raise
+    return str(gtid or "")
+
+
+def normalised_gtid(text: str) -> str:
+    """A MariaDB GTID position with its domains in ascending order (the server lists them
+    in its own order, which differs between ``@@gtid_binlog_pos`` and ``BINLOG_GTID_POS``),
+    so one position always has one text; anything else unchanged."""
+    try:
+        return str(MariaDbGtidPosition.parse(text))
+    except SparkCdcError:
+        return text
 
 
 #: "FUNCTION ... does not exist": MySQL has no BINLOG_GTID_POS.
@@ -33,7 +79,7 @@ def gtid_at(conn: Any, file: str, pos: int) -> str:
         if exc.args and exc.args[0] == ER_SP_DOES_NOT_EXIST:  # MySQL: GTIDs come from events
             return ""
         raise  # a lost connection must not store an empty GTID in the offset
-    return str(gtid or "")
+    return normalised_gtid(str(gtid or ""))
 
 
 def binlog_files(conn: Any) -> list[tuple[str, int]]:
