@@ -41,11 +41,13 @@ setup(
         Extension(
             "sparkcdc.connectors.mysql.rowdecode._rowdecode",
             sources=["csrc/rowdecode.c"],
+            depends=["csrc/civil.h"],
             extra_compile_args=COMPILE_ARGS,
         ),
         Extension(
             "sparkcdc.connectors.mysql._mysqlarrow",
             sources=["csrc/mysqlarrow.c"],
+            depends=["csrc/civil.h"],
             extra_compile_args=[*COMPILE_ARGS, *mariadb_cflags],
             extra_link_args=mariadb_libs,
         ),

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "civil.h"
+
 /* Column kinds: keep in sync with connectors/mysql/native_reader.py (Kind). */
 enum {
     K_I8 = 1,       /* signed/unsigned integer text -> int8   */
@@ -231,23 +233,6 @@ static int digits_at(const char *s, int n, int *out) {
     return 0;
 }
 
-static int is_leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-static int month_days(int y, int m) {
-    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && is_leap(y) ? 29 : days[m - 1];
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-static int64_t days_from_civil(int y, int m, int d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* Days since 1970-01-01 of the first of each month of the years most data lives in: a
    table lookup instead of days_from_civil's divisions (dates are a large share of the
    parse time of a typical row). */
@@ -267,7 +252,7 @@ static int parse_date(const char *s, unsigned long len, int64_t *days) {
     int y, m, d;
     if (len < 10 || s[4] != '-' || s[7] != '-') return -1;
     if (digits_at(s, 4, &y) || digits_at(s + 5, 2, &m) || digits_at(s + 8, 2, &d)) return -1;
-    if (y < 1 || m < 1 || m > 12 || d < 1 || d > month_days(y, m)) return 1;
+    if (y < 1 || m < 1 || m > 12 || d < 1 || d > days_in_month(y, m)) return 1;
     if (y >= LUT_FIRST_YEAR && y < LUT_FIRST_YEAR + LUT_YEARS)
         *days = month_starts[y - LUT_FIRST_YEAR][m - 1] + d - 1;
     else

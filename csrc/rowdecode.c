@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "civil.h"
+
 /* Plan kinds: keep in sync with rowdecode/plan.py (Kind). */
 enum {
     K_INT = 1,         /* a = byte size (1,2,3,4,8), b = unsigned           -> int      */
@@ -758,22 +760,6 @@ static PyTypeObject SinkType = {
     .tp_dealloc = (destructor)Sink_dealloc,
     .tp_methods = Sink_methods,
 };
-
-static int days_in_month(int y, int m) {
-    static const int DAYS[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
-    return DAYS[m - 1];
-}
-
-/* days from 1970-01-01 to a civil date (Howard Hinnant's algorithm). */
-static int64_t days_from_civil(int y, int m, int d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
 
 /* Strict UTF-8 as Python's "utf-8" codec accepts it (no overlongs, surrogates, > U+10FFFF). */
 static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
