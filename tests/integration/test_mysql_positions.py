@@ -50,7 +50,7 @@ def test_current_position_gtid_matches_the_server_under_commits(
             positions.append(current_position(conn))
         stop.set()
         writer.join()
-        assert len({p.pos for p in positions}) > 10  # positions moved under the reads
+        assert len({p.pos for p in positions}) > 1  # read while commits went on
         for p in positions:
             assert p.gtid == gtid_at(conn, p.file, p.pos), p
         # between commits (an idle or lightly written server) no read rescans the binlog
