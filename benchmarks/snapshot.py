@@ -6,8 +6,10 @@ Loads an ``orders`` table (STACK-NOTES) with the server's sequence engine, warms
 pool, then reads the whole table with (1) the C client, (2) sparkcdc's two chunk readers
 (``scan.snapshot.reader`` native = C into Arrow buffers, classic = mysqlclient) in this
 process without Spark, (3) Spark batch reads into ``noop`` with each reader and (4) a Spark
-``availableNow`` stream into ``noop``. Prints rows/s, the ratio to the C client, CPU time per
-row per process kind (load-independent, unlike rates on a shared machine) and peak memory.
+``availableNow`` stream into ``noop``, and (5) logs ``--changes`` binlog row changes on the
+same table and decodes them with ``mariadb-binlog`` and with sparkcdc. Prints rows/s (row
+changes/s), the ratio to the C tool, CPU time per row per process kind (load-independent,
+unlike rates on a shared machine) and peak memory.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from benchmarks._common import (
     ProcessSampler,
     add_common_arguments,
     disk_page_reads,
+    human,
     last_sql_metrics,
     metric_count,
     populate_orders,
@@ -48,6 +51,7 @@ from benchmarks._common import (
 from benchmarks._common import _classify as classify_process
 from benchmarks._common import _descendants as descendants
 from benchmarks._common import _process_table as process_table
+from benchmarks.binlog import c_reference, generate, sparkcdc_arrow
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.snapshot_reader import read_chunks, reader_for
 from sparkcdc.connectors.mysql.source import ChunkRead, MySqlCdcSource, PartitionSpec
@@ -240,7 +244,42 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
             if "session start" not in name
         )
         print(f"\nsparkcdc / C client: {ratios} (target >= {TARGET_RATIO})")
+    if args.changes:
+        binlog_on_the_same_table(db, options, count, args.changes, memory)
     print_process_report(memory)
+
+
+def binlog_on_the_same_table(
+    db: EmbeddedMariaDB,
+    options: dict[str, str],
+    table_rows: int,
+    changes: int,
+    memory: ProcessSampler,
+) -> None:
+    """The issue's binlog figure in the same run, on the same table: ``changes`` row changes
+    (benchmarks.binlog's 10/80/10 mix, 1000-row statements) decoded by ``mariadb-binlog``
+    and by sparkcdc's executor path (``source.read``: decode + Arrow) on one core.
+    ``python -m benchmarks.binlog`` has the full comparison and the Spark keep-up run."""
+    source = MySqlCdcSource(parse_config(options))
+    try:
+        with memory.phase("binlog: generate"):
+            workload = generate(db, source, table_rows, changes, 1000)
+    finally:
+        source.close()
+    with memory.phase("binlog: C mariadb-binlog"):
+        baseline = c_reference(db, workload)
+    with memory.phase("binlog: source.read"):
+        arrow, _ = sparkcdc_arrow(options, workload)
+    generated = sum(workload.seconds.values())
+    print_figures(
+        f"Binlog: {workload.total:,} row changes on {TABLE} "
+        f"(MariaDB generated them at {human(workload.total / generated)}/s)",
+        [
+            Figure(baseline.name, workload.total, baseline.seconds, "changes"),
+            Figure(arrow.name, workload.total, arrow.seconds, "changes", arrow.note),
+        ],
+        Figure(baseline.name, workload.total, baseline.seconds, "changes"),
+    )
 
 
 def spark_figures(
@@ -334,6 +373,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--stream-max-rows", type=int, default=None, help="maxRowsPerTrigger for the stream"
+    )
+    parser.add_argument(
+        "--changes",
+        type=int,
+        default=500_000,
+        help="binlog row changes then logged on the same table and decoded (0: skip)",
     )
     add_common_arguments(parser)
     args = parser.parse_args(argv)
