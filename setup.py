@@ -39,13 +39,13 @@ mariadb_cflags, mariadb_libs = mariadb_flags()
 setup(
     ext_modules=[
         Extension(
-            "sparkcdc.connectors.mysql.rowdecode._rowdecode",
+            "sparkcdc.connectors.mysql.binlog.rowdecode._rowdecode",
             sources=["csrc/rowdecode.c"],
             depends=["csrc/civil.h"],
             extra_compile_args=COMPILE_ARGS,
         ),
         Extension(
-            "sparkcdc.connectors.mysql._mysqlarrow",
+            "sparkcdc.connectors.mysql.snapshot._mysqlarrow",
             sources=["csrc/mysqlarrow.c"],
             depends=["csrc/civil.h"],
             extra_compile_args=[*COMPILE_ARGS, *mariadb_cflags],

@@ -52,11 +52,11 @@ from benchmarks._common import (
     spark_session,
     stream_to_noop,
 )
-from sparkcdc.connectors.mysql.binlog import DecoderChoice, read_changes
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
+from sparkcdc.connectors.mysql.binlog.reader import DecoderChoice, read_changes
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.connection import replication_settings
+from sparkcdc.connectors.mysql.server.connection import replication_settings
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
-from sparkcdc.core.position import BinlogPosition, file_index
 from sparkcdc.embedded import EmbeddedMariaDB
 
 #: Row-change phases of the workload, in log order.

@@ -40,7 +40,7 @@ from benchmarks._common import (
     print_kv,
     spark_session,
 )
-from sparkcdc.core.position import BinlogPosition, file_index
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
 from sparkcdc.embedded import EmbeddedMariaDB
 
 #: Statements of one generation cycle: "I" insert, "U" update, "D" delete (10/80/10 %).

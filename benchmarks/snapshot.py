@@ -53,9 +53,10 @@ from benchmarks._common import _descendants as descendants
 from benchmarks._common import _process_table as process_table
 from benchmarks.binlog import c_reference, generate, sparkcdc_arrow
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.snapshot_reader import read_chunks, reader_for
-from sparkcdc.connectors.mysql.source import ChunkRead, MySqlCdcSource, PartitionSpec
+from sparkcdc.connectors.mysql.snapshot.reader import read_chunks, reader_for
+from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.snapshot.driver import ChunkRead, PartitionSpec
 
 TARGET_RATIO = 0.75
 READERS = ("native", "classic")
@@ -133,7 +134,7 @@ def in_process(
             started = time.perf_counter()
             for spec in chunk_reads:
                 for batch in read_chunks(
-                    config, spec.table, spec.chunks, spec.target, spec.server_id
+                    config, spec.table, spec.chunks, spec.target, config.server_id(spec.reader)
                 ):
                     rows += batch.num_rows
             seconds = time.perf_counter() - started

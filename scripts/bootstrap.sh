@@ -66,7 +66,7 @@ mkdir -p "$STAMPS"
 # snapshot reader): a changed C source, or a build that went missing (git clean), reinstalls too.
 pip_key=$(cat pyproject.toml setup.py csrc/*.c csrc/*.h | sha256sum | cut -d' ' -f1)
 decoder_built() {
-  .venv/bin/python -c 'import sparkcdc.connectors.mysql.rowdecode._rowdecode, sparkcdc.connectors.mysql._mysqlarrow' >/dev/null 2>&1
+  .venv/bin/python -c 'import sparkcdc.connectors.mysql.binlog.rowdecode._rowdecode, sparkcdc.connectors.mysql.snapshot._mysqlarrow' >/dev/null 2>&1
 }
 if [[ ! -f $STAMPS/pip || $(cat "$STAMPS/pip") != "$pip_key" ]] || ! decoder_built; then
   log "pip install -e .[all,dev]"

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.connectors.mysql.collation import ServerCollation
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
-from sparkcdc.connectors.mysql.connection import connect, query
-from sparkcdc.connectors.mysql.discovery import CapturedTable, describe_table
-from sparkcdc.connectors.mysql.keys import chunk_key_order, row_key
-from sparkcdc.connectors.mysql.snapshot_reader import chunk_query
+from sparkcdc.connectors.mysql.server.connection import connect, query
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable, describe_table
+from sparkcdc.connectors.mysql.server.sql import quote_table
+from sparkcdc.connectors.mysql.snapshot.chunk_query import chunk_query
+from sparkcdc.connectors.mysql.snapshot.collation import ServerCollation
+from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
@@ -138,7 +139,9 @@ def _load(
     config = _config(mariadb, db, "t")
     conn = connect(config)
     table = describe_table(conn, TableId(db, "t"), "k")
-    stored = [(int(i), k) for i, k in query(conn, f"SELECT id, k FROM {table.table_id.quoted}")]
+    stored = [
+        (int(i), k) for i, k in query(conn, f"SELECT id, k FROM {quote_table(table.table_id)}")
+    ]
     assert sorted(k for _, k in stored) == sorted(values), "the server stored other strings"
     return config, table, conn, stored
 
@@ -160,7 +163,7 @@ def test_order_equality_and_chunks_match_the_server(
     config, table, conn, stored = _load(mariadb, mysql_db, charset, collation, values)
     try:
         order = chunk_key_order(table, config)
-        t = table.table_id.quoted
+        t = quote_table(table.table_id)
         query(conn, "SET SESSION group_concat_max_len = 1000000")
 
         # order and ties: GROUP BY classes in ORDER BY order, read along the index on k

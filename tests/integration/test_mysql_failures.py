@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.connectors.mysql.binlog import read_changes_with_retries
+from sparkcdc.connectors.mysql.binlog.reader import read_changes_with_retries
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.embedded import EmbeddedMariaDB

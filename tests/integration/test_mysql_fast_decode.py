@@ -19,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.binlog import read_change_blocks, read_changes
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.reader import read_change_blocks, read_changes
+from sparkcdc.connectors.mysql.binlog.rowdecode import FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.rowdecode import FastRowDecoder, WireColumn
-from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSinks
-from sparkcdc.connectors.mysql.types import arrow_type
-from sparkcdc.core.position import BinlogPosition
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import arrow_type
 from sparkcdc.core.rows import RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from sparkcdc.connectors.mysql.binlog.locate import position_for_gtid
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.locate import position_for_gtid
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.embedded import EmbeddedMariaDB
@@ -48,7 +48,7 @@ def test_multi_domain_positions_resume_exactly_or_fail_clearly(
     )
     source = MySqlCdcSource(config)
     try:
-        conn = source.conn
+        conn = source.dialect.conn
         at = position_for_gtid(conn, config, str(taken), "mariadb", config.server_ids[1])
         events = mariadb.execute(f"SHOW BINLOG EVENTS IN '{at.file}' FROM {at.pos} LIMIT 1")
         assert events[0][2] == "Gtid" and "7-" in events[0][5]  # the domain-7 write of 5

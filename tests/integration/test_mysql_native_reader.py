@@ -12,14 +12,14 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from sparkcdc.connectors.mysql import native_reader
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.positions import current_position
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.native_reader import connect_native, read_chunks_native
-from sparkcdc.connectors.mysql.positions import current_position
-from sparkcdc.connectors.mysql.snapshot_reader import reader_for
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.snapshot import consistent
+from sparkcdc.connectors.mysql.snapshot.native_reader import connect_native, read_chunks_native
+from sparkcdc.connectors.mysql.snapshot.reader import reader_for
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
-from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.rows import Row
 from sparkcdc.embedded import EmbeddedMariaDB
 from sparkcdc.snapshot.chunks import Chunk
@@ -148,7 +148,7 @@ def test_partitions_normalise_to_earlier_and_later_targets(
         assert got == {k: v for k, v in state.items() if in_partition(k)}, f"target {target}"
 
     first, (last, final) = history[0][0], history[-1]
-    monkeypatch.setattr(native_reader, "snapshot_position", lambda _conn: first)
+    monkeypatch.setattr(consistent, "snapshot_position", lambda _conn: first)
     got = _rows(read_chunks_native(config, table, chunks, last, 6102, 7))
     assert got == {k: v for k, v in final.items() if in_partition(k)}
 
@@ -164,7 +164,7 @@ def test_batches_are_bounded_and_pass_through_as_arrow(
     table = _captured(config)
     source = MySqlCdcSource(config)
     try:
-        target = current_position(source.conn)
+        target = current_position(source.dialect.conn)
     finally:
         source.close()
     chunks = (Chunk(None, 500), Chunk(500, None))
@@ -176,7 +176,7 @@ def test_batches_are_bounded_and_pass_through_as_arrow(
 
 def test_a_connection_lost_mid_read_is_an_error(mariadb: EmbeddedMariaDB, mysql_db: str) -> None:
     """A killed session ends the stream with an error, never as a silently short result."""
-    from sparkcdc.connectors.mysql import _mysqlarrow
+    from sparkcdc.connectors.mysql.snapshot import _mysqlarrow
 
     mariadb.execute("CREATE TABLE big (id BIGINT PRIMARY KEY, v CHAR(200))", database=mysql_db)
     mariadb.execute(

@@ -10,11 +10,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.connectors.mysql.binlog.limit import split_log
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.log_limit import split_log
-from sparkcdc.connectors.mysql.source import LogRead, MySqlCdcSource
-from sparkcdc.core.position import BinlogPosition
+from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.snapshot.driver import LogRead
 from tests.support.changelog import ChangelogReplayer
 from tests.support.decoder_tables import position
 from tests.support.streams import collect_stream
@@ -75,7 +76,7 @@ def test_split_partitions_equal_one_partition(mariadb: EmbeddedMariaDB, mysql_db
         assert logs[0].start.key == start.key and logs[-1].end.key >= end.key
         for i in range(len(logs) - 1):
             assert logs[i].end == logs[i + 1].start
-        assert len({s.server_id for s in logs}) == len(logs)
+        assert len({source.config.server_id(s.reader) for s in logs}) == len(logs)
         # every cut is a transaction boundary: the next event starts a GTID group
         for cut in (s.start for s in logs[1:]):
             ((_, _, kind, *_),) = mariadb.execute(
@@ -91,8 +92,8 @@ def test_split_partitions_equal_one_partition(mariadb: EmbeddedMariaDB, mysql_db
         whole = LogRead(logs[0].start, logs[-1].end, logs[0].tables, logs[0].progress, 7, False)
         assert split == rows_of(list(source.read(whole)))
         assert len(split) == ROWS + 2 * ROWS + ROWS // 10
-        assert split_log(source.conn, start, end, max_pieces=1) == [start, end]
-        assert len(split_log(source.conn, start, end, min_piece_bytes=1 << 40)) == 2
+        assert split_log(source.dialect.conn, start, end, max_pieces=1) == [start, end]
+        assert len(split_log(source.dialect.conn, start, end, min_piece_bytes=1 << 40)) == 2
     finally:
         source.close()
 

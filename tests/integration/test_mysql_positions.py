@@ -8,11 +8,15 @@ import threading
 
 import pytest
 
-from sparkcdc.connectors.mysql import positions as positions_module
+from sparkcdc.connectors.mysql.binlog import positions as positions_module
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.positions import (
+    current_position,
+    gtid_at,
+    normalised_gtid,
+)
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.connection import connect
-from sparkcdc.connectors.mysql.positions import current_position, gtid_at, normalised_gtid
-from sparkcdc.core.position import BinlogPosition
+from sparkcdc.connectors.mysql.server.connection import connect
 from sparkcdc.embedded import EmbeddedMariaDB
 
 

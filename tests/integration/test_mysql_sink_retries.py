@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from sparkcdc.connectors.mysql.binlog import read_blocks_with_retries
+from sparkcdc.connectors.mysql.binlog.reader import read_blocks_with_retries
+from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSinks
+from sparkcdc.connectors.mysql.server.types import arrow_type
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
-from sparkcdc.connectors.mysql.types import arrow_type
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.tcp_proxy import CuttableProxy
 

@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from sparkcdc.connectors.mysql.binlog import read_changes
+from sparkcdc.connectors.mysql.binlog.positions import current_position
+from sparkcdc.connectors.mysql.binlog.reader import read_changes
 from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.native_reader import connect_native
-from sparkcdc.connectors.mysql.positions import current_position
-from sparkcdc.connectors.mysql.snapshot_reader import reader_for
+from sparkcdc.connectors.mysql.snapshot.native_reader import connect_native
+from sparkcdc.connectors.mysql.snapshot.reader import reader_for
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.embedded import EmbeddedMariaDB
 
@@ -144,9 +144,9 @@ def test_the_binlog_and_spark_read_over_tls(
     config = parse_config(options)
     source = MySqlCdcSource(config)
     try:
-        start = current_position(source.conn)
+        start = current_position(source.dialect.conn)
         tls_mariadb.execute("UPDATE t SET v = 'tls' WHERE id = 7", database=DB)
-        end = current_position(source.conn)
+        end = current_position(source.dialect.conn)
         changes = list(read_changes(config, source.tables, start, end, 6201))
     finally:
         source.close()

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pymysql
 
-from sparkcdc.connectors.mysql.types import (
+from sparkcdc.connectors.mysql.server.types import (
     MySqlColumn,
     arrow_type,
     binlog_converter,
@@ -366,7 +366,7 @@ from datetime import timezone
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
 import MySQLdb
-from sparkcdc.connectors.mysql.types import (
+from sparkcdc.connectors.mysql.server.types import (
     MySqlColumn, binlog_converter, snapshot_conversions, snapshot_converter,
 )
 args = json.loads(sys.argv[1])

@@ -1,4 +1,4 @@
-"""Replaying a sparkcdc changelog and checking the ARCHITECTURE invariant on the way."""
+"""Replaying a sparkcdc changelog and checking the invariant of docs/design.md on the way."""
 
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ from typing import Any
 import pymysql
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.types import MySqlColumn
-from sparkcdc.core.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
 

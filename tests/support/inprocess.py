@@ -9,7 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.connectors.mysql.source import MySqlCdcSource, Offset
+from sparkcdc.connectors.mysql.source import MySqlCdcSource
+from sparkcdc.snapshot.driver import Offset
 
 
 def run_batches(

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import strategies as st
 
-#: (column name, Arrow type) for each value family of connectors/mysql/types.py.
+#: (column name, Arrow type) for each value family of connectors/mysql/server/types.py.
 COLUMNS: list[tuple[str, pa.DataType]] = [
     ("id", pa.int64()),
     ("flag", pa.bool_()),

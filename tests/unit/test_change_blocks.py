@@ -12,8 +12,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
+from sparkcdc.connectors.mysql.binlog.position import POS_BITS
 from sparkcdc.core.changes import ChangeType
-from sparkcdc.core.position import POS_BITS
 from sparkcdc.core.rows import BlockKind, ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import (

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, commit_version
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
-from sparkcdc.core.position import BinlogPosition, commit_version
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.chunks import KeyStats, even_step

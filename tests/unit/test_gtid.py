@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkcdc.core.errors import SparkCdcError
-from sparkcdc.core.gtid import (
+from sparkcdc.connectors.mysql.binlog.gtid import (
     InterleavedGtidError,
     MariaDbGtid,
     MariaDbGtidPosition,
     MySqlGtidSet,
     resume_index,
 )
+from sparkcdc.core.errors import SparkCdcError
 
 UUIDS = ["3e11fa47-71ca-11e1-9e33-c80aa9429562", "00000000-0000-0000-0000-000000000001"]
 numbers = st.sets(st.integers(1, 60), max_size=25)

@@ -12,11 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.collation import CollationWeights, implicit_weight, is_no_pad
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.keys import chunk_key_order, row_key
-from sparkcdc.connectors.mysql.types import MySqlColumn
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import MySqlColumn
+from sparkcdc.connectors.mysql.snapshot.collation import (
+    CollationWeights,
+    implicit_weight,
+    is_no_pad,
+)
+from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.chunks import Chunk

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from sparkcdc.connectors.mysql.log_limit import GtidState
+from sparkcdc.connectors.mysql.binlog.limit import GtidState
 
 
 def test_parse_and_advance_per_domain() -> None:
@@ -23,7 +23,7 @@ def test_unknown_states_fall_back() -> None:
 
 
 def test_piece_count_prefers_large_pieces() -> None:
-    from sparkcdc.connectors.mysql.log_limit import piece_count
+    from sparkcdc.connectors.mysql.binlog.limit import piece_count
 
     mib = 1 << 20
     assert piece_count(3 * mib) == 1

@@ -18,7 +18,7 @@ from sparkcdc.connectors.mysql.config import (
     MySqlSourceConfig,
     parse_config,
 )
-from sparkcdc.connectors.mysql.validation import (
+from sparkcdc.connectors.mysql.server.validation import (
     check_grants,
     global_privileges,
     grant_problems,
@@ -475,7 +475,7 @@ def test_global_privileges_are_split_exactly() -> None:
 def test_tls_reaches_the_binlog_connections() -> None:
     import ssl
 
-    from sparkcdc.connectors.mysql.connection import replication_settings
+    from sparkcdc.connectors.mysql.server.connection import replication_settings
 
     assert "ssl" not in replication_settings(parse_config(options()))
     required = replication_settings(

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.types import (
+from sparkcdc.connectors.mysql.server.types import (
     MySqlColumn,
     UnsupportedTypeError,
     arrow_type,
@@ -30,7 +30,7 @@ from sparkcdc.connectors.mysql.types import (
     snapshot_converter,
     snapshot_select_expression,
 )
-from sparkcdc.connectors.mysql.types import _parse_datetime_slow as parse_datetime_slow
+from sparkcdc.connectors.mysql.server.types import _parse_datetime_slow as parse_datetime_slow
 
 UTC = timezone.utc
 
@@ -176,7 +176,7 @@ def test_enum_labels_are_unescaped() -> None:
 
 def test_module_imports_no_spark_and_no_driver() -> None:
     code = (
-        "import sys, sparkcdc.connectors.mysql.types\n"
+        "import sys, sparkcdc.connectors.mysql.server.types\n"
         "bad = {'pyspark', 'MySQLdb', 'pymysql', 'pymysqlreplication'} & set(sys.modules)\n"
         "assert not bad, bad\n"
     )

@@ -9,10 +9,10 @@ from decimal import Decimal
 
 import pytest
 
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.rowdecode import AVAILABLE, FastRowDecoder, WireColumn
-from sparkcdc.connectors.mysql.rowdecode import plan as p
-from sparkcdc.connectors.mysql.types import MySqlColumn
+from sparkcdc.connectors.mysql.binlog.rowdecode import AVAILABLE, FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.binlog.rowdecode import plan as p
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.table import TableId
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the C extension is not built")

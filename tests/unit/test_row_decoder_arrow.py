@@ -11,10 +11,10 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pytest
 
-from sparkcdc.connectors.mysql.rowdecode import AVAILABLE, FastRowDecoder, WireColumn
-from sparkcdc.connectors.mysql.rowdecode import plan as p
-from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSinks
-from sparkcdc.connectors.mysql.types import MySqlColumn, arrow_type
+from sparkcdc.connectors.mysql.binlog.rowdecode import AVAILABLE, FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.binlog.rowdecode import plan as p
+from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
+from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type
 from sparkcdc.core.table import TableId
 from tests.unit.test_row_decoder import all_present, col, decimal_bytes, table
 

@@ -7,17 +7,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, order=True)
 class TableId:
-    """``database.table``; MySQL has no schema level between the two."""
+    """``namespace.table``: a MySQL database or a PostgreSQL schema, and a table in it.
+
+    Engine-neutral: each connector quotes identifiers in its own SQL (the MySQL connector
+    with backticks, ``connectors/mysql/server/sql.py``).
+    """
 
     database: str
     table: str
 
     def __str__(self) -> str:
         return f"{self.database}.{self.table}"
-
-    @property
-    def quoted(self) -> str:
-        return f"`{self.database.replace('`', '``')}`.`{self.table.replace('`', '``')}`"
 
     @property
     def key(self) -> str:

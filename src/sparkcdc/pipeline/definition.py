@@ -2,8 +2,8 @@
 
 Validation is offline (no connection is opened): every key is checked against the
 source's and the sink's option specs, and a problem is reported with the file, the line
-and the key. The source options are ``mysql-cdc``'s (Flink CDC names); the pipeline block
-holds what belongs to the Spark query.
+and the key. The source options are those of the source type's connector (Flink CDC names,
+connectors/registry.py); the pipeline block holds what belongs to the Spark query.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
+from sparkcdc.connectors.registry import SOURCE_TYPES, Connector, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
 
 BLOCKS = ("source", "sink", "pipeline")
-SOURCE_TYPES = ("mysql",)
 SINK_TYPES = ("delta", "jdbc", "console", "kafka")
 AVAILABLE_NOW = "available-now"
 
@@ -51,16 +50,22 @@ class PipelineDefinition:
 
     path: Path
     source_type: str
-    #: ``mysql-cdc`` options as strings, ready for ``spark.readStream.options(...)``.
+    #: The source's options as strings, ready for ``spark.readStream.options(...)``.
     source_options: Mapping[str, str]
-    source_config: MySqlSourceConfig
+    #: The connector's validated config (its engine-neutral part: snapshot/dialect.py).
+    source_config: Any
     sink_type: str
     #: Sink options as given (values as strings), validated by the sink type.
     sink_options: Mapping[str, str]
     settings: PipelineSettings
 
+    @property
+    def connector(self) -> Connector:
+        """The source type's connector: its Spark format and how to build the source."""
+        return connector(self.source_type)
+
     def stream_options(self) -> dict[str, str]:
-        """Options for ``format("mysql-cdc")``, including the pipeline's read limit."""
+        """Options for the connector's Spark format, including the pipeline's read limit."""
         options = dict(self.source_options)
         if self.settings.max_rows_per_trigger is not None:
             options["maxRowsPerTrigger"] = str(self.settings.max_rows_per_trigger)
@@ -81,7 +86,8 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     source = _strings(doc, "source")
     source_type = _type(doc, "source", source, SOURCE_TYPES)
     source_options = _source_options(doc, source)
-    source_config = _checked(doc, "source", lambda: parse_config(source_options))
+    parse = connector(source_type).parse_config
+    source_config = _checked(doc, "source", lambda: parse(source_options))
     sink = _strings(doc, "sink")
     sink_type = _type(doc, "sink", sink, SINK_TYPES)
     from sparkcdc.sinks.factory import validate_sink_options

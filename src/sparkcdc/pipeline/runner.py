@@ -1,10 +1,11 @@
 """``sparkcdc run``: one Spark streaming query from the source to the sink.
 
-The source stream (``format("mysql-cdc")``) captures every table of the pipeline in one
-binlog read. Each micro-batch goes through ``foreachBatch``: it is cached once, split by
-table (several tables arrive in the envelope format and are unpacked to typed columns),
-counted in one job, and handed to the sink as a :class:`MicroBatch`. Spark's checkpoint is
-the only state: stopping (Ctrl-C) or killing the process and running again resumes.
+The source stream (the connector's format, e.g. ``format("mysql-cdc")``) captures every
+table of the pipeline in one log read. Each micro-batch goes through ``foreachBatch``: it
+is cached once, split by table (several tables arrive in the envelope format and are
+unpacked to typed columns), counted in one job, and handed to the sink as a
+:class:`MicroBatch`. Spark's checkpoint is the only state: stopping (Ctrl-C) or killing the
+process and running again resumes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
-from sparkcdc.pipeline.tables import captured_tables, sink_table
+from sparkcdc.pipeline.tables import captured_tables
 from sparkcdc.sinks.base import CHANGE_COLUMNS, MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.factory import make_sink
 
@@ -60,7 +61,7 @@ class PipelineRun:
         settings = self.definition.settings
         settings.checkpoint.mkdir(parents=True, exist_ok=True)
         stream = (
-            self.spark.readStream.format("mysql-cdc")
+            self.spark.readStream.format(self.definition.connector.format)
             .options(**self.definition.stream_options())
             .load()
         )
@@ -155,7 +156,7 @@ def prepare(
     on_batch: Callable[[BatchReport], None] | None = None,
 ) -> PipelineRun:
     """Validate the source server, discover tables, open the sink (creating targets)."""
-    tables = [sink_table(t) for t in captured_tables(definition.source_config)]
+    tables = captured_tables(definition.connector, definition.source_config)
     if spark is None:
         spark = session_for(definition)
     sink = make_sink(

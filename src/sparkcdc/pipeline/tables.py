@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.source import MySqlCdcSource
-from sparkcdc.connectors.mysql.types import arrow_type
+from typing import Any
+
+from sparkcdc.connectors.registry import Connector
 from sparkcdc.sinks.base import SinkTable
 
 
-def captured_tables(config: MySqlSourceConfig) -> list[CapturedTable]:
-    """Validate the server for CDC and list the matching tables (fails with the fix)."""
-    source = MySqlCdcSource(config)
-    try:
-        return list(source.tables.values())
-    finally:
-        source.close()
-
-
-def sink_table(table: CapturedTable) -> SinkTable:
-    """A captured table's Spark schema (the same types the source emits) and key."""
+def captured_tables(found: Connector, config: Any) -> list[SinkTable]:
+    """Validate the server for CDC and list the matching tables with the Spark schema the
+    source emits for each (fails with the fix)."""
     import pyarrow as pa
 
     from sparkcdc.spark.schema import to_spark_schema
 
-    fields = [pa.field(c.name, arrow_type(c), nullable=c.nullable) for c in table.columns]
-    return SinkTable(table.table_id, to_spark_schema(pa.schema(fields)), table.primary_key)
+    source = found.create_source(config)
+    try:
+        return [
+            SinkTable(
+                table.table_id,
+                to_spark_schema(pa.schema(source.dialect.arrow_fields(table))),
+                table.primary_key,
+            )
+            for table in source.tables.values()
+        ]
+    finally:
+        source.close()

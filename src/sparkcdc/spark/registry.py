@@ -1,9 +1,20 @@
-"""The list of data sources that ``sparkcdc.register`` installs on a SparkSession."""
+"""The data sources that ``sparkcdc.register`` installs on a SparkSession: one
+:class:`CdcDataSource` subclass per registered connector, importable by name from this
+module (Spark pickles data source classes by reference)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sparkcdc.spark.mysql_source import MySqlCdcDataSource
+from sparkcdc.connectors.registry import CONNECTORS, Connector
+from sparkcdc.spark.source import CdcDataSource
 
-DATA_SOURCES: tuple[type[Any], ...] = (MySqlCdcDataSource,)
+
+def _data_source(found: Connector) -> type[CdcDataSource]:
+    name = f"{found.name.capitalize()}CdcDataSource"
+    cls = type(name, (CdcDataSource,), {"connector_name": found.name, "__module__": __name__})
+    globals()[name] = cls
+    return cls
+
+
+DATA_SOURCES: tuple[type[Any], ...] = tuple(_data_source(c) for c in CONNECTORS.values())

@@ -2,7 +2,7 @@
 
 A sink records, with every batch it applies, the source offset the batch ended at. Verify
 reads a target together with that offset and reads the source *as of that log position*
-(a consistent snapshot normalised back or forward to it through the binlog, the same
+(a consistent snapshot normalised back or forward to it through the log, the same
 machinery the source uses for chunks), so it compares like with like while the pipeline
 keeps running.
 """
@@ -10,7 +10,6 @@ keeps running.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +19,8 @@ from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.verify.compare import Comparison, compare_tables
 
-#: Source options that make no sense for a one-off snapshot read.
-_STREAM_ONLY = ("maxrowspertrigger", "metadata.list", "database-name", "table-name")
+#: Source options that make no sense for a one-off snapshot read of one table.
+_STREAM_ONLY = ("maxrowspertrigger", "metadata.list")
 
 
 @dataclass(frozen=True)
@@ -38,6 +37,7 @@ def verify_tables(
     spark: Any, definition: PipelineDefinition, sink: Sink, tables: Sequence[SinkTable]
 ) -> list[TableVerdict]:
     verdicts = []
+    dialect = definition.connector.create_source(definition.source_config).dialect
     for table in tables:
         snapshot = sink.snapshot(spark, table)
         if snapshot.source_offset is None:
@@ -45,7 +45,7 @@ def verify_tables(
             continue
         offset = json.loads(snapshot.source_offset)
         log = offset["log"]
-        position = f"{log['file']}:{log['pos']}"
+        position = str(dialect.position_from_json(log))
         progress = offset.get("tables", {}).get(table.source.key, {})
         if not progress.get("done", False):
             verdicts.append(TableVerdict(table.source, "snapshotting", position))
@@ -59,11 +59,13 @@ def verify_tables(
 
 def source_at(spark: Any, definition: PipelineDefinition, table: TableId, position: str) -> Any:
     """One source table as of a log position, as a batch DataFrame of its columns."""
-    options = {k: v for k, v in definition.source_options.items() if k.lower() not in _STREAM_ONLY}
-    options |= {
-        "database-name": re.escape(table.database),
-        "table-name": re.escape(table.table),
-        "scan.snapshot.position": position,
+    found = definition.connector
+    one_table = found.table_options(table)
+    options = {
+        k: v
+        for k, v in definition.source_options.items()
+        if k.lower() not in _STREAM_ONLY and k.lower() not in one_table
     }
-    frame = spark.read.format("mysql-cdc").options(**options).load()
+    options |= one_table | {"scan.snapshot.position": position}
+    frame = spark.read.format(found.format).options(**options).load()
     return frame.drop("_change_type", "_commit_version", "_commit_timestamp")

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import (
     OptionSpec,
@@ -17,8 +18,8 @@ from sparkcdc.core.options import (
     parse_int,
     parse_options,
 )
-from sparkcdc.core.position import BinlogPosition
 from sparkcdc.core.secret import Secret
+from sparkcdc.core.table import TableId
 
 STARTUP_MODES = (
     "initial",
@@ -245,3 +246,8 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
         tls=tls,
         snapshot_reader=opts["scan.snapshot.reader"],
     )
+
+
+def one_table_options(table: TableId) -> dict[str, str]:
+    """Options that capture exactly ``table`` (``sparkcdc verify`` reads one at a time)."""
+    return {"database-name": re.escape(table.database), "table-name": re.escape(table.table)}

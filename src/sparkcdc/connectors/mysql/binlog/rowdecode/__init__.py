@@ -12,17 +12,17 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.rowdecode.plan import Plan, WireColumn, build_plan
+from sparkcdc.connectors.mysql.binlog.rowdecode.plan import Plan, WireColumn, build_plan
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.core.rows import Row
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from sparkcdc.connectors.mysql.rowdecode.arrow import ColumnSink, Layout
+    from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSink, Layout
 
 try:
-    from sparkcdc.connectors.mysql.rowdecode import _rowdecode  # type: ignore[attr-defined]
+    from sparkcdc.connectors.mysql.binlog.rowdecode import _rowdecode  # type: ignore[attr-defined]
 
     AVAILABLE = True
     IMPORT_ERROR = ""
@@ -71,7 +71,7 @@ class FastRowDecoder:
             return self._last[1]
         key = tuple(types)
         if key not in self._layouts:
-            from sparkcdc.connectors.mysql.rowdecode.arrow import entry_matches
+            from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import entry_matches
 
             layout: Layout | None = None
             entries = self.plan.entries

@@ -1,14 +1,16 @@
-"""``format("mysql-cdc")``: the MySQL/MariaDB CDC source as a PySpark Python data source.
+"""Every registered connector as a PySpark Python data source (``format("mysql-cdc")``...).
 
-Streaming reads give the changelog (snapshot, then binlog, exactly once with Spark's
-checkpoint); batch reads give a consistent snapshot. All logic lives in
-:mod:`sparkcdc.connectors.mysql.source`; this module only adapts it to PySpark's API.
+Streaming reads give the changelog (snapshot, then log, exactly once with Spark's
+checkpoint); batch reads give a consistent snapshot. All logic lives in the engine-neutral
+driver (snapshot/driver.py) over the connector's dialect; this module only adapts it to
+PySpark's API. One subclass per connector is made in spark/registry.py, because Spark finds
+a data source by its class's ``name()``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -25,26 +27,32 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from sparkcdc.connectors.mysql.config import parse_config
-from sparkcdc.connectors.mysql.source import MySqlCdcSource, PartitionSpec
-from sparkcdc.core.position import BinlogPosition
+from sparkcdc.connectors.registry import connector
+from sparkcdc.snapshot.driver import IncrementalSource, PartitionSpec
 from sparkcdc.spark.schema import to_spark_schema
 
 
-def _source(options: Any) -> MySqlCdcSource:
-    # ``options`` is Spark's case-insensitive map; parse_options looks keys up case-insensitively
-    return MySqlCdcSource(parse_config(list(options.items())))
+class CdcDataSource(DataSource):
+    """``spark.readStream.format(F)`` / ``spark.read.format(F)`` for one connector."""
 
-
-class MySqlCdcDataSource(DataSource):
-    """``spark.readStream.format("mysql-cdc")`` / ``spark.read.format("mysql-cdc")``."""
+    #: The registry name of the connector (``mysql``).
+    connector_name: ClassVar[str]
 
     @classmethod
     def name(cls) -> str:
-        return "mysql-cdc"
+        return connector(cls.connector_name).format
+
+    def _source(self) -> IncrementalSource[Any, Any]:
+        # ``options`` is Spark's case-insensitive map; parse_options looks keys up
+        # case-insensitively
+        found = connector(self.connector_name)
+        source: IncrementalSource[Any, Any] = found.create_source(
+            found.parse_config(dict(self.options.items()))
+        )
+        return source
 
     def schema(self) -> StructType:
-        source = _source(self.options)
+        source = self._source()
         try:
             schema: StructType = to_spark_schema(source.arrow_schema())
             return schema
@@ -52,22 +60,22 @@ class MySqlCdcDataSource(DataSource):
             source.close()
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return MySqlCdcStreamReader(_source(self.options))
+        return CdcStreamReader(self._source())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return MySqlSnapshotReader(_source(self.options))
+        return SnapshotReader(self._source())
 
 
-class MySqlCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, source: MySqlCdcSource) -> None:
+class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, source: IncrementalSource[Any, Any]) -> None:
         self.source = source  # no connection yet: __init__ runs in several processes
-        self._target: BinlogPosition | None = None
+        self._target: Any = None
 
     def initialOffset(self) -> dict[str, Any]:
         return self.source.initial_offset()
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        limit = self.source.config.max_rows_per_trigger
+        limit = self.source.settings.max_rows_per_trigger
         return ReadMaxRows(limit) if limit else ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
@@ -90,10 +98,10 @@ class MySqlCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.source.close()
 
 
-class MySqlSnapshotReader(DataSourceReader):
-    """A consistent snapshot of the captured table as a batch DataFrame."""
+class SnapshotReader(DataSourceReader):
+    """A consistent snapshot of the captured tables as a batch DataFrame."""
 
-    def __init__(self, source: MySqlCdcSource) -> None:
+    def __init__(self, source: IncrementalSource[Any, Any]) -> None:
         self.source = source
 
     def partitions(self) -> list[InputPartition]:

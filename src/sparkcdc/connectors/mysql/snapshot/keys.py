@@ -1,6 +1,6 @@
 """How the MySQL dialect orders and identifies keys in Python (see snapshot/keys.py).
 
-String keys follow the column's collation (connectors/mysql/collation.py): the server
+String keys follow the column's collation (connectors/mysql/snapshot/collation.py): the server
 decides which rows a chunk query returns and which primary keys are equal, so Python must
 agree with it on both.
 """
@@ -13,10 +13,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from sparkcdc.connectors.mysql.collation import collation_key
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.types import MySqlColumn, value_family
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import MySqlColumn, value_family
+from sparkcdc.connectors.mysql.snapshot.collation import collation_key
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.keys import KeyOrder

@@ -65,7 +65,7 @@ def connect(
     import MySQLdb
     import MySQLdb.cursors
 
-    from sparkcdc.connectors.mysql.types import snapshot_conversions
+    from sparkcdc.connectors.mysql.server.types import snapshot_conversions
 
     kwargs: dict[str, Any] = {
         "host": config.hostname,

@@ -6,11 +6,11 @@ send it. ``csrc/mysqlarrow.c`` streams the text protocol through libmariadb
 (``mysql_use_result``) and parses each value once into its column's Arrow buffer; this
 module wraps the buffers zero-copy (``pa.Array.from_buffers``).
 
-Unlike connectorx, the connection is ours: the partition is read exactly like the classic
-reader does it (one ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, whose binlog position S
-the server reports; the log between S and the batch position P folded into per-key
-overrides), with memory bounded by one batch, and every column type is read: the text of
-each type is what the classic reader parses, so both give the same values (tested value by
+The partition is read exactly like the classic reader reads it (snapshot/consistent.py:
+one ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, whose binlog position S the server
+reports; the log between S and the batch position P folded into per-key overrides), with
+memory bounded by one batch, and every column type is read: the text of each type is what
+the classic reader parses, so both give the same values (tested value by
 value in tests/integration/test_mysql_native_reader.py).
 """
 
@@ -27,14 +27,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.connection import open_with_retries
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.keys import chunk_key_order, row_key
-from sparkcdc.connectors.mysql.positions import snapshot_position
-from sparkcdc.connectors.mysql.types import MySqlColumn, arrow_type, value_family
-from sparkcdc.core.position import BinlogPosition
-from sparkcdc.core.rows import Row
+from sparkcdc.connectors.mysql.server.connection import open_with_retries
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type, value_family
+from sparkcdc.connectors.mysql.snapshot.chunk_query import chunk_query
+from sparkcdc.connectors.mysql.snapshot.consistent import PartitionKeys, consistent_snapshot
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.normalize import apply_overrides
@@ -95,7 +94,7 @@ def column_kind(column: MySqlColumn) -> Kind:
 def native_unsupported(config: MySqlSourceConfig) -> str | None:
     """Why the native reader cannot be used (None: it can). It reads every column type."""
     try:
-        from sparkcdc.connectors.mysql import _mysqlarrow  # noqa: F401
+        from sparkcdc.connectors.mysql.snapshot import _mysqlarrow  # noqa: F401
     except ImportError as exc:  # a broken build: the Python readers still work
         return f"its C extension is not built ({exc}); reinstall with pip install -e ."
     return None
@@ -184,7 +183,7 @@ def tls_arguments(config: MySqlSourceConfig) -> dict[str, Any]:
 
 def connect_native(config: MySqlSourceConfig) -> NativeConnection:
     """A libmariadb session in UTC, retried and with errors scrubbed like ``connect``."""
-    from sparkcdc.connectors.mysql import _mysqlarrow
+    from sparkcdc.connectors.mysql.snapshot import _mysqlarrow
 
     def attempt() -> NativeConnection:
         raw = _mysqlarrow.Connection(
@@ -216,11 +215,7 @@ def read_chunks_native(
     usual case) the C-built columns go to Spark untouched; otherwise the rows are patched
     as Python values, as the classic reader does.
     """
-    from sparkcdc.connectors.mysql.snapshot_reader import chunk_query, window_overrides_for
-
-    order = chunk_key_order(table, config)  # before the transaction (weight tables load)
-    key_of = row_key(table, config)
-    k = table.chunk_key_index
+    keys = PartitionKeys.of(config, table, chunks)  # before the transaction
     kinds = tuple(int(column_kind(c)) for c in table.columns)
     scales = tuple((c.scale or 0) if value_family(c) == "decimal" else 0 for c in table.columns)
     types = [arrow_type(c) for c in table.columns]
@@ -228,36 +223,27 @@ def read_chunks_native(
         [pa.field(c.name, t, c.nullable) for c, t in zip(table.columns, types, strict=True)]
     )
 
-    def in_partition(row: Row) -> bool:
-        return any(order.in_chunk(row[k], c) for c in chunks)
-
     contiguous = all(a.hi is not None and a.hi == b.lo for a, b in itertools.pairwise(chunks))
     ranges = [Chunk(chunks[0].lo, chunks[-1].hi)] if contiguous else list(chunks)
     conn = connect_native(config)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for chunk in ranges:
+            sql, args = chunk_query(table, chunk)
+            sql = sql % tuple(conn.literal(a) for a in args)
+            for rows, buffers in conn.raw.stream(sql, kinds, scales, batch_rows):
+                arrays = [_array(t, rows, b) for t, b in zip(types, buffers, strict=True)]
+                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
     try:
-        conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-        snapshot_at = snapshot_position(conn)
-        overrides = window_overrides_for(
-            config, table, snapshot_at, target, server_id, key_of, in_partition
-        )
-
-        def batches() -> Iterator[pa.RecordBatch]:
-            for chunk in ranges:
-                sql, args = chunk_query(table, chunk)
-                sql = sql % tuple(conn.literal(a) for a in args)
-                for rows, buffers in conn.raw.stream(sql, kinds, scales, batch_rows):
-                    arrays = [_array(t, rows, b) for t, b in zip(types, buffers, strict=True)]
-                    yield pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-        if not overrides:
-            yield from (ChunkRows((), columns=b) for b in batches())
-        else:
-            rows = (tuple(r[n] for n in schema.names) for b in batches() for r in b.to_pylist())
-            patched = apply_overrides(rows, overrides, key_of, in_partition)
-            while batch := list(itertools.islice(patched, batch_rows)):
-                yield ChunkRows(batch)
-        conn.execute("COMMIT")
+        with consistent_snapshot(conn, config, table, keys, target, server_id) as overrides:
+            if not overrides:
+                yield from (ChunkRows((), columns=b) for b in batches())
+            else:
+                rows = (tuple(r[n] for n in schema.names) for b in batches() for r in b.to_pylist())
+                patched = apply_overrides(rows, overrides, keys.key_of, keys.in_partition)
+                while batch := list(itertools.islice(patched, batch_rows)):
+                    yield ChunkRows(batch)
     finally:
         conn.close()
 

@@ -18,18 +18,22 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
+from sparkcdc.connectors.mysql.binlog.position import POS_BITS, BinlogPosition, file_index
+from sparkcdc.connectors.mysql.binlog.rowdecode import FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import (
+    KIND_CODES,
+    ColumnSink,
+    ColumnSinks,
+)
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.connection import (
+from sparkcdc.connectors.mysql.server.connection import (
     RETRYABLE_CODES,
     backoff,
     replication_settings,
 )
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.rowdecode import FastRowDecoder, WireColumn
-from sparkcdc.connectors.mysql.rowdecode.arrow import KIND_CODES, ColumnSink, ColumnSinks
-from sparkcdc.connectors.mysql.types import binlog_converter, restore_empty_sets
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
-from sparkcdc.core.position import POS_BITS, BinlogPosition, file_index
 from sparkcdc.core.rows import BlockKind, ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 

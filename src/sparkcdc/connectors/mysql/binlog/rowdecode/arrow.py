@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.connectors.mysql.rowdecode.plan import Kind, PlanEntry
+from sparkcdc.connectors.mysql.binlog.rowdecode.plan import Kind, PlanEntry
 from sparkcdc.core.table import TableId
 
 #: Layout codes of csrc/rowdecode.c (``L_*``).
@@ -135,7 +135,7 @@ class ColumnSinks:
             return sink
         if sink is not None and sink.rows:
             return None
-        from sparkcdc.connectors.mysql.rowdecode import _rowdecode  # type: ignore[attr-defined]
+        from sparkcdc.connectors.mysql.binlog.rowdecode import _rowdecode  # type: ignore[attr-defined]
 
         native = _rowdecode.Sink(layout, self.change_types)
         sink = ColumnSink(native, layout, self.types[table], self.change_types is not None)

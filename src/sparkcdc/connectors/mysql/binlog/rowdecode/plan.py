@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from sparkcdc.connectors.mysql.discovery import CapturedTable
-from sparkcdc.connectors.mysql.types import MySqlColumn, value_family
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import MySqlColumn, value_family
 
 # Binlog column types (MySQL's enum_field_types), as in the TABLE_MAP event.
 TINY, SHORT, LONG, FLOAT, DOUBLE, LONGLONG, INT24 = 1, 2, 3, 4, 5, 8, 9

@@ -11,18 +11,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.connection import replication_settings
-from sparkcdc.connectors.mysql.positions import binlog_files, current_position, gtid_at
-from sparkcdc.core.errors import PositionLostError, SourceConfigurationError
-from sparkcdc.core.gtid import (
+from sparkcdc.connectors.mysql.binlog.gtid import (
     InterleavedGtidError,
     MariaDbGtid,
     MariaDbGtidPosition,
     MySqlGtidSet,
     resume_index,
 )
-from sparkcdc.core.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.positions import (
+    binlog_files,
+    current_position,
+    gtid_at,
+)
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.server.connection import replication_settings
+from sparkcdc.core.errors import PositionLostError, SourceConfigurationError
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkcdc.connectors.mysql.connection import query
+from sparkcdc.connectors.mysql.binlog.gtid import MariaDbGtidPosition
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
+from sparkcdc.connectors.mysql.server.connection import query
 from sparkcdc.core.errors import PositionLostError, SourceConfigurationError, SparkCdcError
-from sparkcdc.core.gtid import MariaDbGtidPosition
-from sparkcdc.core.position import BinlogPosition, file_index
 
 
 def current_position(conn: Any) -> BinlogPosition:

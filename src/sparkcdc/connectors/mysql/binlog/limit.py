@@ -17,9 +17,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from sparkcdc.connectors.mysql.connection import query
-from sparkcdc.connectors.mysql.positions import binlog_files, gtid_at
-from sparkcdc.core.position import BinlogPosition, file_index
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
+from sparkcdc.connectors.mysql.binlog.positions import binlog_files, gtid_at
+from sparkcdc.connectors.mysql.server.connection import query
 
 PAGE = 2000
 _TABLE_MAP = re.compile(r"table_id: (\d+) \((.+)\)$")

@@ -156,7 +156,7 @@ def _name(value: str, what: str) -> str:
 
 def extract_weights(conn: Any, charset: str, collation: str) -> CollationWeights:
     """Read ``collation``'s weights from the server (about 0.5 s); SchemaError if inexact."""
-    from sparkcdc.connectors.mysql.connection import query
+    from sparkcdc.connectors.mysql.server.connection import query
 
     cs = _name(charset, "charset")
     coll = _name(collation, "collation")
@@ -212,7 +212,7 @@ def _contraction_pairs(conn: Any, cs: str, coll: str) -> list[tuple[int, int]]:
     The candidates are listed literally: derived from the 64k-row generator, the server
     re-evaluates it for every pair (20 s instead of 0.2 s).
     """
-    from sparkcdc.connectors.mysql.connection import query
+    from sparkcdc.connectors.mysql.server.connection import query
 
     cps = " UNION ALL ".join(
         f"SELECT {cp} AS cp" for lo, hi in _CONTRACTION_CANDIDATES for cp in range(lo, hi + 1)
@@ -234,7 +234,7 @@ def _supplementary_weights(
     conn: Any, cs: str, coll: str, width: int
 ) -> tuple[str | bytes, dict[int, bytes]]:
     """The default rule for code points above U+FFFF, and the code points that differ."""
-    from sparkcdc.connectors.mysql.connection import query
+    from sparkcdc.connectors.mysql.server.connection import query
 
     value = f"CONVERT(CHAR(cp USING utf32) USING {cs})"
     weight = f"WEIGHT_STRING({value} COLLATE {coll})"
@@ -303,7 +303,7 @@ def load_weights(config: MySqlSourceConfig, charset: str, collation: str) -> Col
 def _extract(
     config: MySqlSourceConfig, charset: str, collation: str
 ) -> CollationWeights | SchemaError:
-    from sparkcdc.connectors.mysql.connection import connect, with_retries
+    from sparkcdc.connectors.mysql.server.connection import connect, with_retries
 
     def attempt() -> CollationWeights:
         conn = connect(config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sparkcdc.connectors.mysql.connection import query
+from sparkcdc.connectors.mysql.server.connection import query
 from sparkcdc.core.errors import SourceConfigurationError
 
 

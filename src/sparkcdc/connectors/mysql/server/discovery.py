@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.connection import query, query_dicts
-from sparkcdc.connectors.mysql.types import MySqlColumn
+from sparkcdc.connectors.mysql.server.connection import query, query_dicts
+from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
 

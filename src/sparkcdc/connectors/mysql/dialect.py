@@ -1,0 +1,212 @@
+"""The MySQL/MariaDB dialect of the snapshot framework (snapshot/dialect.py).
+
+Positions are binlog file + offset (+ GTID state); chunks are read inside ``START
+TRANSACTION WITH CONSISTENT SNAPSHOT``, whose exact binlog position MariaDB reports; the log
+is read as a replication client, one server id per concurrent reader.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from sparkcdc.connectors.mysql.binlog.limit import MAX_LOG_PIECES, advance_log, split_log
+from sparkcdc.connectors.mysql.binlog.locate import position_for_gtid, position_for_timestamp
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.positions import (
+    current_position,
+    earliest_position,
+    ensure_available,
+    gtid_at,
+)
+from sparkcdc.connectors.mysql.binlog.reader import read_blocks_with_retries
+from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.server.connection import connect
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable, discover_tables
+from sparkcdc.connectors.mysql.server.types import arrow_type
+from sparkcdc.connectors.mysql.server.validation import validate_server
+from sparkcdc.connectors.mysql.snapshot.chunk_ends import key_stats, next_chunk_end
+from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order
+from sparkcdc.connectors.mysql.snapshot.reader import read_chunks
+from sparkcdc.core.rows import ChangeBlock
+from sparkcdc.core.table import TableId
+from sparkcdc.formats.changelog_arrow import CHANGE_TYPE_VALUES, ChunkRows
+from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
+from sparkcdc.snapshot.dialect import Dialect
+from sparkcdc.snapshot.keys import KeyOrder
+
+log = logging.getLogger(__name__)
+
+
+class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
+    format_name = "mysql-cdc"
+
+    def __init__(self, config: MySqlSourceConfig) -> None:
+        self.config = config
+        self._conn: Any = None
+        self.flavor = "mariadb"
+
+    @property
+    def settings(self) -> MySqlSourceConfig:
+        return self.config
+
+    @property
+    def _scan_id(self) -> int:
+        """Server id for the driver's own short binlog scans (the last of the range)."""
+        return self.config.server_ids[1]
+
+    @property
+    def conn(self) -> Any:
+        """The driver's connection, reconnected if it dropped since the last batch."""
+        if self._conn is not None:
+            try:
+                self._conn.ping()
+            except Exception:  # dropped: reconnect below
+                self._conn.close()
+                self._conn = None
+        if self._conn is None:
+            self._conn = connect(self.config)
+        return self._conn
+
+    # -- discovery and types ------------------------------------------------------------
+    def discover(self) -> list[CapturedTable]:
+        self.flavor, _ = validate_server(self.conn, self.config.username)
+        found = discover_tables(self.conn, self.config)
+        for table in found:
+            chunk_key_order(table, self.config)  # fails up front for keys we cannot order
+        return found
+
+    def key_order(self, table: CapturedTable) -> KeyOrder:
+        return chunk_key_order(table, self.config)
+
+    def arrow_fields(self, table: CapturedTable) -> list[pa.Field]:
+        return [pa.field(c.name, arrow_type(c), nullable=c.nullable) for c in table.columns]
+
+    # -- positions ----------------------------------------------------------------------
+    def position_from_json(self, data: Mapping[str, Any]) -> BinlogPosition:
+        return BinlogPosition.from_json(dict(data))
+
+    def current_position(self) -> BinlogPosition:
+        return current_position(self.conn)
+
+    def startup_position(self, mode: str) -> BinlogPosition:
+        if mode == "latest-offset":
+            return self.current_position()
+        if mode == "earliest-offset":
+            return earliest_position(self.conn)
+        if mode == "timestamp":
+            millis = self.config.timestamp_millis or 0
+            return position_for_timestamp(self.conn, self.config, millis, self._scan_id)
+        if self.config.specific_file is not None and self.config.specific_pos is not None:
+            file, pos = self.config.specific_file, self.config.specific_pos
+            position = BinlogPosition(file, pos, gtid_at(self.conn, file, pos))
+        else:
+            gtids = self.config.specific_gtid or ""
+            position = position_for_gtid(self.conn, self.config, gtids, self.flavor, self._scan_id)
+        ensure_available(self.conn, position)
+        return position
+
+    def ensure_available(self, position: BinlogPosition) -> None:
+        ensure_available(self.conn, position)
+
+    def snapshot_target(self) -> BinlogPosition | None:
+        return self.config.snapshot_position
+
+    # -- planning -------------------------------------------------------------------------
+    def key_stats(self, table: CapturedTable) -> KeyStats:
+        return key_stats(self.conn, table)
+
+    def next_chunk_end(self, table: CapturedTable, lo: Key, size: int) -> Key:
+        return next_chunk_end(self.conn, table, self.key_order(table), lo, size)
+
+    def limit_log(
+        self,
+        start: BinlogPosition,
+        end: BinlogPosition,
+        max_rows: int,
+        tables: Sequence[TableId],
+    ) -> tuple[BinlogPosition, int]:
+        return advance_log(self.conn, start, end, max_rows, [str(t) for t in tables])
+
+    def split_log(self, start: BinlogPosition, end: BinlogPosition) -> list[BinlogPosition]:
+        """Large ranges are decoded by several Spark tasks in parallel
+        (docs/binlog-decoder.md); each piece needs its own server id, so there are never
+        more pieces than ids."""
+        low, high = self.config.server_ids
+        return split_log(self.conn, start, end, max_pieces=min(MAX_LOG_PIECES, high - low + 1))
+
+    def check_readers(self, count: int) -> None:
+        low, high = self.config.server_ids
+        if count > high - low + 1:
+            log.warning(
+                "a batch reads with %d concurrent binlog readers but 'server-id' %d-%d has "
+                "only %d ids: readers sharing an id knock each other off the server; give a "
+                "wider range",
+                count,
+                low,
+                high,
+                high - low + 1,
+            )
+
+    # -- reads --------------------------------------------------------------------------
+    def read_chunks(
+        self,
+        table: CapturedTable,
+        chunks: Sequence[Chunk],
+        target: BinlogPosition,
+        reader: int,
+    ) -> Iterator[ChunkRows]:
+        return read_chunks(self.config, table, chunks, target, self.config.server_id(reader))
+
+    def read_log(
+        self,
+        tables: Mapping[TableId, CapturedTable],
+        start: BinlogPosition,
+        end: BinlogPosition,
+        reader: int,
+        arrow_columns: Mapping[TableId, Sequence[pa.DataType]],
+    ) -> BinlogStream:
+        return BinlogStream(self.config, tables, start, end, reader, arrow_columns)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config}  # executors open their own connections
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"])  # type: ignore[misc]
+
+
+class BinlogStream:
+    """A bounded binlog read; the compiled decoder writes the images of tables with Arrow
+    columns into their :class:`ColumnSinks` (no tuples)."""
+
+    def __init__(
+        self,
+        config: MySqlSourceConfig,
+        tables: Mapping[TableId, CapturedTable],
+        start: BinlogPosition,
+        end: BinlogPosition,
+        reader: int,
+        arrow_columns: Mapping[TableId, Sequence[pa.DataType]],
+    ) -> None:
+        self.config, self.tables, self.start, self.end = config, tables, start, end
+        self.server_id = config.server_id(reader)
+        self.sinks = ColumnSinks(arrow_columns, CHANGE_TYPE_VALUES) if arrow_columns else None
+
+    def __iter__(self) -> Iterator[ChangeBlock]:
+        return read_blocks_with_retries(
+            self.config, self.tables, self.start, self.end, self.server_id, sinks=self.sinks
+        )
+
+    def take(self, table: TableId) -> list[pa.Array]:
+        if self.sinks is None:
+            raise ValueError(f"no Arrow columns were asked for {table}")
+        return self.sinks.take(table)

@@ -1,0 +1,15 @@
+"""MySQL's identifier quoting (backticks), for every statement the connector builds."""
+
+from __future__ import annotations
+
+from sparkcdc.core.table import TableId
+
+
+def quote(name: str) -> str:
+    """A backtick-quoted identifier; backticks inside the name are doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_table(table: TableId) -> str:
+    """``database``.``table``, both parts quoted."""
+    return f"{quote(table.database)}.{quote(table.table)}"

@@ -1,0 +1,104 @@
+"""One partition's read inside a consistent snapshot, normalised to the batch's position.
+
+Both chunk readers (classic and native) read a partition the same way: key order and row
+keys are prepared before the transaction (a collation's weight table takes a moment to
+load), then one ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY`` (MVCC, no locks),
+whose exact binlog position S MariaDB reports; the log window between S and the target
+position P is read once and folded into per-key overrides (snapshot/normalize.py). Only how
+rows are fetched differs between the readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.positions import snapshot_position
+from sparkcdc.connectors.mysql.binlog.reader import read_changes
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.server.connection import with_retries
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
+from sparkcdc.core.rows import Row
+from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.normalize import backward_overrides, forward_overrides
+
+Overrides = dict[Any, Row | None]
+
+
+@dataclass(frozen=True)
+class PartitionKeys:
+    """Which rows belong to a partition's chunks, in the server's key order."""
+
+    order: KeyOrder
+    key_of: Callable[[Row], Any]
+    index: int
+    chunks: tuple[Chunk, ...]
+
+    @classmethod
+    def of(cls, config: MySqlSourceConfig, table: CapturedTable, chunks: Sequence[Chunk]) -> Any:
+        return cls(
+            chunk_key_order(table, config),
+            row_key(table, config),
+            table.chunk_key_index,
+            tuple(chunks),
+        )
+
+    def in_partition(self, row: Row) -> bool:
+        return any(self.order.in_chunk(row[self.index], c) for c in self.chunks)
+
+    def in_chunk(self, row: Row, chunk: Chunk) -> bool:
+        return self.order.in_chunk(row[self.index], chunk)
+
+
+@contextmanager
+def consistent_snapshot(
+    conn: Any,
+    config: MySqlSourceConfig,
+    table: CapturedTable,
+    keys: PartitionKeys,
+    target: BinlogPosition,
+    server_id: int,
+) -> Iterator[Overrides]:
+    """Open the read-only consistent snapshot on ``conn`` (a connection with ``cursor()``)
+    and yield the overrides that move the partition's rows from its position to
+    ``target``; commit when the caller has read its rows."""
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+    snapshot_at = snapshot_position(conn)
+    yield window_overrides(
+        config, table, snapshot_at, target, server_id, keys.key_of, keys.in_partition
+    )
+    with conn.cursor() as cur:
+        cur.execute("COMMIT")
+
+
+def window_overrides(
+    config: MySqlSourceConfig,
+    table: CapturedTable,
+    snapshot_at: BinlogPosition,
+    target: BinlogPosition,
+    server_id: int,
+    key_of: Callable[[Row], Any],
+    relevant: Callable[[Row], bool],
+) -> Overrides:
+    """Per-key states at ``target`` for the ``relevant`` keys changed between the snapshot
+    and ``target``: forward (last after-image) or backward (first before-image)."""
+    forward = snapshot_at <= target
+    low, high = (snapshot_at, target) if forward else (target, snapshot_at)
+
+    def window() -> list[Any]:
+        return [
+            c
+            for c in read_changes(config, {table.table_id: table}, low, high, server_id)
+            if (c.before is not None and relevant(c.before))
+            or (c.after is not None and relevant(c.after))
+        ]
+
+    changes = with_retries(config, f"reading the binlog window {low}..{high}", window)
+    return forward_overrides(changes, key_of) if forward else backward_overrides(changes, key_of)

@@ -1,0 +1,369 @@
+"""The engine-neutral CDC source: offsets, batch planning and partition reads over a dialect.
+
+A stream offset (snapshot/offset.py) holds the log position and one small progress entry
+per table, never chunk lists. A batch from offset A to offset B emits (1) the log changes in
+(A.log, B.log] for keys that A had already emitted, and (2) the chunks between A's and B's
+cursors, read in parallel and normalised to B.log (docs/design.md). Everything that depends
+on the database goes through :class:`~sparkcdc.snapshot.dialect.Dialect`; the Spark binding
+(spark/source.py) only forwards Spark's calls here, with offsets as JSON dicts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import logging
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic
+
+import pyarrow as pa
+
+from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.rows import ChangeBlock, Row, RowChange
+from sparkcdc.core.table import TableId
+from sparkcdc.formats.changelog_arrow import (
+    ChangelogBatchBuilder,
+    Emitted,
+    EnvelopeBatchBuilder,
+    changelog_schema,
+    envelope_schema,
+)
+from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.dialect import Dialect, P, T
+from sparkcdc.snapshot.emit import changes_to_emit
+from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.offset import SourceOffset
+from sparkcdc.snapshot.planner import ChunkPlanner
+from sparkcdc.snapshot.progress import TableProgress
+
+Offset = dict[str, Any]
+log = logging.getLogger(__name__)
+
+#: Fewer, larger Arrow batches from log partitions: Spark pays per batch.
+MIN_BATCH_ROWS = 16_384
+
+
+@dataclass(frozen=True)
+class ChunkRead(Generic[P, T]):
+    """A partition of snapshot work: some chunks of one table, normalised to ``target``."""
+
+    table: T
+    chunks: tuple[Chunk, ...]
+    target: P
+    reader: int
+    envelope: bool
+
+
+@dataclass(frozen=True)
+class LogRead(Generic[P, T]):
+    """A partition of log work: changes in ``(start, end]`` for keys emitted as of start."""
+
+    start: P
+    end: P
+    tables: Mapping[TableId, T]
+    progress: Mapping[TableId, TableProgress]
+    reader: int
+    envelope: bool
+
+
+PartitionSpec = ChunkRead[Any, Any] | LogRead[Any, Any]
+BatchBuilder = ChangelogBatchBuilder | EnvelopeBatchBuilder
+
+
+class IncrementalSource(Generic[P, T]):
+    """Captured tables of one dialect: one table is a typed changelog, several share the
+    envelope schema."""
+
+    def __init__(self, dialect: Dialect[P, T]) -> None:
+        self.dialect = dialect
+        self.settings = dialect.settings
+        self._tables: dict[TableId, T] | None = None
+        self._planners: dict[TableId, ChunkPlanner] = {}
+        self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
+        self._orders: dict[TableId, KeyOrder] = {}
+        self._checked_start = False
+        self._warned_new = False
+
+    # -- driver side -------------------------------------------------------------------
+    @property
+    def tables(self) -> dict[TableId, T]:
+        """Captured tables, after validating the server (up front, with the fix in errors)."""
+        if self._tables is None:
+            self._tables = {t.table_id: t for t in self.dialect.discover()}
+        return self._tables
+
+    @property
+    def envelope(self) -> bool:
+        """Several tables share one stream in the envelope schema; one table is typed."""
+        return len(self.tables) > 1
+
+    def table_schema(self, table: T) -> pa.Schema:
+        """The typed changelog schema of one table (its columns, change and metadata)."""
+        return changelog_schema(self.dialect.arrow_fields(table), self.settings.metadata)
+
+    def arrow_schema(self) -> pa.Schema:
+        if self.envelope:
+            return envelope_schema(self.settings.metadata)
+        return self.table_schema(next(iter(self.tables.values())))
+
+    def current_position(self) -> P:
+        return self.dialect.current_position()
+
+    def initial_offset(self) -> Offset:
+        mode = self.settings.startup_mode
+        tables = self.tables
+        if mode in ("initial", "snapshot"):
+            progress = {t: TableProgress() for t in tables}
+            return SourceOffset(self.current_position(), progress, mode == "snapshot").to_json()
+        done = {t: TableProgress.finished() for t in tables}
+        return SourceOffset(self.dialect.startup_position(mode), done).to_json()
+
+    def latest_offset(self, start: Offset, max_rows: int | None, cap: P | None = None) -> Offset:
+        """The end of the next batch: the log now (or ``cap``) and a bounded number of chunks.
+
+        Every chunk of a batch is normalised to the batch's end position P by reading the
+        log between P and its own read, so a batch must stay short: without
+        ``maxRowsPerTrigger`` chunks are bounded by ``rows-per-batch``. For the same reason
+        ``cap`` (availableNow's end) holds only once the snapshot is done: a snapshot
+        normalised to the fixed cap would read ever longer windows as the run goes on. The
+        run still ends: chunks run out, then the log stops at the cap.
+        """
+        offset = self._offset(start)
+        position = offset.log
+        progress = dict(offset.tables)
+        if not self._checked_start:  # a restart from a checkpoint: is its log still there?
+            self.dialect.ensure_available(position)
+            self._checked_start = True
+        unfinished = offset.snapshotting
+        budget = max_rows
+        if not offset.bounded:
+            if budget is None:
+                budget = self.settings.rows_per_batch
+            now = self.current_position()
+            if cap is not None and cap < now and not unfinished:
+                now = cap
+            if now > position and max_rows is not None:
+                # while a snapshot runs the log gets half the batch, so neither starves
+                share = max(1, max_rows // 2) if unfinished else max_rows
+                now, used = self.dialect.limit_log(position, now, share, sorted(progress))
+                budget = max(max_rows - used, 1 if unfinished else 0)
+            if now > position:
+                position = now
+        chunk_size = self.settings.chunk_size
+        new_progress = dict(progress)
+        for table_id in sorted(progress):
+            if budget is not None and budget <= 0:
+                break
+            table_progress = progress[table_id]
+            if table_progress.done:
+                continue
+            max_chunks = 1 << 30 if budget is None else max(1, math.ceil(budget / chunk_size))
+            chunks = self._planner(table_id).plan(table_progress, max_chunks)
+            last = chunks[-1]
+            after = (
+                TableProgress.finished()
+                if last.is_last
+                else TableProgress(started=True, cursor=last.hi)
+            )
+            new_progress[table_id] = after
+            self._plans[_plan_key(table_id, table_progress, after)] = chunks
+            if budget is not None:
+                budget -= len(chunks) * chunk_size
+        return SourceOffset(position, new_progress, offset.bounded).to_json()
+
+    def partitions(self, start: Offset, end: Offset) -> list[PartitionSpec]:
+        first, last = self._offset(start), self._offset(end)
+        start_pos, end_pos = first.log, last.log
+        before, after = first.tables, last.tables
+        specs: list[PartitionSpec] = []
+        if end_pos > start_pos and any(p.started or p.done for p in before.values()):
+            live = {t: self.tables[t] for t, p in before.items() if p.started or p.done}
+            bounds = self.dialect.split_log(start_pos, end_pos)
+            for lo, hi in itertools.pairwise(bounds):
+                specs.append(LogRead(lo, hi, live, before, len(specs), self.envelope))
+        per_partition = max(1, self.settings.rows_per_partition // self.settings.chunk_size)
+        for table_id in sorted(after):
+            if before.get(table_id, TableProgress()) == after[table_id]:
+                continue
+            key = _plan_key(table_id, before[table_id], after[table_id])
+            chunks = self._plans.pop(key, None)
+            if chunks is None:  # planned in another process, or replayed after a restart
+                chunks = self._planner(table_id).chunks_between(before[table_id], after[table_id])
+            table = self.tables[table_id]
+            for i in range(0, len(chunks), per_partition):
+                part = tuple(chunks[i : i + per_partition])
+                specs.append(ChunkRead(table, part, end_pos, len(specs), self.envelope))
+        self.dialect.check_readers(len(specs))
+        return specs
+
+    def snapshot_partitions(self) -> list[PartitionSpec]:
+        """All chunks of every table, normalised to the log position now (batch reads), or
+        to the dialect's fixed snapshot target (an earlier position, still in the log)."""
+        position = self.dialect.snapshot_target() or self.current_position()
+        progress = {t: TableProgress() for t in self.tables}
+        start = SourceOffset(position, progress).to_json()
+        bounded = SourceOffset(position, progress, bounded=True).to_json()
+        return self.partitions(start, self.latest_offset(bounded, None))
+
+    def _offset(self, data: Offset) -> SourceOffset[P]:
+        """An offset's typed form. A checkpointed table that is no longer captured fails
+        with the fix; a table matched since the checkpoint was made is not captured
+        (warned)."""
+        offset = SourceOffset.from_json(data, self.dialect.position_from_json)
+        gone = sorted(str(t) for t in set(offset.tables) - set(self.tables))
+        if gone:
+            raise SchemaError(
+                f"the checkpoint captures {', '.join(gone)}, which 'database-name'/'table-name' "
+                "no longer match (dropped, renamed or options changed). Removing tables from a "
+                "running capture is not supported yet: restore the table or the options, or "
+                "start a new checkpoint"
+            )
+        new = sorted(str(t) for t in set(self.tables) - set(offset.tables))
+        if new and not self._warned_new:
+            self._warned_new = True
+            log.warning(
+                "tables %s match 'database-name'/'table-name' but were not there when the "
+                "checkpoint was made: they are not captured (adding tables to a running "
+                "capture is not supported yet; start a new checkpoint to include them)",
+                ", ".join(new),
+            )
+        return offset
+
+    def _order(self, table_id: TableId) -> KeyOrder:
+        if table_id not in self._orders:
+            self._orders[table_id] = self.dialect.key_order(self.tables[table_id])
+        return self._orders[table_id]
+
+    def _planner(self, table_id: TableId) -> ChunkPlanner:
+        if table_id not in self._planners:
+            table, dialect = self.tables[table_id], self.dialect
+            self._planners[table_id] = ChunkPlanner(
+                lambda: dialect.key_stats(table),
+                lambda lo, size: dialect.next_chunk_end(table, lo, size),
+                self._order(table_id),
+                self.settings.chunk_size,
+                (self.settings.factor_lower, self.settings.factor_upper),
+                str(table_id),
+                table.column_names[table.chunk_key_index],
+            )
+        return self._planners[table_id]
+
+    def close(self) -> None:
+        self.dialect.close()
+        self._planners.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # travels to executors: connections and caches stay behind
+        return {"dialect": self.dialect, "_tables": self._tables}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        IncrementalSource.__init__(self, state["dialect"])
+        self._tables = state["_tables"]
+
+    # -- executor side -----------------------------------------------------------------
+    def read(self, spec: PartitionSpec) -> Iterator[pa.RecordBatch]:
+        if isinstance(spec, ChunkRead):
+            yield from self._read_chunks(spec)
+        else:
+            yield from self._read_log(spec)
+
+    def _builder(self, table: T, envelope: bool) -> BatchBuilder:
+        if envelope:
+            return EnvelopeBatchBuilder(
+                envelope_schema(self.settings.metadata),
+                table.table_id,
+                table.column_names,
+                [f.type for f in self.dialect.arrow_fields(table)],
+                table.key_indexes,
+            )
+        schema = self.table_schema(table)
+        return ChangelogBatchBuilder(schema, len(table.column_names), table.table_id)
+
+    def _read_chunks(self, spec: ChunkRead[P, T]) -> Iterator[pa.RecordBatch]:
+        builder = self._builder(spec.table, spec.envelope)
+        at = dt.datetime.now(dt.timezone.utc)
+        chunks = self.dialect.read_chunks(spec.table, spec.chunks, spec.target, spec.reader)
+        for rows in chunks:
+            yield builder.snapshot_batch(rows, spec.target.version, at)
+
+    def _read_log(self, spec: LogRead[P, T]) -> Iterator[pa.RecordBatch]:
+        """One log partition's changes as Arrow batches of at least ``MIN_BATCH_ROWS`` rows
+        (Spark pays per batch). This is the executor's hot path after decoding: a table
+        whose snapshot is done takes whole rows events (``ChangeBlock``) straight into
+        Arrow columns (``block_batch``), with no object or key test per row; for the typed
+        changelog the dialect may write those columns itself (``ChangeBlock.sunk``, no
+        tuples). A table whose snapshot is running goes change by change through the key
+        predicate."""
+        live = spec.tables
+        builders = {t: self._builder(table, spec.envelope) for t, table in live.items()}
+        emitted = {t: self._emitted_predicate(table, spec.progress[t]) for t, table in live.items()}
+        done = {t for t in live if spec.progress[t].done}
+        blocks: dict[TableId, list[ChangeBlock]] = {t: [] for t in live}
+        counts = dict.fromkeys(live, 0)
+        pending: dict[TableId, list[tuple[RowChange, Emitted]]] = {t: [] for t in live}
+        size = max(self.settings.fetch_size, MIN_BATCH_ROWS)
+        # done tables of the typed changelog: the dialect may write Arrow buffers, no tuples
+        typed = {
+            t: b.data_types
+            for t, b in builders.items()
+            if t in done and isinstance(b, ChangelogBatchBuilder)
+        }
+        stream = self.dialect.read_log(live, spec.start, spec.end, spec.reader, typed)
+
+        def batch(table: TableId) -> pa.RecordBatch:
+            out, builder = blocks[table], builders[table]
+            if out[0].sunk is not None:
+                assert isinstance(builder, ChangelogBatchBuilder)  # only these get sinks
+                built = builder.block_batch(out, stream.take(table))
+            else:
+                built = builder.block_batch(out)
+            out.clear()
+            counts[table] = 0
+            return built
+
+        for block in stream:
+            table = block.table
+            if table in done:
+                out = blocks[table]
+                if out and (out[-1].sunk is None) != (block.sunk is None):
+                    yield batch(table)  # a batch's images are all tuples or all in the sink
+                out.append(block)
+                counts[table] += block.image_count
+                if counts[table] >= size:
+                    yield batch(table)
+                continue
+            rows = pending[table]
+            predicate = emitted[table]
+            for change in block.changes():
+                images = changes_to_emit(change, predicate)
+                if images:
+                    rows.append((change, images))
+            if len(rows) >= size:
+                yield builders[table].change_batch(rows)
+                rows.clear()
+        for t in live:
+            if blocks[t]:
+                yield batch(t)
+            if pending[t]:
+                yield builders[t].change_batch(pending[t])
+
+    def _emitted_predicate(self, table: T, progress: TableProgress) -> Callable[[Row], bool]:
+        """Whether a row's key had been emitted when the batch started (log events are
+        emitted only for those keys)."""
+        if progress.done or not progress.started:  # no key comparison needed
+            return lambda row: progress.done
+        order = self._order(table.table_id)
+        k = table.chunk_key_index
+
+        def emitted(row: Row) -> bool:
+            return order.emitted(row[k], progress)
+
+        return emitted
+
+
+def _plan_key(
+    table_id: TableId, before: TableProgress, after: TableProgress
+) -> tuple[TableId, str, str]:
+    return (table_id, repr(before.to_json()), repr(after.to_json()))
