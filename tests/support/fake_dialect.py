@@ -1,0 +1,199 @@
+"""An in-memory database with a change log, as a snapshot-framework dialect.
+
+The protocol test drives the real driver (snapshot/driver.py) over it, so what is checked
+is the framework itself, not a copy of its algorithm. Positions are change counts: position
+``p`` is the state after the first ``p`` changes. The test moves ``now`` (writes arrive) and
+chooses each chunk read's snapshot position ``S`` through ``snapshot_at``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from sparkcdc.core.rows import ChangeBlock, Row, RowChange
+from sparkcdc.core.table import TableId
+from sparkcdc.formats.changelog_arrow import ChunkRows
+from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
+from sparkcdc.snapshot.dialect import Dialect
+from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.normalize import apply_overrides, backward_overrides, forward_overrides
+
+
+@dataclass(frozen=True, order=True)
+class Count:
+    """After ``n`` changes. Change ``i`` has version ``2i + 1``, position ``n`` version ``2n``:
+    a position sorts above the changes before it and below the ones after."""
+
+    n: int
+
+    @property
+    def version(self) -> int:
+        return 2 * self.n
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n}
+
+
+@dataclass(frozen=True)
+class FakeTable:
+    table_id: TableId
+    column_names: tuple[str, ...] = ("k", "v")
+    primary_key: tuple[str, ...] = ("k",)
+    key_indexes: tuple[int, ...] = (0,)
+    chunk_key_index: int = 0
+
+
+@dataclass(frozen=True)
+class FakeSettings:
+    chunk_size: int = 4
+    rows_per_partition: int = 8
+    rows_per_batch: int = 1 << 20
+    fetch_size: int = 1024
+    factor_lower: float = 0.05
+    factor_upper: float = 1000.0
+    metadata: tuple[str, ...] = ()
+    max_rows_per_trigger: int | None = None
+    startup_mode: str = "initial"
+
+
+def key_of(row: Row) -> Any:
+    return row[0]
+
+
+@dataclass
+class FakeDatabase(Dialect[Count, FakeTable]):
+    """``changes`` is the whole log (RowChange per change, any tables); ``now`` is how much
+    of it has been written; ``snapshot_at(target, now)`` picks a chunk read's position."""
+
+    changes: Sequence[RowChange]
+    initial: Mapping[TableId, Mapping[Any, Row]]
+    config: FakeSettings = field(default_factory=FakeSettings)
+    now: int = 0
+    snapshot_at: Callable[[int, int], int] = lambda target, now: now
+    log_piece: int = 3
+    format_name = "fake-cdc"
+
+    @property
+    def settings(self) -> FakeSettings:
+        return self.config
+
+    # -- the database's state ------------------------------------------------------------
+    def state(self, table: TableId, at: int) -> dict[Any, Row]:
+        rows = dict(self.initial[table])
+        for change in self.changes[:at]:
+            if change.table != table:
+                continue
+            if change.before is not None:
+                del rows[key_of(change.before)]
+            if change.after is not None:
+                rows[key_of(change.after)] = change.after
+        return rows
+
+    # -- the dialect ------------------------------------------------------------------------
+    def discover(self) -> list[FakeTable]:
+        return [FakeTable(t) for t in sorted(self.initial)]
+
+    def key_order(self, table: FakeTable) -> KeyOrder:
+        return KeyOrder()
+
+    def arrow_fields(self, table: FakeTable) -> list[pa.Field]:
+        return [pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())]
+
+    def position_from_json(self, data: Mapping[str, Any]) -> Count:
+        return Count(int(data["n"]))
+
+    def current_position(self) -> Count:
+        return Count(self.now)
+
+    def startup_position(self, mode: str) -> Count:
+        return Count(0 if mode == "earliest-offset" else self.now)
+
+    def ensure_available(self, position: Count) -> None:
+        assert 0 <= position.n <= self.now
+
+    def key_stats(self, table: FakeTable) -> KeyStats:
+        keys = sorted(self.state(table.table_id, self.now))
+        return KeyStats(keys[0] if keys else None, keys[-1] if keys else None, len(keys))
+
+    def next_chunk_end(self, table: FakeTable, lo: Key, size: int) -> Key:
+        keys = sorted(self.state(table.table_id, self.now))
+        above = [k for k in keys if lo is None or k >= lo]
+        return above[size] if len(above) > size else None
+
+    def limit_log(
+        self, start: Count, end: Count, max_rows: int, tables: Sequence[TableId]
+    ) -> tuple[Count, int]:
+        """Every change is its own transaction: stop before the row budget runs out."""
+        used, n = 0, start.n
+        while n < end.n:
+            rows = 1 if self.changes[n].table in tables else 0
+            if used + rows > max_rows and n > start.n:
+                break
+            used += rows
+            n += 1
+        return Count(n), used
+
+    def split_log(self, start: Count, end: Count) -> list[Count]:
+        cuts = list(range(start.n, end.n, self.log_piece))
+        return [Count(c) for c in cuts] + [end] if cuts else [start, end]
+
+    def read_chunks(
+        self, table: FakeTable, chunks: Sequence[Chunk], target: Count, reader: int
+    ) -> Iterator[ChunkRows]:
+        """Rows as of a snapshot position S, normalised to ``target`` by the log window."""
+        s = self.snapshot_at(target.n, self.now)
+        order, t = KeyOrder(), table.table_id
+        window = [c for c in self.changes[min(s, target.n) : max(s, target.n)] if c.table == t]
+        overrides = (
+            forward_overrides(window, key_of)
+            if s <= target.n
+            else backward_overrides(window, key_of)
+        )
+        snapshot = self.state(t, s)
+        for chunk in chunks:
+
+            def in_chunk(row: Row, chunk: Chunk = chunk) -> bool:
+                return order.in_chunk(row[0], chunk)
+
+            rows = sorted(r for r in snapshot.values() if in_chunk(r))
+            yield ChunkRows(list(apply_overrides(rows, overrides, key_of, in_chunk)))
+
+    def read_log(
+        self,
+        tables: Mapping[TableId, FakeTable],
+        start: Count,
+        end: Count,
+        reader: int,
+        arrow_columns: Mapping[TableId, Sequence[pa.DataType]],
+    ) -> FakeLog:
+        return FakeLog(
+            [
+                _block(c, 2 * i + 1)
+                for i, c in enumerate(self.changes[: end.n])
+                if i >= start.n and c.table in tables
+            ]
+        )
+
+
+@dataclass
+class FakeLog:
+    blocks: list[ChangeBlock]
+
+    def __iter__(self) -> Iterator[ChangeBlock]:
+        return iter(self.blocks)
+
+    def take(self, table: TableId) -> list[pa.Array]:
+        raise AssertionError("the fake log writes no Arrow columns")
+
+
+def _block(change: RowChange, version: int) -> ChangeBlock:
+    if change.before is None:
+        assert change.after is not None
+        return ChangeBlock(change.table, "insert", [change.after], version, 0)
+    if change.after is None:
+        return ChangeBlock(change.table, "delete", [change.before], version, 0)
+    return ChangeBlock(change.table, "update", [change.before, change.after], version, 0)
