@@ -21,11 +21,6 @@ from typing import Any
 
 from sparkcdc.core.table import TableId
 
-CHANGE_TYPE = "_change_type"
-COMMIT_VERSION = "_commit_version"
-COMMIT_TIMESTAMP = "_commit_timestamp"
-CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
-
 
 @dataclass(frozen=True)
 class SinkTable:

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.options import OptionSpec, parse_options
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import CHANGE_TYPE, COMMIT_VERSION, MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.reduce import change_rank
 
 ROW_KINDS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}

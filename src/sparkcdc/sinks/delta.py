@@ -21,17 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.options import OptionSpec, parse_options
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import (
-    CHANGE_COLUMNS,
-    MicroBatch,
-    Sink,
-    SinkTable,
-    TargetSnapshot,
-    target_names,
-)
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
 
 CHANGELOG_MODES = ("upsert", "append")
@@ -122,9 +116,9 @@ class DeltaSink(Sink):
         fields = list(table.schema.fields)
         if not self.upsert:
             fields += [
-                StructField("_change_type", StringType(), False),
-                StructField("_commit_version", LongType(), False),
-                StructField("_commit_timestamp", TimestampType(), True),
+                StructField(CHANGE_TYPE, StringType(), False),
+                StructField(COMMIT_VERSION, LongType(), False),
+                StructField(COMMIT_TIMESTAMP, TimestampType(), True),
             ]
         return StructType(fields)
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.sinks.base import Sink, SinkTable
@@ -66,4 +67,4 @@ def source_at(spark: Any, definition: PipelineDefinition, table: TableId, positi
         "scan.snapshot.position": position,
     }
     frame = spark.read.format("mysql-cdc").options(**options).load()
-    return frame.drop("_change_type", "_commit_version", "_commit_timestamp")
+    return frame.drop(*CHANGE_COLUMNS)
