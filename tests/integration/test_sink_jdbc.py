@@ -18,7 +18,9 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
 from sparkcdc.sinks.base import MicroBatch, SinkTable
-from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig, SinkError
+from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.dialects import SinkError
+from sparkcdc.sinks.jdbc.sink import JdbcSink
 
 UTC = timezone.utc
 

@@ -22,7 +22,7 @@ def validate_sink_options(kind: str, options: Mapping[str, str]) -> object:
 
         return ConsoleSinkConfig.from_options(options)
     if kind == "jdbc":
-        from sparkcdc.sinks.jdbc import JdbcSinkConfig
+        from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 
         return JdbcSinkConfig.from_options(options)
     if kind == "kafka":
@@ -53,7 +53,8 @@ def make_sink(
         assert isinstance(config, ConsoleSinkConfig)
         return ConsoleSink(config)
     if kind == "jdbc":
-        from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig
+        from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
+        from sparkcdc.sinks.jdbc.sink import JdbcSink
 
         assert isinstance(config, JdbcSinkConfig)
         return JdbcSink(config, pipeline=pipeline_id)
