@@ -1,0 +1,1 @@
+"""Console sink: every change printed in Flink's print format, for trying things out."""

@@ -1,0 +1,1 @@
+"""Delta Lake sink: each captured table into its own Delta table, exactly once."""

@@ -1,0 +1,1 @@
+"""Kafka pipeline sink: each captured table's changes as messages, at-least-once."""
