@@ -14,11 +14,11 @@ SINK_TYPES = ("delta", "jdbc", "console", "kafka")
 def validate_sink_options(kind: str, options: Mapping[str, str]) -> object:
     """Parse a sink's options; raises OptionError naming the option and the valid values."""
     if kind == "delta":
-        from sparkcdc.sinks.delta.sink import DeltaSinkConfig
+        from sparkcdc.sinks.delta.config import DeltaSinkConfig
 
         return DeltaSinkConfig.from_options(options)
     if kind == "console":
-        from sparkcdc.sinks.console.sink import ConsoleSinkConfig
+        from sparkcdc.sinks.console.config import ConsoleSinkConfig
 
         return ConsoleSinkConfig.from_options(options)
     if kind == "jdbc":
@@ -26,7 +26,7 @@ def validate_sink_options(kind: str, options: Mapping[str, str]) -> object:
 
         return JdbcSinkConfig.from_options(options)
     if kind == "kafka":
-        from sparkcdc.sinks.kafka.sink import KafkaSinkConfig
+        from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 
         return KafkaSinkConfig.from_options(options)
     raise OptionError(f"sink: invalid type '{kind}'. Valid values: {', '.join(SINK_TYPES)}")
@@ -43,12 +43,14 @@ def make_sink(
     sink that keeps per-pipeline bookkeeping find it before the first batch (``verify``)."""
     config = validate_sink_options(kind, options)
     if kind == "delta":
-        from sparkcdc.sinks.delta.sink import DeltaSink, DeltaSinkConfig
+        from sparkcdc.sinks.delta.config import DeltaSinkConfig
+        from sparkcdc.sinks.delta.sink import DeltaSink
 
         assert isinstance(config, DeltaSinkConfig)
         return DeltaSink(config.resolved(base_dir))
     if kind == "console":
-        from sparkcdc.sinks.console.sink import ConsoleSink, ConsoleSinkConfig
+        from sparkcdc.sinks.console.config import ConsoleSinkConfig
+        from sparkcdc.sinks.console.sink import ConsoleSink
 
         assert isinstance(config, ConsoleSinkConfig)
         return ConsoleSink(config)
@@ -58,7 +60,8 @@ def make_sink(
 
         assert isinstance(config, JdbcSinkConfig)
         return JdbcSink(config, pipeline=pipeline_id)
-    from sparkcdc.sinks.kafka.sink import KafkaSink, KafkaSinkConfig
+    from sparkcdc.sinks.kafka.config import KafkaSinkConfig
+    from sparkcdc.sinks.kafka.sink import KafkaSink
 
     assert isinstance(config, KafkaSinkConfig)
     return KafkaSink(config)

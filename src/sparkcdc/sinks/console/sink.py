@@ -9,66 +9,16 @@ crash is printed again.
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
-from sparkcdc.core.options import OptionSpec, parse_options
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.console.config import ConsoleSinkConfig
+from sparkcdc.sinks.console.print_format import format_change
 from sparkcdc.sinks.reduce import change_rank
-
-ROW_KINDS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}
-
-SPECS = (
-    OptionSpec("print-identifier", default=None, doc="a prefix for every printed line"),
-    OptionSpec("standard-error", choices=("true", "false"), default="false"),
-)
-
-
-@dataclass(frozen=True)
-class ConsoleSinkConfig:
-    print_identifier: str | None
-    standard_error: bool
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ConsoleSinkConfig:
-        opts = parse_options(options, SPECS, context="console sink")
-        return cls(opts["print-identifier"], opts["standard-error"] == "true")
-
-
-def format_value(value: Any) -> str:
-    """A value as Flink prints it inside a row: null, ISO dates and times, plain numbers."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dt.datetime):
-        return f"{value.date().isoformat()}T{_java_time(value.time())}"
-    if isinstance(value, dt.time):
-        return _java_time(value)
-    if isinstance(value, (bytes, bytearray)):
-        return "x'" + bytes(value).hex() + "'"
-    return str(value)
-
-
-def _java_time(value: dt.time) -> str:
-    """Java's LocalTime.toString: ``10:20``, ``10:20:30``, ``10:20:30.123``, ``...123456``."""
-    text = f"{value.hour:02d}:{value.minute:02d}"
-    if value.second or value.microsecond:
-        text += f":{value.second:02d}"
-    if value.microsecond:
-        micros = value.microsecond
-        text += f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}"
-    return text
-
-
-def format_change(change_type: str, values: Sequence[Any]) -> str:
-    """``+I[1001, 2021-09-17, ...]``."""
-    return f"{ROW_KINDS[change_type]}[{', '.join(format_value(v) for v in values)}]"
 
 
 class ConsoleSink(Sink):
