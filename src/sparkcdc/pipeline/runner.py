@@ -22,7 +22,7 @@ from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.tables import captured_tables, sink_table
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
-from sparkcdc.sinks.factory import make_sink
+from sparkcdc.sinks.registry import make_sink
 
 log = logging.getLogger(__name__)
 
