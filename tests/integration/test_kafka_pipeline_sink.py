@@ -8,7 +8,8 @@ from typing import Any
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedKafka
 from sparkcdc.sinks.base import MicroBatch, SinkTable
-from sparkcdc.sinks.kafka import KafkaSink, KafkaSinkConfig
+from sparkcdc.sinks.kafka.config import KafkaSinkConfig
+from sparkcdc.sinks.kafka.sink import KafkaSink
 from sparkcdc.spark.kafka.source import decode_changelog_json, read_kafka
 
 

@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
-from sparkcdc.sinks.base import CHANGE_COLUMNS, MicroBatch, SinkTable
-from sparkcdc.sinks.jdbc import JdbcSink, JdbcSinkConfig, SinkError
+from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.dialects import SinkError
+from sparkcdc.sinks.jdbc.sink import JdbcSink
 
 UTC = timezone.utc
 

@@ -6,7 +6,7 @@ import pytest
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.kafka import KafkaSinkConfig
+from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 
 
 def test_options_are_validated() -> None:

@@ -32,14 +32,14 @@ Consumer = dict[TableId, dict[Any, Row]]
 
 
 def interleaved(
-    draw: st.DrawFn, first: list[RowChange], second: list[RowChange]
+    data: st.DataObject, first: list[RowChange], second: list[RowChange]
 ) -> list[RowChange]:
     """Table A's and table B's changes merged into one log in a random order."""
     a = [RowChange(A, c.before, c.after, 0, 0) for c in first]
     b = [RowChange(B, c.before, c.after, 0, 0) for c in second]
     merged: list[RowChange] = []
     while a or b:
-        take_a = bool(a) and (not b or draw(st.booleans()))
+        take_a = bool(a) and (not b or data.draw(st.booleans()))
         merged.append((a if take_a else b).pop(0))
     return merged
 
@@ -79,7 +79,7 @@ def test_replayed_changelog_equals_source_at_every_batch(
     data: st.DataObject,
 ) -> None:
     two = data.draw(st.booleans(), label="two tables (envelope)")
-    log = interleaved(data.draw, first[1], second[1] if two else [])
+    log = interleaved(data, first[1], second[1] if two else [])
     initial = {A: first[0][0]} | ({B: second[0][0]} if two else {})
     config = FakeSettings(
         chunk_size=data.draw(st.integers(1, 8), label="chunk size"),

@@ -10,7 +10,7 @@ import pytest
 
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.yaml_file import PipelineFileError
-from sparkcdc.sinks.console import format_change
+from sparkcdc.sinks.console.print_format import format_change
 
 ROOT = Path(__file__).resolve().parents[2]
 

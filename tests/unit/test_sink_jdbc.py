@@ -24,8 +24,8 @@ from pyspark.sql.types import (
 from sparkcdc.core.errors import OptionError, SchemaError
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.jdbc import JdbcSinkConfig, JdbcUrl, TableName
-from sparkcdc.sinks.jdbc_dialects import MySqlDialect, PostgresDialect, Target
+from sparkcdc.sinks.jdbc.config import JdbcSinkConfig, JdbcUrl, TableName
+from sparkcdc.sinks.jdbc.dialects import MySqlDialect, PostgresDialect, Target
 
 PASSWORD = "s3cr3t-Pa55w0rd!"
 BASE = {"url": "postgresql://db.example.com/shop", "username": "u", "password": PASSWORD}

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.runner import BatchReport
 
@@ -217,10 +218,10 @@ class Demo:
                 .option("startingVersion", version + 1)
                 .load(path)
             )
-            first = F.when(F.col("_change_type") == "update_preimage", 0).otherwise(1)
+            first = F.when(F.col(CHANGE_TYPE) == "update_preimage", 0).otherwise(1)
             self.show(
-                feed.orderBy("_commit_version", "order_id", first).select(
-                    "order_id", "quantity", "purchaser", "_change_type", "_commit_version"
+                feed.orderBy(COMMIT_VERSION, "order_id", first).select(
+                    "order_id", "quantity", "purchaser", CHANGE_TYPE, COMMIT_VERSION
                 )
             )
             self.say("demo_orders in the lakehouse now:")

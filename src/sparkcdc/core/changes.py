@@ -1,8 +1,21 @@
-"""The changelog vocabulary: Spark/Delta change types and Flink row kinds."""
+"""The changelog vocabulary: change column names, Spark/Delta change types, Flink row kinds.
+
+Engine-neutral (no pyspark, no pyarrow): sources, formats, Spark code and sinks all name
+the change columns from here, so the changelog's shape is spelled in one place.
+"""
 
 from __future__ import annotations
 
 from enum import Enum
+
+#: The columns every changelog row carries after the table's own columns, named as in
+#: Delta's change data feed (so a sparkcdc stream and a Delta table's feed read alike):
+#: what kind of change the row is (a :class:`ChangeType` value), its place in commit order
+#: (an update's two images share it) and when it was committed.
+CHANGE_TYPE = "_change_type"
+COMMIT_VERSION = "_commit_version"
+COMMIT_TIMESTAMP = "_commit_timestamp"
+CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 
 
 class ChangeType(str, Enum):

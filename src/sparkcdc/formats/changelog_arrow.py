@@ -14,16 +14,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.changes import ChangeType
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, ChangeType
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.row_json import RowJsonEncoder
 
 #: Columns every changelog row carries after the table's own columns.
 CHANGE_FIELDS = (
-    pa.field("_change_type", pa.string(), nullable=False),
-    pa.field("_commit_version", pa.int64(), nullable=False),
-    pa.field("_commit_timestamp", pa.timestamp("us", tz="UTC"), nullable=True),
+    pa.field(CHANGE_TYPE, pa.string(), nullable=False),
+    pa.field(COMMIT_VERSION, pa.int64(), nullable=False),
+    pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"), nullable=True),
 )
 
 #: ``metadata.list`` columns, appended in this order when requested.
@@ -42,9 +42,9 @@ METADATA_FIELDS = {
 ENVELOPE_FIELDS = (
     pa.field("database_name", pa.string(), nullable=False),
     pa.field("table_name", pa.string(), nullable=False),
-    pa.field("_change_type", pa.string(), nullable=False),
-    pa.field("_commit_version", pa.int64(), nullable=False),
-    pa.field("_commit_timestamp", pa.timestamp("us", tz="UTC"), nullable=True),
+    pa.field(CHANGE_TYPE, pa.string(), nullable=False),
+    pa.field(COMMIT_VERSION, pa.int64(), nullable=False),
+    pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"), nullable=True),
     pa.field("key", pa.string(), nullable=False),
     pa.field("before", pa.string(), nullable=True),
     pa.field("after", pa.string(), nullable=True),

@@ -18,9 +18,9 @@ from sparkcdc.connectors.registry import SOURCE_TYPES, Connector, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
+from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
 
 BLOCKS = ("source", "sink", "pipeline")
-SINK_TYPES = ("delta", "jdbc", "console", "kafka")
 AVAILABLE_NOW = "available-now"
 
 PIPELINE_SPECS = (
@@ -90,8 +90,6 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     source_config = _checked(doc, "source", lambda: parse(source_options))
     sink = _strings(doc, "sink")
     sink_type = _type(doc, "sink", sink, SINK_TYPES)
-    from sparkcdc.sinks.factory import validate_sink_options
-
     _checked(doc, "sink", lambda: validate_sink_options(sink_type, sink))
     settings = _settings(doc)
     return PipelineDefinition(

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.tables import captured_tables
-from sparkcdc.sinks.base import CHANGE_COLUMNS, MicroBatch, Sink, SinkTable
-from sparkcdc.sinks.factory import make_sink
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.registry import make_sink
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ class PipelineRun:
         from sparkcdc.spark.envelope import unpack_table
 
         # changelog rows, as a one-table stream counts them: an envelope update is two
-        images = F.when(F.col("_change_type") == "update", 2).otherwise(1)
+        images = F.when(F.col(CHANGE_TYPE) == "update", 2).otherwise(1)
         counted = (
             frame.groupBy("database_name", "table_name").agg(F.sum(images).alias("n")).collect()
         )

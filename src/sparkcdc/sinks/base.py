@@ -15,16 +15,12 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from sparkcdc.core.table import TableId
-
-CHANGE_TYPE = "_change_type"
-COMMIT_VERSION = "_commit_version"
-COMMIT_TIMESTAMP = "_commit_timestamp"
-CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 
 
 @dataclass(frozen=True)
@@ -104,3 +100,26 @@ def target_names(tables: Sequence[SinkTable], pattern: str) -> Mapping[TableId, 
     return {
         t.source: pattern.format(database=t.source.database, table=t.source.table) for t in tables
     }
+
+
+Config = TypeVar("Config")
+
+
+@dataclass(frozen=True)
+class SinkType(Generic[Config]):
+    """A sink as the registry (:mod:`sparkcdc.sinks.registry`) finds it by name: each sink
+    folder's ``__init__`` declares one as ``SINK``.
+
+    ``parse`` runs when a pipeline file is validated, offline and fast, so it and the
+    module declaring ``SINK`` import neither pyspark nor drivers; ``create`` imports the
+    sink itself when a pipeline runs.
+    """
+
+    #: The ``type`` a pipeline file's ``sink`` block names it by.
+    name: str
+    #: The sink block's options -> the validated config; raises OptionError naming the
+    #: option and what is valid.
+    parse: Callable[[Mapping[str, str]], Config]
+    #: (config, the pipeline file's folder for relative paths or None, the pipeline's
+    #: checkpoint identity or None before its first run, see MicroBatch) -> the sink.
+    create: Callable[[Config, Path | None, str | None], Sink]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sparkcdc.sinks.base import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 
 DELETED = "_deleted"
 

@@ -7,7 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE
+
 ENVELOPE_COLUMNS = (
     "database_name",
     "table_name",
@@ -50,9 +51,9 @@ def unpack_table(envelope: Any, database: str, table: str, schema: Any) -> Any:
         return F.struct(F.lit(kind).alias("kind"), value.alias("image"))
 
     images = (
-        F.when(F.col("_change_type") == "insert", F.array(image("insert", after)))
+        F.when(F.col(CHANGE_TYPE) == "insert", F.array(image("insert", after)))
         .when(
-            F.col("_change_type") == "update",
+            F.col(CHANGE_TYPE) == "update",
             F.array(image("update_preimage", before), image("update_postimage", after)),
         )
         .otherwise(F.array(image("delete", before)))
@@ -61,7 +62,7 @@ def unpack_table(envelope: Any, database: str, table: str, schema: Any) -> Any:
     exploded = rows.select(F.explode(images).alias("_c"), *CHANGE_COLUMNS[1:], *metadata)
     return exploded.select(
         "_c.image.*",
-        F.col("_c.kind").alias("_change_type"),
+        F.col("_c.kind").alias(CHANGE_TYPE),
         *CHANGE_COLUMNS[1:],
         *metadata,
     )

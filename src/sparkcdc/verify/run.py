@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.sinks.base import Sink, SinkTable
@@ -68,4 +69,4 @@ def source_at(spark: Any, definition: PipelineDefinition, table: TableId, positi
     }
     options |= one_table | {"scan.snapshot.position": position}
     frame = spark.read.format(found.format).options(**options).load()
-    return frame.drop("_change_type", "_commit_version", "_commit_timestamp")
+    return frame.drop(*CHANGE_COLUMNS)

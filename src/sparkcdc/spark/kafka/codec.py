@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sparkcdc.formats.changelog_arrow import CHANGE_FIELDS, METADATA_FIELDS
+from sparkcdc.core.changes import CHANGE_COLUMNS
+from sparkcdc.formats.changelog_arrow import METADATA_FIELDS
 
 #: ``to_json`` options giving exactly row_json's layout: NULLs written, microsecond
 #: timestamps, instants in UTC with ``Z``.
@@ -29,8 +30,7 @@ WRITE_OPTIONS = {
 CORRUPT = "_corrupt"
 READ_OPTIONS = {"timeZone": "UTC", "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
 
-#: Columns of a changelog DataFrame that are not the table's own.
-CHANGE_COLUMNS = tuple(f.name for f in CHANGE_FIELDS)
+#: Columns of a changelog DataFrame that are not the table's own: CHANGE_COLUMNS and these.
 METADATA_COLUMNS = tuple(METADATA_FIELDS)
 
 #: ``_change_type`` <-> Flink row kind (changelog-json ``op``).

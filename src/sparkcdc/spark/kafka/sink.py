@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.spark.kafka.codec import (
     ROW_KINDS,
     WRITE_OPTIONS,
@@ -83,14 +84,14 @@ def kafka_records(
     names = data_columns(df)
     schema = df.select(*[F.col(f"`{n}`") for n in names]).schema
     data = row_struct(schema)
-    ct = F.col("_change_type")
+    ct = F.col(CHANGE_TYPE)
     staged = df.select(
         F.col("*"),
         to_row_json(row_struct(schema, key)).alias("_k"),
         topic_column(df, topic, topic_pattern).alias("_topic"),
         _rank(ct).alias("_rank"),
     )
-    order = ["_k", "_commit_version", "_rank"]
+    order = ["_k", COMMIT_VERSION, "_rank"]
     if format == "changelog-json":
         op = F.create_map(*[F.lit(x) for kv in ROW_KINDS.items() for x in kv])[ct]
         value = F.to_json(F.struct(data.alias("data"), op.alias("op")), WRITE_OPTIONS)
@@ -98,19 +99,19 @@ def kafka_records(
         return _records(out.repartition("_k").sortWithinPartitions(*order))
     # The other formats pair an update's pre-image with the post-image that follows it
     # for the same key and version; a pre-image without one moved the key away.
-    window = Window.partitionBy("_k").orderBy("_commit_version", "_rank")
-    nxt_ct, nxt_version = F.lead(ct).over(window), F.lead("_commit_version").over(window)
-    prev_ct, prev_version = F.lag(ct).over(window), F.lag("_commit_version").over(window)
+    window = Window.partitionBy("_k").orderBy(COMMIT_VERSION, "_rank")
+    nxt_ct, nxt_version = F.lead(ct).over(window), F.lead(COMMIT_VERSION).over(window)
+    prev_ct, prev_version = F.lag(ct).over(window), F.lag(COMMIT_VERSION).over(window)
     paired_pre = F.coalesce(  # lead/lag are null at a key's edges: not paired
         (ct == "update_preimage")
         & (nxt_ct == "update_postimage")
-        & (nxt_version == F.col("_commit_version")),
+        & (nxt_version == F.col(COMMIT_VERSION)),
         F.lit(False),
     )
     paired_post = F.coalesce(
         (ct == "update_postimage")
         & (prev_ct == "update_preimage")
-        & (prev_version == F.col("_commit_version")),
+        & (prev_version == F.col(COMMIT_VERSION)),
         F.lit(False),
     )
     sets = ct.isin("insert", "update_postimage")
@@ -128,7 +129,7 @@ def kafka_records(
             after.alias("after"),
             op.alias("op"),
             _source(df, database, table).alias("source"),
-            F.unix_millis(F.col("_commit_timestamp")).alias("ts_ms"),
+            F.unix_millis(F.col(COMMIT_TIMESTAMP)).alias("ts_ms"),
         ),
         WRITE_OPTIONS,
     )

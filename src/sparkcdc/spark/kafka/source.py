@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.formats.upsert_json import normalize
 from sparkcdc.spark.kafka.codec import (
     CORRUPT,
@@ -182,14 +183,14 @@ def _changelog(rows: Any, images: Any, timestamp: Any) -> Any:
 
     exploded = rows.select(
         F.explode(images).alias("_c"),
-        commit_version(F.col("partition"), F.col("offset")).alias("_commit_version"),
-        timestamp.alias("_commit_timestamp"),
+        commit_version(F.col("partition"), F.col("offset")).alias(COMMIT_VERSION),
+        timestamp.alias(COMMIT_TIMESTAMP),
     )
     return exploded.select(
         "_c.image.*",
-        F.col("_c.kind").alias("_change_type"),
-        "_commit_version",
-        "_commit_timestamp",
+        F.col("_c.kind").alias(CHANGE_TYPE),
+        COMMIT_VERSION,
+        COMMIT_TIMESTAMP,
     )
 
 
@@ -325,7 +326,9 @@ def read_upsert_kafka(
 
 
 #: What the keep-last-row step emits before the row JSON is parsed back into columns.
-_NORMALIZED = "_row string, _change_type string, _commit_version long, _commit_timestamp timestamp"
+_NORMALIZED = (
+    f"_row string, {CHANGE_TYPE} string, {COMMIT_VERSION} long, {COMMIT_TIMESTAMP} timestamp"
+)
 
 
 def normalize_upsert(keyed: Any, schema: Any, state_ttl_ms: int | None = None) -> Any:
@@ -351,9 +354,7 @@ def normalize_upsert(keyed: Any, schema: Any, state_ttl_ms: int | None = None) -
         _keep_last_row(state_ttl_ms), _NORMALIZED, "row string, seen_ms long", "append", timeout
     )
     row = parse_json(F.col("_row"), schema, corrupt=False)
-    return out.select(
-        row.alias("_r"), "_change_type", "_commit_version", "_commit_timestamp"
-    ).select("_r.*", "_change_type", "_commit_version", "_commit_timestamp")
+    return out.select(row.alias("_r"), *CHANGE_COLUMNS).select("_r.*", *CHANGE_COLUMNS)
 
 
 def _keep_last_row(ttl_ms: int | None) -> Callable[..., Iterator[Any]]:
@@ -406,9 +407,9 @@ def _keep_last_row(ttl_ms: int | None) -> Callable[..., Iterator[Any]]:
             yield pd.DataFrame(
                 {
                     "_row": rows,
-                    "_change_type": kinds,
-                    "_commit_version": versions,
-                    "_commit_timestamp": stamps,
+                    CHANGE_TYPE: kinds,
+                    COMMIT_VERSION: versions,
+                    COMMIT_TIMESTAMP: stamps,
                 }
             )
 

@@ -11,66 +11,13 @@ Schema changes are not applied (messages carry the row as it is).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from sparkcdc.core.errors import OptionError
-from sparkcdc.core.options import OptionSpec, parse_options
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
-
-FORMATS = ("changelog-json", "debezium-json", "upsert")
-
-SPECS = (
-    OptionSpec("properties.bootstrap.servers", required=True, doc="Kafka brokers, host:port[,...]"),
-    OptionSpec(
-        "value.format",
-        choices=FORMATS,
-        default="debezium-json",
-        doc="message format (Flink CDC's Kafka sink defaults to debezium-json)",
-    ),
-    OptionSpec("topic", default=None, doc="one topic for every table"),
-    OptionSpec(
-        "topic-pattern",
-        default="{database}.{table}",
-        doc="topic per table, with {database} and {table} placeholders",
-    ),
-    OptionSpec("properties.", prefix=True, doc="Kafka producer settings, e.g. properties.acks"),
-)
-
-
-@dataclass(frozen=True)
-class KafkaSinkConfig:
-    bootstrap_servers: str
-    format: str
-    topic: str | None
-    topic_pattern: str
-    producer: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> KafkaSinkConfig:
-        opts = parse_options(options, SPECS, context="kafka sink")
-        pattern = str(opts["topic-pattern"])
-        try:
-            pattern.format(database="d", table="t")
-        except (KeyError, IndexError, ValueError) as exc:
-            raise OptionError(
-                f"kafka sink: option 'topic-pattern' has invalid value '{pattern}'; expected "
-                "a name with only {database} and {table} placeholders"
-            ) from exc
-        return cls(
-            bootstrap_servers=str(opts["properties.bootstrap.servers"]),
-            format=str(opts["value.format"]),
-            topic=opts["topic"],
-            topic_pattern=pattern,
-            producer=dict(opts.groups.get("properties.", {})),
-        )
-
-    def topic_of(self, table: TableId) -> str:
-        if self.topic is not None:
-            return self.topic
-        return self.topic_pattern.format(database=table.database, table=table.table)
+from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 
 
 class KafkaSink(Sink):

@@ -17,71 +17,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from sparkcdc.core.errors import OptionError, SparkCdcError
-from sparkcdc.core.options import OptionSpec, parse_options
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import (
-    CHANGE_COLUMNS,
-    MicroBatch,
-    Sink,
-    SinkTable,
-    TargetSnapshot,
-    target_names,
-)
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
+from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
 
-CHANGELOG_MODES = ("upsert", "append")
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-
-
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError("true or false")
-    return lowered == "true"
-
-
-SPECS = (
-    OptionSpec("path", required=True, doc="the folder that holds the target Delta tables"),
-    OptionSpec("table-name", default="{database}/{table}"),
-    OptionSpec("changelog-mode", choices=CHANGELOG_MODES, default="upsert"),
-    OptionSpec("change-data-feed", _bool, True),
-)
-
-
-@dataclass(frozen=True)
-class DeltaSinkConfig:
-    path: Path
-    #: Target folder under ``path``, with ``{database}`` and ``{table}`` placeholders.
-    table_name: str
-    changelog_mode: str
-    #: Create targets with ``delta.enableChangeDataFeed``, so consumers can read the
-    #: target's own changes (``table_changes``) downstream.
-    change_data_feed: bool
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> DeltaSinkConfig:
-        opts = parse_options(options, SPECS, context="delta sink")
-        pattern = opts["table-name"]
-        try:
-            pattern.format(database="d", table="t")
-        except (KeyError, IndexError, ValueError):
-            raise OptionError(
-                f"delta sink: option 'table-name' has invalid value '{pattern}'; expected a "
-                "path pattern using only the placeholders {database} and {table}"
-            ) from None
-        return cls(Path(opts["path"]), pattern, opts["changelog-mode"], opts["change-data-feed"])
-
-    def resolved(self, base_dir: Path | None) -> DeltaSinkConfig:
-        if base_dir is None or self.path.is_absolute():
-            return self
-        return replace(self, path=(base_dir / self.path).resolve())
 
 
 class DeltaSink(Sink):
@@ -122,9 +69,9 @@ class DeltaSink(Sink):
         fields = list(table.schema.fields)
         if not self.upsert:
             fields += [
-                StructField("_change_type", StringType(), False),
-                StructField("_commit_version", LongType(), False),
-                StructField("_commit_timestamp", TimestampType(), True),
+                StructField(CHANGE_TYPE, StringType(), False),
+                StructField(COMMIT_VERSION, LongType(), False),
+                StructField(COMMIT_TIMESTAMP, TimestampType(), True),
             ]
         return StructType(fields)
 

@@ -1,6 +1,6 @@
 """What differs between PostgreSQL and MySQL/MariaDB targets: types, SQL, drivers, catalogs.
 
-The sink (:mod:`sparkcdc.sinks.jdbc_sink`) holds the algorithm once: reduce each table's
+The sink (:mod:`sparkcdc.sinks.jdbc.sink`) holds the algorithm once: reduce each table's
 changes to the last change per key, upsert and delete in batches, record the batch id, all
 in one transaction. A dialect supplies only the pieces that differ, as small methods.
 
@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 from sparkcdc.core.errors import SchemaError, SparkCdcError
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.jdbc_config import MAX_IDENTIFIER, JdbcSinkConfig
+from sparkcdc.sinks.jdbc.config import MAX_IDENTIFIER, JdbcSinkConfig
 
 UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -29,8 +29,8 @@ from typing import Any
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot
-from sparkcdc.sinks.jdbc_config import JdbcSinkConfig
-from sparkcdc.sinks.jdbc_dialects import Converter, Dialect, SinkError, Target, dialect_for
+from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.dialects import Converter, Dialect, SinkError, Target, dialect_for
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,56 @@
+"""Console sink: every change printed in Flink's print format, for trying things out.
+
+``+I[1001, 2021-09-17, 10:20:30, 1, 102, alice]`` for an insert, ``-U[...]`` / ``+U[...]`` for
+an update's before and after image and ``-D[...]`` for a delete, in commit order. With
+several tables (or a ``print-identifier``) lines are prefixed ``identifier> `` the way
+Flink's print connector does. Printing is at-least-once: a batch Spark replays after a
+crash is printed again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.console.config import ConsoleSinkConfig
+from sparkcdc.sinks.console.print_format import format_change
+from sparkcdc.sinks.reduce import change_rank
+
+
+class ConsoleSink(Sink):
+    def __init__(self, config: ConsoleSinkConfig, out: TextIO | None = None) -> None:
+        self.config = config
+        self._out = out
+        self.tables: dict[TableId, SinkTable] = {}
+
+    @property
+    def out(self) -> TextIO:
+        if self._out is not None:
+            return self._out
+        return sys.stderr if self.config.standard_error else sys.stdout
+
+    def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
+        self.tables = {t.source: t for t in tables}
+
+    def _prefix(self, table: TableId) -> str:
+        if self.config.print_identifier is not None:
+            return f"{self.config.print_identifier}> "
+        return f"{table}> " if len(self.tables) > 1 else ""
+
+    def write(self, batch: MicroBatch) -> None:
+        from pyspark.sql import functions as F
+
+        for table_id, changes in batch.changes.items():
+            if not batch.has_changes(table_id):
+                continue
+            columns = self.tables[table_id].columns
+            ordered = changes.orderBy(COMMIT_VERSION, change_rank(F.col(CHANGE_TYPE)))
+            prefix = self._prefix(table_id)
+            for row in ordered.select(*[f"`{c}`" for c in columns], CHANGE_TYPE).toLocalIterator():
+                values = tuple(row)
+                print(prefix + format_change(values[-1], values[:-1]), file=self.out)
+        self.out.flush()

@@ -1,0 +1,63 @@
+"""Options of the Delta sink: where the target tables go and how changes land in them.
+
+No pyspark and no delta here: a pipeline file's sink block validates offline and fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sparkcdc.core.errors import OptionError
+from sparkcdc.core.options import OptionSpec, parse_options
+
+CHANGELOG_MODES = ("upsert", "append")
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("true or false")
+    return lowered == "true"
+
+
+SPECS = (
+    OptionSpec("path", required=True, doc="the folder that holds the target Delta tables"),
+    OptionSpec("table-name", default="{database}/{table}"),
+    OptionSpec("changelog-mode", choices=CHANGELOG_MODES, default="upsert"),
+    OptionSpec("change-data-feed", _bool, True),
+)
+
+
+@dataclass(frozen=True)
+class DeltaSinkConfig:
+    """The Delta sink's validated options."""
+
+    path: Path
+    #: Target folder under ``path``, with ``{database}`` and ``{table}`` placeholders.
+    table_name: str
+    changelog_mode: str
+    #: Create targets with ``delta.enableChangeDataFeed``, so consumers can read the
+    #: target's own changes (``table_changes``) downstream.
+    change_data_feed: bool
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> DeltaSinkConfig:
+        opts = parse_options(options, SPECS, context="delta sink")
+        pattern = opts["table-name"]
+        try:
+            pattern.format(database="d", table="t")
+        except (KeyError, IndexError, ValueError):
+            raise OptionError(
+                f"delta sink: option 'table-name' has invalid value '{pattern}'; expected a "
+                "path pattern using only the placeholders {database} and {table}"
+            ) from None
+        return cls(Path(opts["path"]), pattern, opts["changelog-mode"], opts["change-data-feed"])
+
+    def resolved(self, base_dir: Path | None) -> DeltaSinkConfig:
+        """This config with a relative ``path`` taken from ``base_dir`` (the pipeline
+        file's folder), so a pipeline writes to the same place from any working directory."""
+        if base_dir is None or self.path.is_absolute():
+            return self
+        return replace(self, path=(base_dir / self.path).resolve())
