@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.connectors.registry import SOURCE_TYPES, Connector, connector
+from sparkcdc.connectors.connector import Connector
+from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
@@ -60,7 +61,7 @@ class PipelineDefinition:
     settings: PipelineSettings
 
     @property
-    def connector(self) -> Connector:
+    def connector(self) -> Connector[Any]:
         """The source type's connector: its Spark format and how to build the source."""
         return connector(self.source_type)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkcdc.connectors.registry import Connector
+from sparkcdc.connectors.connector import Connector
 from sparkcdc.sinks.base import SinkTable
 
 
-def captured_tables(found: Connector, config: Any) -> list[SinkTable]:
+def captured_tables(found: Connector[Any], config: Any) -> list[SinkTable]:
     """Validate the server for CDC and list the matching tables with the Spark schema the
     source emits for each (fails with the fix)."""
     import pyarrow as pa

@@ -1,1 +1,23 @@
-"""MySQL / MariaDB dialect: discovery, validation, chunk reads and binlog reads."""
+"""MySQL / MariaDB connector: binlog/, snapshot/ and server/ parts, the dialect, the options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkcdc.connectors.connector import Connector
+from sparkcdc.connectors.mysql.config import MySqlSourceConfig, one_table_options, parse_config
+
+
+def _create(config: MySqlSourceConfig) -> Any:
+    from sparkcdc.connectors.mysql.source import MySqlCdcSource
+
+    return MySqlCdcSource(config)
+
+
+CONNECTOR = Connector(
+    name="mysql",
+    format="mysql-cdc",
+    parse=parse_config,
+    create=_create,
+    one_table=one_table_options,
+)
