@@ -23,8 +23,18 @@ from sparkcdc.sinks.reduce import change_rank
 ROW_KINDS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}
 
 SPECS = (
-    OptionSpec("print-identifier", default=None, doc="a prefix for every printed line"),
-    OptionSpec("standard-error", choices=("true", "false"), default="false"),
+    OptionSpec(
+        "print-identifier",
+        default=None,
+        default_doc="none (the table name with several tables)",
+        doc="a prefix for every printed line (`identifier> `)",
+    ),
+    OptionSpec(
+        "standard-error",
+        choices=("true", "false"),
+        default="false",
+        doc="`true` prints to standard error instead of standard output",
+    ),
 )
 
 
