@@ -44,8 +44,8 @@ SPECS: tuple[OptionSpec, ...] = (
         required=True,
         hint=URL_FORMS,
         doc="`postgresql://host[:port]/database` or `mysql://host[:port]/database` "
-        "(`postgres://`, `mariadb://` and a `jdbc:` prefix are accepted too); credentials in "
-        "the URL are refused",
+        "(`postgres://`, `mariadb://` and a `jdbc:` prefix are accepted too; default ports "
+        "5432 / 3306); credentials or query parameters in the URL are refused",
     ),
     OptionSpec(
         "username",
@@ -75,7 +75,8 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "offsets-table",
         default="sparkcdc_offsets",
-        doc="one row per pipeline: its last applied batch id and source offset",
+        doc="one row per pipeline: its last applied batch id and source offset (may be "
+        "`qualifier.name`)",
     ),
 )
 
