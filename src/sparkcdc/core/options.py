@@ -4,6 +4,11 @@ Spark hands data source options over as a case-insensitive map with lower-cased 
 specs are looked up case-insensitively. Unknown keys are rejected with the list of valid
 ones; invalid values name the option and what is accepted. Secret options are wrapped in
 :class:`Secret` so they cannot leak through repr or error messages.
+
+Each option is declared once, as an :class:`OptionSpec`: its parser, its default, the config
+attribute it fills (:func:`build_config`) and its documentation, from which the README's
+options tables are rendered (:mod:`sparkcdc.core.options_doc`). A name, a default or a
+meaning therefore cannot differ between the parser, the config and the docs.
 """
 
 from __future__ import annotations
@@ -11,17 +16,22 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.secret import Secret
 
 Parser = Callable[[str], Any]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One option: its name, how to parse it, its default and its documentation."""
+    """One option, declared once: how it is parsed, what it fills and how it is documented.
+
+    The README's options tables are rendered from ``doc`` and the default, and a config
+    dataclass is built from the ``attr`` of each spec, so adding an option is one line here.
+    """
 
     name: str
     parse: Parser = str
@@ -30,7 +40,17 @@ class OptionSpec:
     choices: tuple[str, ...] = ()
     secret: bool = False
     prefix: bool = False  # e.g. ``jdbc.properties.``: any key starting with the name
+    #: What the option means, in Markdown: the "meaning" column of the README's tables.
     doc: str = ""
+    #: The "default" column when the default value alone would mislead or cannot be shown
+    #: (a computed default, a duration, "unlimited"); None renders ``default`` itself.
+    default_doc: str | None = None
+    #: The config attribute the parsed value fills (:func:`build_config`); None for options
+    #: that only feed a cross-option check or are read from :class:`Options` directly.
+    attr: str | None = None
+    #: A short phrase for the "option 'x' is required (...)" message, when ``doc`` is too
+    #: long for an error; empty: ``doc``.
+    hint: str = ""
 
 
 def parse_int(minimum: int | None = None, maximum: int | None = None) -> Parser:
@@ -129,7 +149,9 @@ def parse_options(
         if spec.prefix or spec.name in seen:
             continue
         if spec.required:
-            raise OptionError(f"{context}: option '{spec.name}' is required ({spec.doc})")
+            raise OptionError(
+                f"{context}: option '{spec.name}' is required ({spec.hint or spec.doc})"
+            )
         result.values[spec.name] = spec.default
     return result
 
@@ -152,3 +174,31 @@ def _parse_one(spec: OptionSpec, text: str, context: str) -> Any:
             f"{context}: option '{spec.name}' has invalid value {shown}; expected {expected}"
         ) from None
     return Secret(value) if spec.secret else value
+
+
+def build_config(
+    factory: Callable[..., T],
+    specs: Iterable[OptionSpec],
+    opts: Options,
+    **computed: Any,
+) -> T:
+    """The config ``opts`` describe: every spec with an ``attr`` fills that attribute with
+    its parsed value (a prefix spec: its group of keys), so a config never copies options
+    field by field and a new option cannot be forgotten on the way to the config.
+
+    ``computed`` overrides attributes whose value needs more than the option itself (a
+    random default, a group checked and canonicalised); it may only name attributes a spec
+    declares, so every attribute still comes from an option.
+    """
+    values: dict[str, Any] = {}
+    for spec in specs:
+        if spec.attr is None:
+            continue
+        if spec.attr in values:
+            raise TypeError(f"two options fill attribute '{spec.attr}'")
+        values[spec.attr] = opts.groups.get(spec.name, {}) if spec.prefix else opts[spec.name]
+    undeclared = sorted(set(computed) - set(values))
+    if undeclared:
+        raise TypeError(f"computed attributes no option declares: {', '.join(undeclared)}")
+    values.update(computed)
+    return factory(**values)

@@ -25,12 +25,39 @@ BLOCKS = ("source", "sink", "pipeline")
 AVAILABLE_NOW = "available-now"
 
 PIPELINE_SPECS = (
-    OptionSpec("name", default="sparkcdc-pipeline", doc="a name for logs and target metadata"),
-    OptionSpec("checkpoint", required=True, doc="a directory for Spark's checkpoint"),
-    OptionSpec("trigger-interval", default="1s", doc=f"a duration or '{AVAILABLE_NOW}'"),
-    OptionSpec("parallelism", parse_int(1), 2),
-    OptionSpec("max-rows-per-trigger", parse_int(1), None),
-    OptionSpec("spark-conf.", prefix=True),
+    OptionSpec(
+        "name",
+        default="sparkcdc-pipeline",
+        doc="Spark's application and query name; with the checkpoint's query id, the "
+        "pipeline identity sinks key their writes by",
+    ),
+    OptionSpec(
+        "checkpoint",
+        required=True,
+        hint="a directory for Spark's checkpoint",
+        doc="directory of Spark's checkpoint, the pipeline's only state (relative paths are "
+        "relative to the pipeline file)",
+    ),
+    OptionSpec(
+        "trigger-interval",
+        default="1s",
+        doc="time between micro-batches (`500ms`, `30s`, `5min`, `1h`), or "
+        f"`{AVAILABLE_NOW}` (finish the snapshot, catch up to the log, stop)",
+    ),
+    OptionSpec("parallelism", parse_int(1), 2, doc="Spark `local[N]`"),
+    OptionSpec(
+        "max-rows-per-trigger",
+        parse_int(1),
+        None,
+        default_doc="unlimited",
+        doc="the source's `maxRowsPerTrigger`",
+    ),
+    OptionSpec(
+        "spark-conf.",
+        prefix=True,
+        doc="Spark settings, as a mapping under `spark-conf` "
+        "(`spark-conf: {spark.sql.shuffle.partitions: 4}`)",
+    ),
 )
 
 

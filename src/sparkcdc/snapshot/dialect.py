@@ -51,8 +51,11 @@ T = TypeVar("T", bound=SourceTable)
 
 
 class SourceSettings(Protocol):
-    """The engine-neutral options every connector's config has (Flink CDC names in
-    brackets)."""
+    """What the driver reads of a connector's config (Flink CDC option names in comments).
+
+    A connector's config subclasses :class:`sparkcdc.snapshot.options.SourceConfig`, whose
+    shared option specs fill all of these but ``metadata``, which each connector declares
+    itself (its metadata columns name its own log positions)."""
 
     @property
     def startup_mode(self) -> str: ...  # scan.startup.mode

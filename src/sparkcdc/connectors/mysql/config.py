@@ -1,4 +1,10 @@
-"""The ``mysql-cdc`` options: Flink CDC's names and defaults, parsed and validated once."""
+"""The ``mysql-cdc`` options: Flink CDC's names and defaults, parsed and validated once.
+
+Each option is one :class:`OptionSpec` in :data:`SPECS`, carrying its README text and the
+:class:`MySqlSourceConfig` attribute it fills; the options every connector shares are
+declared in :mod:`sparkcdc.snapshot.options`. ``parse_config`` adds only what spans
+several options (a startup mode's companions, the TLS properties, the server-id range).
+"""
 
 from __future__ import annotations
 
@@ -11,24 +17,34 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.core.errors import OptionError
-from sparkcdc.core.options import (
-    OptionSpec,
-    parse_duration,
-    parse_float,
-    parse_int,
-    parse_options,
-)
+from sparkcdc.core.options import OptionSpec, build_config, parse_int, parse_options
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
-
-STARTUP_MODES = (
-    "initial",
-    "snapshot",
-    "latest-offset",
-    "earliest-offset",
-    "specific-offset",
-    "timestamp",
+from sparkcdc.snapshot.options import (
+    BASE_STARTUP_MODES,
+    CHUNK_KEY_COLUMN,
+    CHUNK_SIZE,
+    CONNECT_MAX_RETRIES,
+    CONNECT_TIMEOUT,
+    FACTOR_LOWER,
+    FACTOR_UPPER,
+    FETCH_SIZE,
+    HEARTBEAT_INTERVAL,
+    MAX_ROWS_PER_TRIGGER,
+    ROWS_PER_BATCH,
+    ROWS_PER_PARTITION,
+    SourceConfig,
+    check_shared,
+    startup_mode_spec,
 )
+
+#: ``scan.startup.mode`` values beyond the shared ones, with what each does.
+MYSQL_STARTUP_MODES = {
+    "earliest-offset": "no snapshot: from the oldest binlog file on the server",
+    "specific-offset": "no snapshot: from `scan.startup.specific-offset.*`",
+    "timestamp": "no snapshot: from `scan.startup.timestamp-millis`",
+}
+STARTUP_MODES = (*BASE_STARTUP_MODES, *MYSQL_STARTUP_MODES)
 SNAPSHOT_READERS = ("auto", "native", "classic")
 METADATA_COLUMNS = (
     "database_name",
@@ -39,6 +55,9 @@ METADATA_COLUMNS = (
     "binlog_pos",
     "binlog_gtid",
 )
+#: ``jdbc.properties.*`` keys we translate to the C client's TLS settings.
+TLS_PROPERTIES = ("sslMode", "sslCa", "sslCert", "sslKey")
+SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
 
 
 def _regex(text: str) -> re.Pattern[str]:
@@ -84,48 +103,154 @@ def _metadata(text: str) -> tuple[str, ...]:
     return names
 
 
-SPECS: tuple[OptionSpec, ...] = (
-    OptionSpec("hostname", required=True, doc="the MySQL/MariaDB host"),
-    OptionSpec("port", parse_int(1, 65535), 3306),
-    OptionSpec("username", required=True, doc="a user with SELECT, REPLICATION SLAVE/CLIENT"),
-    OptionSpec("password", secret=True, default=Secret("")),
-    OptionSpec("database-name", _regex, required=True, doc="a regular expression of databases"),
-    OptionSpec("table-name", _regex, required=True, doc="a regular expression of tables"),
-    OptionSpec("server-id", _server_ids, None),
-    OptionSpec("server-time-zone", _zone, None),
-    OptionSpec("scan.startup.mode", choices=STARTUP_MODES, default="initial"),
-    OptionSpec("scan.startup.specific-offset.file", default=None),
-    OptionSpec("scan.startup.specific-offset.pos", parse_int(4), None),
-    OptionSpec("scan.startup.specific-offset.gtid-set", default=None),
-    OptionSpec("scan.startup.timestamp-millis", parse_int(0), None),
-    OptionSpec("scan.incremental.snapshot.chunk.size", parse_int(1), 8096),
-    OptionSpec("scan.incremental.snapshot.chunk.key-column", default=None),
-    OptionSpec("scan.incremental.snapshot.rows-per-partition", parse_int(1), 262_144),
-    # chunk rows per micro-batch without maxRowsPerTrigger (64 partitions)
-    OptionSpec("scan.incremental.snapshot.rows-per-batch", parse_int(1), 1 << 24),
-    OptionSpec("scan.snapshot.fetch.size", parse_int(1), 1024),
-    # chunk reader: C into Arrow buffers (native; auto unless TLS) or mysqlclient (classic)
-    OptionSpec("scan.snapshot.reader", choices=SNAPSHOT_READERS, default="auto"),
-    OptionSpec("chunk-key.even-distribution.factor.upper-bound", parse_float(0.0), 1000.0),
-    OptionSpec("chunk-key.even-distribution.factor.lower-bound", parse_float(0.0), 0.05),
-    OptionSpec("connect.timeout", parse_duration, 30.0),
-    OptionSpec("connect.max-retries", parse_int(0), 3),
-    OptionSpec("heartbeat.interval", parse_duration, 30.0),
-    OptionSpec("metadata.list", _metadata, ()),
-    OptionSpec("maxRowsPerTrigger", parse_int(1), None),
-    # batch reads only: the snapshot as of an earlier log position (``sparkcdc verify``)
-    OptionSpec("scan.snapshot.position", _position, None),
-    OptionSpec("jdbc.properties.", prefix=True),
-)
+def _code(names: tuple[str, ...]) -> str:
+    """Values as Markdown code, for docs that list them from the tuple the parser checks."""
+    return ", ".join(f"`{n}`" for n in names)
 
-#: ``jdbc.properties.*`` keys we translate to the C client's TLS settings.
-TLS_PROPERTIES = ("sslMode", "sslCa", "sslCert", "sslKey")
-SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
+
+SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "hostname",
+        required=True,
+        hint="the MySQL/MariaDB host",
+        doc="MySQL/MariaDB host",
+        attr="hostname",
+    ),
+    OptionSpec("port", parse_int(1, 65535), 3306, doc="the server's port", attr="port"),
+    OptionSpec(
+        "username",
+        required=True,
+        hint="a user with SELECT, REPLICATION SLAVE/CLIENT",
+        doc="needs SELECT, REPLICATION SLAVE, REPLICATION CLIENT only",
+        attr="username",
+    ),
+    OptionSpec(
+        "password",
+        secret=True,
+        default=Secret(""),
+        doc="never logged or shown in errors",
+        attr="password",
+    ),
+    OptionSpec(
+        "database-name",
+        _regex,
+        required=True,
+        hint="a regular expression of databases",
+        doc="regular expression, matched against whole database names",
+        attr="database_name",
+    ),
+    OptionSpec(
+        "table-name",
+        _regex,
+        required=True,
+        hint="a regular expression of tables",
+        doc="regular expression, matched against whole table names; several matches give "
+        "the envelope",
+        attr="table_name",
+    ),
+    OptionSpec(
+        "server-id",
+        _server_ids,
+        None,  # parse_config draws the range
+        default_doc="random range of 64 ids in 5400-6463",
+        doc="an id or range `5400-5408`; concurrent binlog readers take ids from the range "
+        "(give at least as many as executor cores)",
+        attr="server_ids",
+    ),
+    OptionSpec(
+        "server-time-zone",
+        _zone,
+        None,
+        doc="accepted (IANA zone); TIMESTAMP values are exact instants (UTC) in both the "
+        "snapshot and the binlog, independent of it",
+        attr="server_time_zone",
+    ),
+    startup_mode_spec(MYSQL_STARTUP_MODES),
+    OptionSpec(
+        "scan.startup.specific-offset.file",
+        default=None,
+        doc="binlog file for `specific-offset` (with `.pos`)",
+        attr="specific_file",
+    ),
+    OptionSpec(
+        "scan.startup.specific-offset.pos",
+        parse_int(4),
+        None,
+        doc="binlog position in that file for `specific-offset`",
+        attr="specific_pos",
+    ),
+    OptionSpec(
+        "scan.startup.specific-offset.gtid-set",
+        default=None,
+        doc="for `specific-offset`: start after these GTIDs (MariaDB `0-1-100,1-2-7`; MySQL "
+        "`uuid:1-100`). A MariaDB position whose domains interleave differently in this "
+        "binlog (no single position resumes it exactly, e.g. one taken on a replica) is "
+        "refused with the fix",
+        attr="specific_gtid",
+    ),
+    OptionSpec(
+        "scan.startup.timestamp-millis",
+        parse_int(0),
+        None,
+        doc="for `timestamp`: the first transaction committed at or after it (epoch "
+        "milliseconds; binlog times have whole seconds)",
+        attr="timestamp_millis",
+    ),
+    CHUNK_SIZE,
+    CHUNK_KEY_COLUMN,
+    ROWS_PER_PARTITION,
+    ROWS_PER_BATCH,
+    FETCH_SIZE,
+    OptionSpec(
+        "scan.snapshot.reader",
+        choices=SNAPSHOT_READERS,
+        default="auto",
+        doc="`auto`: `native` (C over libmariadb straight into Arrow buffers, every column "
+        "type, TLS) unless its extension failed to build, then `classic` (mysqlclient); "
+        "`native` / `classic` force one ([docs/snapshot-reader.md](docs/snapshot-reader.md))",
+        attr="snapshot_reader",
+    ),
+    FACTOR_UPPER,
+    FACTOR_LOWER,
+    CONNECT_TIMEOUT,
+    CONNECT_MAX_RETRIES,
+    HEARTBEAT_INTERVAL,
+    OptionSpec(
+        "metadata.list",
+        _metadata,
+        (),
+        doc=f"comma-separated metadata columns: {_code(METADATA_COLUMNS)} (see above)",
+        attr="metadata",
+    ),
+    MAX_ROWS_PER_TRIGGER,
+    OptionSpec(
+        "scan.snapshot.position",
+        _position,
+        None,
+        doc="batch reads only: the snapshot as of an earlier binlog position (JSON "
+        '`{"file","pos","gtid"}`; what `sparkcdc verify` uses)',
+        attr="snapshot_position",
+    ),
+    OptionSpec(
+        "jdbc.properties.",
+        prefix=True,
+        doc=f"TLS: `jdbc.properties.sslMode` ({_code(SSL_MODES)}; `required` when another "
+        "`ssl*` property is set) with `jdbc.properties.sslCa`, `.sslCert`, `.sslKey`; "
+        "applies to snapshot and binlog connections (`preferred` acts as `required` for the "
+        "binlog and the native snapshot reader; `verify_ca` also checks the server name "
+        "with libmariadb); other properties are refused",
+        attr="tls",
+    ),
+)
 
 
 @dataclass(frozen=True)
-class MySqlSourceConfig:
-    """Everything the source needs, validated; picklable (it travels to executors)."""
+class MySqlSourceConfig(SourceConfig):
+    """Everything the source needs, validated; picklable (it travels to executors).
+
+    The shared attributes (chunking, batch sizes, startup mode, connection policy) come
+    from :class:`SourceConfig`; each attribute is filled by the spec whose ``attr`` names it.
+    """
 
     hostname: str
     port: int
@@ -135,23 +260,11 @@ class MySqlSourceConfig:
     table_name: re.Pattern[str]
     server_ids: tuple[int, int]
     server_time_zone: ZoneInfo | None
-    startup_mode: str
     specific_file: str | None
     specific_pos: int | None
     specific_gtid: str | None
     timestamp_millis: int | None
-    chunk_size: int
-    chunk_key_column: str | None
-    rows_per_partition: int
-    rows_per_batch: int
-    fetch_size: int
-    factor_upper: float
-    factor_lower: float
-    connect_timeout: float
-    connect_max_retries: int
-    heartbeat_interval: float
     metadata: tuple[str, ...]
-    max_rows_per_trigger: int | None
     snapshot_position: BinlogPosition | None = None
     tls: Mapping[str, str] = field(default_factory=dict)
     snapshot_reader: str = "auto"
@@ -189,13 +302,7 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
             "mysql-cdc: scan.startup.mode 'timestamp' needs 'scan.startup.timestamp-millis' "
             "(epoch milliseconds)"
         )
-    lower = opts["chunk-key.even-distribution.factor.lower-bound"]
-    upper = opts["chunk-key.even-distribution.factor.upper-bound"]
-    if lower > upper:
-        raise OptionError(
-            "mysql-cdc: option 'chunk-key.even-distribution.factor.lower-bound' "
-            f"({lower}) must not exceed '...upper-bound' ({upper})"
-        )
+    check_shared(opts, "mysql-cdc")
     # Spark lower-cases option keys: match the property names case-insensitively
     canonical = {k.lower(): k for k in TLS_PROPERTIES}
     tls = {
@@ -216,36 +323,7 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
     if server_ids is None:  # Flink picks a random id in 5400-6400; we need a range per reader
         low = random.randint(5400, 6400)
         server_ids = (low, low + 63)
-    return MySqlSourceConfig(
-        hostname=opts["hostname"],
-        port=opts["port"],
-        username=opts["username"],
-        password=opts["password"],
-        database_name=opts["database-name"],
-        table_name=opts["table-name"],
-        server_ids=server_ids,
-        server_time_zone=opts["server-time-zone"],
-        startup_mode=mode,
-        specific_file=opts["scan.startup.specific-offset.file"],
-        specific_pos=opts["scan.startup.specific-offset.pos"],
-        specific_gtid=opts["scan.startup.specific-offset.gtid-set"],
-        timestamp_millis=opts["scan.startup.timestamp-millis"],
-        chunk_size=opts["scan.incremental.snapshot.chunk.size"],
-        chunk_key_column=opts["scan.incremental.snapshot.chunk.key-column"],
-        rows_per_partition=opts["scan.incremental.snapshot.rows-per-partition"],
-        rows_per_batch=opts["scan.incremental.snapshot.rows-per-batch"],
-        fetch_size=opts["scan.snapshot.fetch.size"],
-        factor_upper=upper,
-        factor_lower=lower,
-        connect_timeout=opts["connect.timeout"],
-        connect_max_retries=opts["connect.max-retries"],
-        heartbeat_interval=opts["heartbeat.interval"],
-        metadata=opts["metadata.list"],
-        max_rows_per_trigger=opts["maxRowsPerTrigger"],
-        snapshot_position=opts["scan.snapshot.position"],
-        tls=tls,
-        snapshot_reader=opts["scan.snapshot.reader"],
-    )
+    return build_config(MySqlSourceConfig, SPECS, opts, server_ids=server_ids, tls=tls)
 
 
 def one_table_options(table: TableId) -> dict[str, str]:

@@ -11,8 +11,18 @@ from dataclasses import dataclass
 from sparkcdc.core.options import OptionSpec, parse_options
 
 SPECS = (
-    OptionSpec("print-identifier", default=None, doc="a prefix for every printed line"),
-    OptionSpec("standard-error", choices=("true", "false"), default="false"),
+    OptionSpec(
+        "print-identifier",
+        default=None,
+        default_doc="none (the table name with several tables)",
+        doc="a prefix for every printed line (`identifier> `)",
+    ),
+    OptionSpec(
+        "standard-error",
+        choices=("true", "false"),
+        default="false",
+        doc="`true` prints to standard error instead of standard output",
+    ),
 )
 
 

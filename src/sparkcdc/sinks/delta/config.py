@@ -23,10 +23,31 @@ def _bool(text: str) -> bool:
 
 
 SPECS = (
-    OptionSpec("path", required=True, doc="the folder that holds the target Delta tables"),
-    OptionSpec("table-name", default="{database}/{table}"),
-    OptionSpec("changelog-mode", choices=CHANGELOG_MODES, default="upsert"),
-    OptionSpec("change-data-feed", _bool, True),
+    OptionSpec(
+        "path",
+        required=True,
+        hint="the folder that holds the target Delta tables",
+        doc="folder of the target tables (relative to the pipeline file)",
+    ),
+    OptionSpec(
+        "table-name",
+        default="{database}/{table}",
+        doc="target folder under `path`, with `{database}` and `{table}` placeholders",
+    ),
+    OptionSpec(
+        "changelog-mode",
+        choices=CHANGELOG_MODES,
+        default="upsert",
+        doc="`upsert`: the target mirrors the source; `append`: every change with "
+        "`_change_type`, `_commit_version`, `_commit_timestamp` (a queryable history)",
+    ),
+    OptionSpec(
+        "change-data-feed",
+        _bool,
+        True,
+        doc="create `upsert` targets with `delta.enableChangeDataFeed` (downstream readers "
+        "get the target's own change feed; `append` targets already are a change history)",
+    ),
 )
 
 

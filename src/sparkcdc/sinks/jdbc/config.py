@@ -39,25 +39,44 @@ URL_FORMS = (
 PLACEHOLDERS = ("database", "table")
 
 SPECS: tuple[OptionSpec, ...] = (
-    OptionSpec("url", required=True, doc=URL_FORMS),
-    OptionSpec("username", required=True, doc="the target user"),
-    OptionSpec("password", default=Secret(""), secret=True, doc="the target user's password"),
+    OptionSpec(
+        "url",
+        required=True,
+        hint=URL_FORMS,
+        doc="`postgresql://host[:port]/database` or `mysql://host[:port]/database` "
+        "(`postgres://`, `mariadb://` and a `jdbc:` prefix are accepted too; default ports "
+        "5432 / 3306); credentials or query parameters in the URL are refused",
+    ),
+    OptionSpec(
+        "username",
+        required=True,
+        hint="the target user",
+        doc="needs CREATE on first run, then SELECT/INSERT/UPDATE/DELETE",
+    ),
+    OptionSpec(
+        "password",
+        default=Secret(""),
+        secret=True,
+        doc="the target user's password; never logged or shown in errors",
+    ),
     OptionSpec(
         "table-name",
         default="{table}",
-        doc="target table pattern with {database} and {table}; 'schema.{table}' (PostgreSQL) "
-        "or 'database.{table}' (MySQL/MariaDB) qualifies it",
+        doc="target table per source table, with `{database}` and `{table}` placeholders; "
+        "`qualifier.name` puts it in a PostgreSQL schema / MySQL database (created if "
+        "missing)",
     ),
     OptionSpec(
         "batch-size",
         parse=parse_int(minimum=1, maximum=100_000),
         default=1000,
-        doc="rows per batched upsert or delete statement",
+        doc="rows per multi-row upsert/delete statement (at most 100000)",
     ),
     OptionSpec(
         "offsets-table",
         default="sparkcdc_offsets",
-        doc="table recording each pipeline's last applied batch id and source offset",
+        doc="one row per pipeline: its last applied batch id and source offset (may be "
+        "`qualifier.name`)",
     ),
 )
 

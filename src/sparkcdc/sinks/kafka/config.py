@@ -15,20 +15,31 @@ from sparkcdc.core.table import TableId
 FORMATS = ("changelog-json", "debezium-json", "upsert")
 
 SPECS = (
-    OptionSpec("properties.bootstrap.servers", required=True, doc="Kafka brokers, host:port[,...]"),
+    OptionSpec(
+        "properties.bootstrap.servers",
+        required=True,
+        hint="Kafka brokers, host:port[,...]",
+        doc="Kafka brokers, `host:port[,...]`",
+    ),
     OptionSpec(
         "value.format",
         choices=FORMATS,
         default="debezium-json",
-        doc="message format (Flink CDC's Kafka sink defaults to debezium-json)",
+        doc="message format: "
+        + ", ".join(f"`{f}`" for f in FORMATS)
+        + " (Flink CDC's Kafka sink defaults to `debezium-json`)",
     ),
-    OptionSpec("topic", default=None, doc="one topic for every table"),
+    OptionSpec("topic", default=None, doc="one topic for every table (instead of the pattern)"),
     OptionSpec(
         "topic-pattern",
         default="{database}.{table}",
-        doc="topic per table, with {database} and {table} placeholders",
+        doc="topic per table, with `{database}` and `{table}` placeholders",
     ),
-    OptionSpec("properties.", prefix=True, doc="Kafka producer settings, e.g. properties.acks"),
+    OptionSpec(
+        "properties.",
+        prefix=True,
+        doc="Kafka producer settings, e.g. `properties.acks`",
+    ),
 )
 
 

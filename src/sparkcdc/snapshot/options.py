@@ -1,0 +1,187 @@
+"""Source options every connector shares, with Flink CDC's names and defaults.
+
+Chunking, batch sizes, fetch size, startup modes, distribution factors, connection timeouts
+and retries, and the read limit mean the same for MySQL and PostgreSQL sources: they drive
+the engine-neutral snapshot (chunk planning, normalisation, batch sizing) and the
+connection policy. Declaring them here once keeps one name, default, validation and
+README text for every connector; a connector lists these specs among its own and extends
+:class:`SourceConfig` with its own attributes.
+
+No pyspark and no database drivers here, like the rest of ``snapshot``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sparkcdc.core.errors import OptionError
+from sparkcdc.core.options import (
+    Options,
+    OptionSpec,
+    parse_duration,
+    parse_float,
+    parse_int,
+)
+
+#: Startup modes every connector offers, with what each does (empty: the name says it).
+BASE_STARTUP_MODES: Mapping[str, str] = {
+    "initial": "snapshot, then the change log",
+    "snapshot": "snapshot only, then the stream stays idle",
+    "latest-offset": "no snapshot: changes from the current log position on",
+}
+
+
+def startup_mode_spec(connector_modes: Mapping[str, str]) -> OptionSpec:
+    """``scan.startup.mode``: the base modes followed by the connector's own (e.g. MySQL's
+    ``specific-offset``), each documented with its effect, ``initial`` by default."""
+    modes = {**BASE_STARTUP_MODES, **connector_modes}
+    doc = ", ".join(f"`{mode}` ({what})" if what else f"`{mode}`" for mode, what in modes.items())
+    return OptionSpec(
+        "scan.startup.mode",
+        choices=tuple(modes),
+        default="initial",
+        doc=doc,
+        attr="startup_mode",
+    )
+
+
+CHUNK_SIZE = OptionSpec(
+    "scan.incremental.snapshot.chunk.size",
+    parse_int(1),
+    8096,
+    doc="rows per chunk",
+    attr="chunk_size",
+)
+CHUNK_KEY_COLUMN = OptionSpec(
+    "scan.incremental.snapshot.chunk.key-column",
+    default=None,
+    default_doc="first primary key column",
+    doc="the column chunks are split on",
+    attr="chunk_key_column",
+)
+ROWS_PER_PARTITION = OptionSpec(
+    "scan.incremental.snapshot.rows-per-partition",
+    parse_int(1),
+    262_144,
+    doc="rows per Spark task (several chunks per task: tasks cost ~35 ms each)",
+    attr="rows_per_partition",
+)
+# 2**24 rows: 64 partitions of the default rows-per-partition
+ROWS_PER_BATCH = OptionSpec(
+    "scan.incremental.snapshot.rows-per-batch",
+    parse_int(1),
+    1 << 24,
+    doc="snapshot rows per micro-batch when `maxRowsPerTrigger` is not set: each chunk is "
+    "normalised to its batch's log position by reading the change log from there to its own "
+    "read, so batches stay short; under `availableNow` the snapshot's batches also follow the "
+    "log past the query's start (the run ends once the snapshot is done and the log reaches "
+    "the start's position)",
+    attr="rows_per_batch",
+)
+FETCH_SIZE = OptionSpec(
+    "scan.snapshot.fetch.size",
+    parse_int(1),
+    1024,
+    doc="rows per fetch and per Arrow batch; snapshot reads use larger batches, as Spark pays "
+    "per batch (MySQL: at least 16384 rows, the native reader at least 65536)",
+    attr="fetch_size",
+)
+FACTOR_UPPER = OptionSpec(
+    "chunk-key.even-distribution.factor.upper-bound",
+    parse_float(0.0),
+    1000.0,
+    doc="numeric chunk keys whose distribution factor (max-min+1)/rows lies within the lower "
+    "and upper bound are split arithmetically; others by queries",
+    attr="factor_upper",
+)
+FACTOR_LOWER = OptionSpec(
+    "chunk-key.even-distribution.factor.lower-bound",
+    parse_float(0.0),
+    0.05,
+    doc="the lower bound of that distribution factor (at most the upper bound)",
+    attr="factor_lower",
+)
+CONNECT_TIMEOUT = OptionSpec(
+    "connect.timeout",
+    parse_duration,
+    30.0,
+    default_doc="30s",
+    doc="timeout of a connection attempt (whole seconds, at least 1), also the read timeout "
+    "of change log connections: a silent network fails (and is retried) instead of hanging "
+    "a task",
+    attr="connect_timeout",
+)
+CONNECT_MAX_RETRIES = OptionSpec(
+    "connect.max-retries",
+    parse_int(0),
+    3,
+    doc="retries with backoff of lost or refused connections "
+    '(see [docs/design.md](docs/design.md), "Lost connections")',
+    attr="connect_max_retries",
+)
+HEARTBEAT_INTERVAL = OptionSpec(
+    "heartbeat.interval",
+    parse_duration,
+    30.0,
+    default_doc="30s",
+    doc="accepted; not used yet",
+    attr="heartbeat_interval",
+)
+MAX_ROWS_PER_TRIGGER = OptionSpec(
+    "maxRowsPerTrigger",
+    parse_int(1),
+    None,
+    default_doc="unlimited",
+    doc="rows per micro-batch (Spark read limit; honoured by `availableNow`): snapshot rows "
+    "plus change log row events (a multi-row event counts once; a transaction is never "
+    "split; while a snapshot runs, the log gets half)",
+    attr="max_rows_per_trigger",
+)
+
+#: The shared specs apart from ``scan.startup.mode`` (:func:`startup_mode_spec`: its
+#: choices depend on the connector).
+SHARED_SPECS: tuple[OptionSpec, ...] = (
+    CHUNK_SIZE,
+    CHUNK_KEY_COLUMN,
+    ROWS_PER_PARTITION,
+    ROWS_PER_BATCH,
+    FETCH_SIZE,
+    FACTOR_UPPER,
+    FACTOR_LOWER,
+    CONNECT_TIMEOUT,
+    CONNECT_MAX_RETRIES,
+    HEARTBEAT_INTERVAL,
+    MAX_ROWS_PER_TRIGGER,
+)
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """The attributes the shared options fill, so engine-neutral code (chunk planning,
+    batch sizing, retries) can take any connector's config. Connectors subclass it."""
+
+    startup_mode: str
+    chunk_size: int
+    chunk_key_column: str | None
+    rows_per_partition: int
+    rows_per_batch: int
+    fetch_size: int
+    factor_upper: float
+    factor_lower: float
+    connect_timeout: float
+    connect_max_retries: int
+    heartbeat_interval: float
+    max_rows_per_trigger: int | None
+
+
+def check_shared(opts: Options, context: str) -> None:
+    """The cross-option rule among the shared options: the distribution factor's bounds
+    must form a range (each is valid alone, so the parser cannot see it)."""
+    lower = opts[FACTOR_LOWER.name]
+    upper = opts[FACTOR_UPPER.name]
+    if lower > upper:
+        raise OptionError(
+            f"{context}: option '{FACTOR_LOWER.name}' "
+            f"({lower}) must not exceed '...upper-bound' ({upper})"
+        )
