@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
 
 Config = TypeVar("Config")
@@ -30,6 +31,8 @@ class Connector(Generic[Config]):
     create: Callable[[Config], Any]
     #: A table -> options that capture exactly it (``sparkcdc verify`` reads one at a time).
     one_table: Callable[[TableId], dict[str, str]]
+    #: The option specs ``parse`` validates against (the README's table is made of them).
+    specs: tuple[OptionSpec, ...] = ()
 
     def parse_config(self, options: Mapping[str, str]) -> Config:
         return self.parse(options)

@@ -2,54 +2,29 @@
 
 Every option is declared once, as an :class:`~sparkcdc.core.options.OptionSpec` carrying
 its documentation, so the README's tables are generated rather than written: each sits
-between ``<!-- options:NAME -->`` and ``<!-- /options:NAME -->`` and is rewritten by
-
-    python -m sparkcdc.core.options_doc --write README.md
-
-``--check`` exits 1 when a table differs from the specs (a unit test does the same).
+between ``<!-- options:NAME -->`` and ``<!-- /options:NAME -->``. Which tables exist comes
+from the registries (pipeline/options_tables.py, which is also the command that rewrites
+them); this module only renders and replaces, and imports no layer above ``core``.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.secret import Secret
 
-COMMAND = "python -m sparkcdc.core.options_doc --write README.md"
-
 
 @dataclass(frozen=True)
 class Table:
-    """One generated table: its marker name, where its specs are declared, its key header.
-
-    Specs are named by module and attribute and imported only when rendering, so this
-    bottom-layer module does not import the connectors, sinks and pipeline that use it.
-    """
+    """One generated table: its marker name, its specs in declaration order, its key
+    header."""
 
     name: str
-    module: str
-    attribute: str
+    specs: tuple[OptionSpec, ...]
     key_header: str = "key"
-
-    def specs(self) -> tuple[OptionSpec, ...]:
-        return tuple(getattr(importlib.import_module(self.module), self.attribute))
-
-
-TABLES: tuple[Table, ...] = (
-    Table("mysql-cdc", "sparkcdc.connectors.mysql.config", "SPECS", "option"),
-    Table("pipeline", "sparkcdc.pipeline.definition", "PIPELINE_SPECS"),
-    Table("sink-delta", "sparkcdc.sinks.delta.config", "SPECS"),
-    Table("sink-jdbc", "sparkcdc.sinks.jdbc.config", "SPECS"),
-    Table("sink-kafka", "sparkcdc.sinks.kafka.config", "SPECS"),
-    Table("sink-console", "sparkcdc.sinks.console.config", "SPECS"),
-)
 
 
 def shown_name(spec: OptionSpec) -> str:
@@ -99,9 +74,9 @@ def render_table(specs: Iterable[OptionSpec], key_header: str = "key") -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_tables(tables: Sequence[Table] = TABLES) -> dict[str, str]:
+def render_tables(tables: Sequence[Table]) -> dict[str, str]:
     """Every generated table by marker name."""
-    return {t.name: render_table(t.specs(), t.key_header) for t in tables}
+    return {t.name: render_table(t.specs, t.key_header) for t in tables}
 
 
 _BLOCK = re.compile(
@@ -138,36 +113,3 @@ def stale_tables(text: str, tables: Mapping[str, str]) -> list[str]:
     """Names of the tables whose block in ``text`` differs from what the specs render."""
     current = {m.group("name"): m.group("body") for m in _BLOCK.finditer(text)}
     return [name for name, table in tables.items() if current.get(name) != f"\n{table}\n"]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m sparkcdc.core.options_doc",
-        description="Render the options tables of a Markdown file from the option specs.",
-    )
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--write", metavar="FILE", type=Path, help="rewrite the tables")
-    action.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if they differ")
-    args = parser.parse_args(argv)
-    tables = render_tables()
-    path: Path = args.write or args.check
-    text = path.read_text(encoding="utf-8")
-    try:
-        updated = rewrite(text, tables)
-    except ValueError as exc:
-        print(f"{path}: {exc}", file=sys.stderr)
-        return 2
-    if args.check:
-        stale = stale_tables(text, tables)
-        if stale:
-            print(f"{path}: stale options tables {', '.join(stale)}; run {COMMAND}")
-            return 1
-        return 0
-    if updated != text:
-        path.write_text(updated, encoding="utf-8")
-        print(f"{path}: options tables rewritten")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

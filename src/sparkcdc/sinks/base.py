@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
 
 
@@ -123,3 +124,5 @@ class SinkType(Generic[Config]):
     #: (config, the pipeline file's folder for relative paths or None, the pipeline's
     #: checkpoint identity or None before its first run, see MicroBatch) -> the sink.
     create: Callable[[Config, Path | None, str | None], Sink]
+    #: The option specs ``parse`` validates against (the README's table is made of them).
+    specs: tuple[OptionSpec, ...] = ()

@@ -38,6 +38,11 @@ def sink_type(kind: str) -> SinkType[Any]:
     return declared
 
 
+def sink_types() -> list[SinkType[Any]]:
+    """Every registered sink type, in :data:`SINK_TYPES` order."""
+    return [sink_type(kind) for kind in SINK_TYPES]
+
+
 def validate_sink_options(kind: str, options: Mapping[str, str]) -> object:
     """Parse a sink's options; raises OptionError naming the option and the valid values."""
     return sink_type(kind).parse(options)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from sparkcdc.connectors.connector import Connector
-from sparkcdc.connectors.mysql.config import MySqlSourceConfig, one_table_options, parse_config
+from sparkcdc.connectors.mysql.config import (
+    SPECS,
+    MySqlSourceConfig,
+    one_table_options,
+    parse_config,
+)
 
 
 def _create(config: MySqlSourceConfig) -> Any:
@@ -20,4 +25,5 @@ CONNECTOR = Connector(
     parse=parse_config,
     create=_create,
     one_table=one_table_options,
+    specs=SPECS,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkcdc.sinks.base import Sink, SinkType
-from sparkcdc.sinks.console.config import ConsoleSinkConfig
+from sparkcdc.sinks.console.config import SPECS, ConsoleSinkConfig
 
 
 def _create(config: ConsoleSinkConfig, base_dir: Path | None, pipeline_id: str | None) -> Sink:
@@ -14,4 +14,4 @@ def _create(config: ConsoleSinkConfig, base_dir: Path | None, pipeline_id: str |
     return ConsoleSink(config)
 
 
-SINK = SinkType(name="console", parse=ConsoleSinkConfig.from_options, create=_create)
+SINK = SinkType(name="console", parse=ConsoleSinkConfig.from_options, create=_create, specs=SPECS)

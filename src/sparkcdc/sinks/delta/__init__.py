@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkcdc.sinks.base import Sink, SinkType
-from sparkcdc.sinks.delta.config import DeltaSinkConfig
+from sparkcdc.sinks.delta.config import SPECS, DeltaSinkConfig
 
 
 def _create(config: DeltaSinkConfig, base_dir: Path | None, pipeline_id: str | None) -> Sink:
@@ -14,4 +14,4 @@ def _create(config: DeltaSinkConfig, base_dir: Path | None, pipeline_id: str | N
     return DeltaSink(config.resolved(base_dir))
 
 
-SINK = SinkType(name="delta", parse=DeltaSinkConfig.from_options, create=_create)
+SINK = SinkType(name="delta", parse=DeltaSinkConfig.from_options, create=_create, specs=SPECS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkcdc.sinks.base import Sink, SinkType
-from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.config import SPECS, JdbcSinkConfig
 
 
 def _create(config: JdbcSinkConfig, base_dir: Path | None, pipeline_id: str | None) -> Sink:
@@ -19,4 +19,4 @@ def _create(config: JdbcSinkConfig, base_dir: Path | None, pipeline_id: str | No
     return JdbcSink(config, pipeline=pipeline_id)
 
 
-SINK = SinkType(name="jdbc", parse=JdbcSinkConfig.from_options, create=_create)
+SINK = SinkType(name="jdbc", parse=JdbcSinkConfig.from_options, create=_create, specs=SPECS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkcdc.sinks.base import Sink, SinkType
-from sparkcdc.sinks.kafka.config import KafkaSinkConfig
+from sparkcdc.sinks.kafka.config import SPECS, KafkaSinkConfig
 
 
 def _create(config: KafkaSinkConfig, base_dir: Path | None, pipeline_id: str | None) -> Sink:
@@ -14,4 +14,4 @@ def _create(config: KafkaSinkConfig, base_dir: Path | None, pipeline_id: str | N
     return KafkaSink(config)
 
 
-SINK = SinkType(name="kafka", parse=KafkaSinkConfig.from_options, create=_create)
+SINK = SinkType(name="kafka", parse=KafkaSinkConfig.from_options, create=_create, specs=SPECS)
