@@ -1,7 +1,8 @@
 """Test harness: real services on loopback, started once per test session and only when used.
 
-Tests under ``tests/integration`` are marked ``integration``; everything else is a fast unit
-test needing no server. A service that cannot start is an error, never a skip.
+Tests under ``tests/integration`` and ``tests/conformance`` are marked ``integration``;
+everything else is a fast unit test needing no server. A service that cannot start is an
+error, never a skip.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import pytest
 
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
 
-INTEGRATION_DIR = Path(__file__).parent / "integration"
+#: Tests under these folders need real services (the conformance suite too).
+SERVICE_DIRS = (Path(__file__).parent / "integration", Path(__file__).parent / "conformance")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if INTEGRATION_DIR in Path(str(item.fspath)).parents:
+        if any(d in Path(str(item.fspath)).parents for d in SERVICE_DIRS):
             item.add_marker(pytest.mark.integration)
 
 

@@ -25,13 +25,12 @@ from sparkcdc.embedded import EmbeddedMariaDB
 from sparkcdc.snapshot.chunks import Chunk
 from tests.integration import test_mysql_types_roundtrip as types
 from tests.integration.test_mysql_source import (  # noqa: F401  (orders is a fixture)
-    RandomWriter,
     orders,
     replay_stream,
     source_options,
-    table_state,
 )
 from tests.support.changelog import ChangelogReplayer
+from tests.support.mariadb_writes import mariadb_writer, table_state
 
 
 def _config(mariadb: EmbeddedMariaDB, db: str, table: str, **extra: str) -> MySqlSourceConfig:
@@ -218,7 +217,7 @@ def test_concurrent_writes_replay_to_the_source_with_every_reader(
     reader: str,
 ) -> None:
     replayer = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty"])
-    writer = RandomWriter(mariadb, orders, seed=11, key_space=7000)
+    writer = mariadb_writer(mariadb, orders, seed=11, key_space=7000)
     options = source_options(
         mariadb, orders, maxRowsPerTrigger="500", **{"scan.snapshot.reader": reader}
     )

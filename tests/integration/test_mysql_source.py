@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +10,7 @@ import pytest
 
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.changelog import ChangelogReplayer
+from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import committed_offsets, snapshot_done
 from tests.support.streams import collect_stream, run_available_now
 
@@ -29,69 +28,6 @@ def replay_stream(
 
     run_available_now(spark, options, checkpoint, each)
     return sizes
-
-
-def table_state(mariadb: EmbeddedMariaDB, db: str, table: str) -> dict[Any, tuple[Any, ...]]:
-    return {r[0]: tuple(r) for r in mariadb.execute(f"SELECT * FROM `{table}`", database=db)}
-
-
-class RandomWriter(threading.Thread):
-    """Random inserts, updates, primary-key moves and deletes, some in multi-statement
-    transactions spanning two tables, until stopped."""
-
-    def __init__(self, mariadb: EmbeddedMariaDB, db: str, seed: int, key_space: int) -> None:
-        super().__init__(daemon=True)
-        self.mariadb, self.db, self.rng, self.key_space = (
-            mariadb,
-            db,
-            random.Random(seed),
-            key_space,
-        )
-        self.stop_event = threading.Event()
-        self.limit = 4000
-        self.transactions = 0
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            with self.mariadb.connect(self.db) as conn, conn.cursor() as cur:
-                while not self.stop_event.is_set() and self.transactions < self.limit:
-                    cur.execute("BEGIN")
-                    for _ in range(self.rng.randint(1, 4)):
-                        self.one(cur)
-                    cur.execute("COMMIT")
-                    self.transactions += 1
-                    self.stop_event.wait(0.002)
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
-
-    def one(self, cur: Any) -> None:
-        k = self.rng.randrange(self.key_space)
-        op = self.rng.random()
-        if op < 0.35:
-            cur.execute(
-                "INSERT INTO orders VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE qty = qty + 1",
-                (k, f"n{k}-{self.rng.random():.4f}", self.rng.randint(0, 99)),
-            )
-        elif op < 0.7:
-            cur.execute(
-                "UPDATE orders SET qty = qty + 1, name = CONCAT(name, 'u') WHERE id = %s", (k,)
-            )
-        elif op < 0.8:
-            cur.execute(
-                "UPDATE IGNORE orders SET id = %s WHERE id = %s",
-                (self.rng.randrange(self.key_space), k),
-            )
-        elif op < 0.9:
-            cur.execute("DELETE FROM orders WHERE id = %s", (k,))
-        else:
-            cur.execute("INSERT INTO audit (note) VALUES (%s)", (f"touched {k}",))
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(60)
-        if self.error:
-            raise self.error
 
 
 @pytest.fixture
@@ -119,27 +55,6 @@ def source_options(mariadb: EmbeddedMariaDB, db: str, **extra: str) -> dict[str,
     }
 
 
-def test_snapshot_and_binlog_with_concurrent_writes_replay_to_the_source(
-    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
-) -> None:
-    replayer = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty"])
-    writer = RandomWriter(mariadb, orders, seed=7, key_space=7000)
-    writer.start()
-    try:
-        options = source_options(mariadb, orders, maxRowsPerTrigger="500")
-        sizes = replay_stream(spark, options, scratch / "ckpt", replayer)
-        assert len(sizes) >= 4  # the snapshot spans several micro-batches
-        # more changes while nothing runs, then resume from the checkpoint
-        replay_stream(spark, options, scratch / "ckpt", replayer)
-    finally:
-        writer.stop()
-    assert writer.transactions > 50
-    replay_stream(
-        spark, source_options(mariadb, orders, maxRowsPerTrigger="500"), scratch / "ckpt", replayer
-    )
-    assert replayer.state == table_state(mariadb, orders, "orders")
-
-
 def test_without_a_read_limit_chunks_per_batch_are_bounded_and_availablenow_moves_on(
     spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
 ) -> None:
@@ -151,7 +66,7 @@ def test_without_a_read_limit_chunks_per_batch_are_bounded_and_availablenow_move
     options = source_options(
         mariadb, orders, **{"scan.incremental.snapshot.rows-per-batch": "400"}
     )  # 2000 rows in chunks of 97: 5 chunks (485 rows) per batch
-    writer = RandomWriter(mariadb, orders, seed=5, key_space=7000)
+    writer = mariadb_writer(mariadb, orders, seed=5, key_space=7000)
     writer.start()
     try:
         sizes = replay_stream(spark, options, scratch / "ckpt", replayer)
@@ -186,7 +101,7 @@ def test_several_tables_share_one_stream_and_unpack_to_typed_changelogs(
         "orders": ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty"]),
         "audit": ChangelogReplayer(lambda r: r["id"], ["id", "note"]),
     }
-    writer = RandomWriter(mariadb, orders, seed=11, key_space=7000)
+    writer = mariadb_writer(mariadb, orders, seed=11, key_space=7000)
     writer.limit = 1500
 
     def each(batch: Any, batch_id: int) -> None:

@@ -18,7 +18,8 @@ from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import PipelineRun, prepare
 from sparkcdc.sinks.base import MicroBatch
 from sparkcdc.verify.run import verify_tables
-from tests.integration.test_mysql_source import RandomWriter, orders, table_state
+from tests.integration.test_mysql_source import orders
+from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import (
     committed_offsets,
     pipeline_file,
@@ -50,7 +51,7 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
         pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", DELTA_SINK)
     )
     run: PipelineRun = prepare(definition, spark=spark)
-    writer = RandomWriter(mariadb, orders, seed=11, key_space=7000)
+    writer = mariadb_writer(mariadb, orders, seed=11, key_space=7000)
     run_while_writing(run, mariadb, writer, lambda: None)
     checkpoint = definition.settings.checkpoint
     assert len(committed_offsets(checkpoint)) > 3, "expected several micro-batches"
@@ -134,7 +135,7 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
     assert not snapshot_done(committed_offsets(checkpoint)[-1]), "the snapshot was already over"
     kill(first)  # mid-snapshot
 
-    writer = RandomWriter(mariadb, orders, seed=5, key_space=7000)
+    writer = mariadb_writer(mariadb, orders, seed=5, key_space=7000)
     writer.start()
     second = start_run(pipeline)
     done_at = 0

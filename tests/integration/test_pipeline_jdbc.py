@@ -11,7 +11,8 @@ from sparkcdc.cli.commands import verify_pipeline
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
-from tests.integration.test_mysql_source import RandomWriter, orders, table_state
+from tests.integration.test_mysql_source import orders
+from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import committed_offsets, pipeline_file, run_while_writing
 
 __all__ = ["orders"]
@@ -45,7 +46,7 @@ table-name: "{{database}}.{{table}}"
     pipeline = pipeline_file(scratch, mariadb, f"{orders}.(orders|prices)", sink)
     definition = load_pipeline(pipeline)
     run = prepare(definition, spark=spark)
-    writer = RandomWriter(mariadb, orders, seed=23, key_space=7000)
+    writer = mariadb_writer(mariadb, orders, seed=23, key_space=7000)
 
     def more_changes() -> None:
         mariadb.execute("UPDATE prices SET price = 2.25 WHERE sku = 'a'", database=orders)

@@ -1,6 +1,7 @@
 """A stand-alone streaming driver for restart tests: run it, SIGKILL it, run it again.
 
-Usage: python -m tests.support.cdc_driver OPTIONS_JSON CHECKPOINT OUT_DIR (stream|available-now)
+Usage: python -m tests.support.cdc_driver FORMAT OPTIONS_JSON CHECKPOINT OUT_DIR MODE
+(MODE: stream or available-now)
 
 Each micro-batch is written to OUT_DIR/batch_<id>.parquet atomically (temp file + rename),
 so a batch Spark replays after a crash replaces its earlier file: an idempotent sink.
@@ -16,9 +17,9 @@ from typing import Any
 
 
 def main() -> None:
-    options = json.loads(sys.argv[1])
-    checkpoint, out = sys.argv[2], Path(sys.argv[3])
-    mode = sys.argv[4]
+    source_format, options = sys.argv[1], json.loads(sys.argv[2])
+    checkpoint, out = sys.argv[3], Path(sys.argv[4])
+    mode = sys.argv[5]
     out.mkdir(parents=True, exist_ok=True)
 
     import pyarrow.parquet as pq
@@ -34,7 +35,7 @@ def main() -> None:
         os.replace(tmp, out / f"batch_{batch_id:06d}.parquet")
 
     writer = (
-        spark.readStream.format("mysql-cdc")
+        spark.readStream.format(source_format)
         .options(**options)
         .load()
         .writeStream.foreachBatch(each)

@@ -1,5 +1,6 @@
-"""Drive MySqlCdcSource the way Spark does (offsets, partitions, pickled specs, read), in
-process and without a SparkSession: fast tests of the source logic on a real server."""
+"""Drive a source (snapshot/driver.py) the way Spark does (offsets, partitions, pickled
+specs, read), in process and without a SparkSession: fast tests of the source logic on a real
+server."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.connectors.mysql.source import MySqlCdcSource
-from sparkcdc.snapshot.driver import Offset
+from sparkcdc.snapshot.driver import IncrementalSource, Offset
 
 
 def run_batches(
-    source: MySqlCdcSource,
+    source: IncrementalSource[Any, Any],
     start: Offset | None,
     on_batch: Callable[[list[dict[str, Any]]], None],
     *,

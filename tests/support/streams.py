@@ -1,4 +1,5 @@
-"""Running the mysql-cdc stream in tests: availableNow into foreachBatch."""
+"""Running a source stream in tests (``mysql-cdc`` unless told): availableNow into
+foreachBatch."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from typing import Any
 
 
 def run_available_now(
-    spark: Any, options: dict[str, str], checkpoint: Path, each: Callable[[Any, int], None]
+    spark: Any,
+    options: dict[str, str],
+    checkpoint: Path,
+    each: Callable[[Any, int], None],
+    format: str = "mysql-cdc",
 ) -> None:
     """Run the stream until it has caught up (Trigger.AvailableNow); raise its failure."""
     query = (
-        spark.readStream.format("mysql-cdc")
+        spark.readStream.format(format)
         .options(**options)
         .load()
         .writeStream.foreachBatch(each)

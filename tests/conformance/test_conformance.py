@@ -1,0 +1,291 @@
+"""The properties every registered connector must have, on its real server.
+
+Written only against the fixture interface (tests/conformance/connector.py) and the
+connector's public surface, and run once per connector (tests/conformance/conftest.py):
+snapshot + stream under random concurrent writes replays to the source; SIGKILL and restart
+resume exactly once; a value reads the same through the snapshot and the log; startup modes;
+lost connections lose and repeat nothing; bad options fail up front and never show secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkcdc.connectors.registry import SOURCE_TYPES
+from sparkcdc.core.errors import OptionError
+from sparkcdc.snapshot.driver import IncrementalSource
+from tests.conformance.conftest import FIXTURES
+from tests.conformance.connector import ConnectorUnderTest
+from tests.support.changelog import ChangelogReplayer
+from tests.support.inprocess import run_batches
+from tests.support.streams import run_available_now
+from tests.support.tcp_proxy import CuttableProxy
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDER_COLUMNS = ["id", "name", "qty"]
+T = TypeVar("T")
+
+
+def source(db: ConnectorUnderTest, options: dict[str, str]) -> IncrementalSource[Any, Any]:
+    found = db.connector
+    created: IncrementalSource[Any, Any] = found.create_source(found.parse_config(options))
+    return created
+
+
+def orders_options(db: ConnectorUnderTest, namespace: str, **extra: str) -> dict[str, str]:
+    return {
+        **db.options(namespace, "orders"),
+        "scan.incremental.snapshot.chunk.size": "97",
+        "scan.incremental.snapshot.rows-per-partition": "300",
+        **extra,
+    }
+
+
+def test_every_registered_connector_has_a_fixture() -> None:
+    """A connector cannot skip the suite: registering one without a fixture fails here."""
+    assert sorted(FIXTURES) == sorted(SOURCE_TYPES)
+
+
+def test_snapshot_and_stream_under_concurrent_writes_replay_to_the_source(
+    spark: Any, db: ConnectorUnderTest, namespace: str, scratch: Path
+) -> None:
+    db.create_orders(namespace, 2000)
+    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+    options = orders_options(db, namespace, maxRowsPerTrigger="500")
+    sizes: list[int] = []
+
+    def each(batch: Any, _: int) -> None:
+        rows = [r.asDict() for r in batch.collect()]
+        replayer.apply_batch(rows)
+        sizes.append(len(rows))
+
+    def run() -> None:
+        run_available_now(spark, options, scratch / "ckpt", each, db.connector.format)
+
+    with db.writing(namespace, seed=7, key_space=7000) as writer:
+        run()
+        assert len(sizes) >= 4  # the snapshot spans several micro-batches
+        run()  # more changes while nothing ran: resume from the checkpoint
+    assert writer.transactions > 50
+    run()
+    assert replayer.state == db.table_state(namespace, "orders")
+
+
+def start_driver(
+    db: ConnectorUnderTest, options: dict[str, str], checkpoint: Path, out: Path, mode: str
+) -> Any:
+    """tests/support/cdc_driver.py in its own process group (so SIGKILL takes the JVM)."""
+    argv = [db.connector.format, json.dumps(options), str(checkpoint), str(out), mode]
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.support.cdc_driver", *argv],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=open(out.parent / f"driver-{mode}-{time.monotonic_ns()}.log", "wb"),
+    )
+
+
+def batches(out: Path) -> list[Path]:
+    return sorted(out.glob("batch_*.parquet"))
+
+
+def kill_when(process: Any, out: Path, count: int, timeout: float = 300) -> None:
+    """SIGKILL the driver's whole process group once ``count`` batch files exist."""
+    deadline = time.monotonic() + timeout
+    while len(batches(out)) < count:
+        assert process.poll() is None, f"driver exited early with {process.returncode}"
+        assert time.monotonic() < deadline, "driver made no progress"
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)
+
+
+def test_sigkill_mid_snapshot_and_mid_stream_then_resume_exactly_once(
+    db: ConnectorUnderTest, namespace: str, tmp_path: Path
+) -> None:
+    db.create_orders(namespace, 6000)
+    options = {
+        **db.options(namespace, "orders"),
+        "scan.incremental.snapshot.chunk.size": "150",
+        "scan.incremental.snapshot.rows-per-partition": "300",
+        "maxRowsPerTrigger": "450",
+    }
+    checkpoint, out = tmp_path / "ckpt", tmp_path / "out"
+    out.mkdir()
+    with db.writing(namespace, seed=3, key_space=18000) as writer:
+        writer.limit = 100_000
+        first = start_driver(db, options, checkpoint, out, "stream")
+        kill_when(first, out, 3)  # mid-snapshot: 6000 rows need ~14 batches
+        snapshot_batches = len(batches(out))
+        second = start_driver(db, options, checkpoint, out, "stream")
+        kill_when(second, out, 20)  # past the snapshot, while the log streams
+        assert len(batches(out)) > snapshot_batches
+    final = start_driver(db, options, checkpoint, out, "available-now")
+    assert final.wait(300) == 0
+
+    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+    for path in batches(out):  # a replayed batch replaced its file: each batch id once
+        replayer.apply_batch(pq.read_table(path).to_pylist())
+    assert writer.transactions > 100
+    assert replayer.state == db.table_state(namespace, "orders")
+
+
+def read_all(source: IncrementalSource[Any, Any], specs: list[Any]) -> list[dict[str, Any]]:
+    """Every row of ``specs`` as an executor reads them (a pickled copy of the source)."""
+    executor = pickle.loads(pickle.dumps(source))
+    return [
+        r for s in specs for b in executor.read(s) for r in pa.Table.from_batches([b]).to_pylist()
+    ]
+
+
+def test_every_type_reads_the_same_from_snapshot_and_log(
+    db: ConnectorUnderTest, namespace: str
+) -> None:
+    cases = db.type_cases()
+    columns = ", ".join(f"{c.name} {c.definition}" for c in cases)
+    db.execute(namespace, f"CREATE TABLE types (id INT PRIMARY KEY, {columns})")
+    width = max(len(c.values) for c in cases)
+    rows = [tuple(c.values[i % len(c.values)] for c in cases) for i in range(width)]
+    rows.append(tuple(None for _ in cases))
+    insert = f"INSERT INTO types VALUES (%s{', %s' * len(cases)})"
+    for i, row in enumerate(rows):
+        db.execute(namespace, insert, (i, *row))
+    options = db.options(namespace, "types")
+    snapshot = source(db, options)
+    from_snapshot = read_all(snapshot, snapshot.snapshot_partitions())
+    stream = source(db, {**options, "scan.startup.mode": "latest-offset"})
+    start = stream.initial_offset()
+    for i, row in enumerate(rows):
+        db.execute(namespace, insert, (1000 + i, *row))
+    from_log: list[dict[str, Any]] = []
+    run_batches(stream, start, from_log.extend)
+    names = [c.name for c in cases]
+
+    def values(out: list[dict[str, Any]]) -> dict[int, tuple[Any, ...]]:
+        return {r["id"] % 1000: tuple(r[n] for n in names) for r in out}
+
+    assert [r["_change_type"] for r in from_log] == ["insert"] * len(rows)
+    assert values(from_log) == values(from_snapshot)
+    assert len(values(from_snapshot)) == len(rows)
+    assert all(v is not None for v in values(from_snapshot)[0])
+
+
+def test_startup_modes(db: ConnectorUnderTest, namespace: str) -> None:
+    db.create_orders(namespace, 30)
+    before = db.table_state(namespace, "orders")
+    options = orders_options(db, namespace)
+    started = {
+        mode: (s, s.initial_offset())
+        for mode in ("initial", "snapshot", "latest-offset")
+        for s in [source(db, {**options, "scan.startup.mode": mode})]
+    }
+    db.execute(namespace, "INSERT INTO orders VALUES (1000, 'new', 1)")
+    db.execute(namespace, "UPDATE orders SET qty = 77 WHERE id = 0")
+    db.execute(namespace, "DELETE FROM orders WHERE id = 3")
+    emitted: dict[str, list[dict[str, Any]]] = {}
+    for mode, (s, offset) in started.items():
+        out: list[dict[str, Any]] = []
+        run_batches(s, offset, out.extend)
+        emitted[mode] = out
+
+    def replayed(rows: list[dict[str, Any]]) -> dict[Any, tuple[Any, ...]]:
+        replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+        replayer.apply_batch(rows)
+        return replayer.state
+
+    assert replayed(emitted["initial"]) == db.table_state(namespace, "orders")
+    assert replayed(emitted["snapshot"]) == before  # the snapshot only, as of the start
+    changes = [(r["_change_type"], r["id"]) for r in emitted["latest-offset"]]
+    assert changes == [
+        ("insert", 1000),
+        ("update_preimage", 0),
+        ("update_postimage", 0),
+        ("delete", 3),
+    ]
+
+
+def retried(action: Callable[[], T], failures: list[BaseException], limit: int = 40) -> T:
+    """``action`` again after a failure, as Spark retries a batch (a lost connection fails
+    a read; it must never shorten one)."""
+    while True:
+        try:
+            return action()
+        except Exception as exc:
+            failures.append(exc)
+            assert len(failures) < limit, f"no progress: {failures[-3:]}"
+            time.sleep(0.1)
+
+
+def test_lost_connections_lose_and_repeat_nothing(db: ConnectorUnderTest, namespace: str) -> None:
+    """Connections cut again and again during chunk and log reads (and the driver's
+    planning queries): every read either completes with the right rows or fails, and its
+    batch is read again as Spark would; never a short read, never a repeat."""
+    db.create_orders(namespace, 3000)
+    proxy = CuttableProxy(int(db.options(namespace, "orders")["port"]), chunk=1024)
+    options = db.proxied(orders_options(db, namespace, **{"connect.max-retries": "10"}), proxy.port)
+    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def cut_repeatedly() -> None:
+        """Eight cuts, 0.7 s apart, then the network heals (reads must finish some time)."""
+        for _ in range(8):
+            if done.wait(0.7):
+                return
+            proxy.cut()
+
+    cutter = threading.Thread(target=cut_repeatedly, daemon=True)
+    s = source(db, options)
+    try:
+        with db.writing(namespace, seed=11, key_space=9000) as writer:
+            writer.limit = 300
+            cutter.start()
+            offset = retried(s.initial_offset, failures)
+            for _ in range(200):
+                end = retried(lambda: s.latest_offset(offset, 600), failures)  # noqa: B023
+                if end == offset and writer.transactions >= writer.limit:
+                    break
+                specs = retried(lambda: s.partitions(offset, end), failures)  # noqa: B023
+                replayer.apply_batch(retried(lambda: read_all(s, specs), failures))  # noqa: B023
+                offset = end
+        end = retried(lambda: s.latest_offset(offset, None), failures)
+        specs = retried(lambda: s.partitions(offset, end), failures)
+        replayer.apply_batch(retried(lambda: read_all(s, specs), failures))
+    finally:
+        done.set()
+        proxy.close()
+        s.close()
+    assert proxy.cuts >= 3
+    assert replayer.state == db.table_state(namespace, "orders")
+
+
+def test_bad_options_fail_up_front_naming_the_option(
+    db: ConnectorUnderTest, namespace: str
+) -> None:
+    for bad in db.bad_options():
+        with pytest.raises(OptionError, match=bad.message):
+            db.connector.parse_config({**db.options(namespace, "orders"), **bad.options})
+
+
+def test_a_wrong_password_is_never_shown(db: ConnectorUnderTest, namespace: str) -> None:
+    db.create_orders(namespace, 1)
+    secret = "Wr0ng-s3cret-never-shown"
+    s = source(db, db.wrong_password(db.options(namespace, "orders"), secret))
+    with pytest.raises(Exception) as failure:
+        s.tables  # noqa: B018  (connects, validates, discovers)
+    assert secret not in str(failure.value) and secret not in repr(failure.value)
+    assert secret not in repr(s.dialect) and secret not in repr(s.settings)

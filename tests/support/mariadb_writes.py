@@ -1,0 +1,26 @@
+"""The random writer and table state on the harness's MariaDB (tests/support/random_writer.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkcdc.embedded import EmbeddedMariaDB
+from tests.support.random_writer import RandomWriter, WriteStatements
+
+MARIADB_WRITES = WriteStatements(
+    upsert="INSERT INTO orders VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE qty = qty + 1",
+    update="UPDATE orders SET qty = qty + 1, name = CONCAT(name, 'u') WHERE id = %s",
+    move="UPDATE IGNORE orders SET id = %s WHERE id = %s",
+    delete="DELETE FROM orders WHERE id = %s",
+    audit="INSERT INTO audit (note) VALUES (%s)",
+)
+
+
+def mariadb_writer(mariadb: EmbeddedMariaDB, db: str, seed: int, key_space: int) -> RandomWriter:
+    """Random writes to ``db.orders`` and ``db.audit`` (tables of the ``orders`` fixture)."""
+    return RandomWriter(lambda: mariadb.connect(db), MARIADB_WRITES, seed, key_space)
+
+
+def table_state(mariadb: EmbeddedMariaDB, db: str, table: str) -> dict[Any, tuple[Any, ...]]:
+    """A table's rows by their first column (the key)."""
+    return {r[0]: tuple(r) for r in mariadb.execute(f"SELECT * FROM `{table}`", database=db)}
