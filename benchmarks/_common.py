@@ -27,7 +27,7 @@ from sparkcdc.embedded import EmbeddedMariaDB
 DATABASE = "bench"
 TABLE = "orders"
 
-#: The ``orders`` table of STACK-NOTES: 7 columns, BIGINT primary key.
+#: The ``orders`` table of docs/stack-notes.md: 7 columns, BIGINT primary key.
 ORDERS_DDL = f"""
 CREATE TABLE `{TABLE}` (
     id BIGINT NOT NULL PRIMARY KEY,

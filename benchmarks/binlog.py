@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.binlog [--changes N] [--profile] [-o key=value ...]
 
-Loads an ``orders`` table without logging it, then logs the STACK-NOTES workload (80 %
+Loads an ``orders`` table without logging it, then logs the docs/stack-notes.md workload (80 %
 updates, 10 % inserts, 10 % deletes; 500,000 row changes by default) in transactions of
 ``--statement-rows`` rows, recording binlog positions between the phases. The same log range
 is then decoded by (1) ``mariadb-binlog`` (C reference), (2) python-mysql-replication alone,

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.snapshot [--rows N] [--profile] [-o key=value ...]
 
-Loads an ``orders`` table (STACK-NOTES) with the server's sequence engine, warms the buffer
+Loads an ``orders`` table (docs/stack-notes.md) with the server's sequence engine, warms the buffer
 pool, then reads the whole table with (1) the C client, (2) sparkcdc's two chunk readers
 (``scan.snapshot.reader`` native = C into Arrow buffers, classic = mysqlclient) in this
 process without Spark, (3) Spark batch reads into ``noop`` with each reader and (4) a Spark

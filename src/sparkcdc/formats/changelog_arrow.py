@@ -1,7 +1,7 @@
 """Changelog rows as Arrow: the schema every source emits and a batch builder.
 
 Pure pyarrow, so sources build their output without Spark; Spark receives these batches
-as they are and they must match the declared schema exactly (STACK-NOTES).
+as they are and they must match the declared schema exactly (docs/stack-notes.md).
 """
 
 from __future__ import annotations

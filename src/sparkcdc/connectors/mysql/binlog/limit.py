@@ -106,7 +106,7 @@ def _result(
 #: ~25 k row changes, ~0.1 s of CPU end to end).
 MIN_PIECE_BYTES = 2 << 20
 #: Above that, pieces of about this size: every Spark task costs ~35 ms of CPU (JVM and
-#: Python worker, STACK-NOTES), which at 2 MiB pieces was ~0.5-0.8 us per change, a tenth
+#: Python worker, docs/stack-notes.md), which at 2 MiB pieces was ~0.5-0.8 us per change, a tenth
 #: of the whole capture's CPU (benchmarks.binlog --keep-up, 8 vs 2 pieces per 1-s batch).
 #: A 16 MiB piece (~0.7 s of CPU) pays ~5 %; any splittable range still gets two pieces
 #: so two cores decode it.

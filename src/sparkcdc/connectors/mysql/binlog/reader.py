@@ -1,7 +1,7 @@
 """Reading row changes from the binlog between two positions.
 
 python-mysql-replication handles the protocol; we drive it with file/position (its
-``is_mariadb=True`` mode ignores positions, see STACK-NOTES) and never rely on its
+``is_mariadb=True`` mode ignores positions, see docs/stack-notes.md) and never rely on its
 automatic reconnects: a failed range read raises and the caller retries the whole range,
 which is idempotent because ranges are bounded.
 
