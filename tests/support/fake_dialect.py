@@ -125,9 +125,11 @@ class FakeDatabase(Dialect[Count, FakeTable]):
         return above[size] if len(above) > size else None
 
     def limit_log(
-        self, start: Count, end: Count, max_rows: int, tables: Sequence[TableId]
+        self, start: Count, end: Count, max_rows: int | None, tables: Sequence[TableId]
     ) -> tuple[Count, int]:
         """Every change is its own transaction: stop before the row budget runs out."""
+        if max_rows is None:
+            return end, 0
         used, n = 0, start.n
         while n < end.n:
             rows = 1 if self.changes[n].table in tables else 0

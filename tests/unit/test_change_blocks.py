@@ -32,6 +32,8 @@ FIELDS = [
     pa.field("at", pa.timestamp("us")),
 ]
 ALL_METADATA = tuple(METADATA_FIELDS)
+#: PostgreSQL's names of a table: its database, schema and table apart.
+CONSTANTS = {"database_name": "shop", "schema_name": "sales", "table_name": "orders"}
 
 
 def _row(rng: random.Random, key: int) -> Row:
@@ -86,7 +88,8 @@ CHANGE_NAMES = ("_change_type", "_commit_version", "_commit_timestamp")
 @pytest.mark.parametrize("metadata", [(), ALL_METADATA, ("row_kind", "binlog_gtid")])
 @pytest.mark.parametrize("seed", range(5))
 def test_changelog_block_batch_equals_change_batch(seed: int, metadata: tuple[str, ...]) -> None:
-    builder = ChangelogBatchBuilder(changelog_schema(FIELDS, metadata), len(FIELDS), TABLE)
+    schema = changelog_schema(FIELDS, metadata)
+    builder = ChangelogBatchBuilder(schema, len(FIELDS), TABLE, CONSTANTS)
     blocks = _blocks(seed, 40)
     fast = builder.block_batch(blocks)
     reference = builder.change_batch(_per_row(blocks))
@@ -115,6 +118,7 @@ def test_envelope_block_batch_equals_change_batch(seed: int, metadata: tuple[str
         [f.name for f in FIELDS],
         [f.type for f in FIELDS],
         [0],
+        CONSTANTS,
     )
     blocks = _blocks(seed, 40)
     fast = builder.block_batch(blocks)
@@ -124,8 +128,19 @@ def test_envelope_block_batch_equals_change_batch(seed: int, metadata: tuple[str
     assert fast.equals(reference)
 
 
+def test_table_names_come_from_the_dialects_constants() -> None:
+    names = ("database_name", "schema_name", "table_name")
+    builder = ChangelogBatchBuilder(changelog_schema(FIELDS, names), len(FIELDS), TABLE, CONSTANTS)
+    rows = builder.block_batch(_blocks(1, 3)).to_pylist()
+    assert rows and all({n: r[n] for n in names} == CONSTANTS for r in rows)
+    default = ChangelogBatchBuilder(changelog_schema(FIELDS, names[::2]), len(FIELDS), TABLE)
+    first = default.block_batch(_blocks(1, 3)).to_pylist()[0]
+    assert (first["database_name"], first["table_name"]) == (TABLE.database, TABLE.table)
+
+
 def test_empty_blocks_give_an_empty_batch() -> None:
-    builder = ChangelogBatchBuilder(changelog_schema(FIELDS, ALL_METADATA), len(FIELDS), TABLE)
+    schema = changelog_schema(FIELDS, ALL_METADATA)
+    builder = ChangelogBatchBuilder(schema, len(FIELDS), TABLE, CONSTANTS)
     batch = builder.block_batch([ChangeBlock(TABLE, "update", [], 5, 1)])
     assert batch.num_rows == 0
     assert batch.schema == builder.schema

@@ -7,7 +7,7 @@ as they are and they must match the declared schema exactly (docs/stack-notes.md
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +26,13 @@ CHANGE_FIELDS = (
     pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"), nullable=True),
 )
 
-#: ``metadata.list`` columns, appended in this order when requested.
+#: ``metadata.list`` columns, appended in this order when requested (each connector accepts
+#: the names that make sense for it). The names of a table (``database_name``,
+#: ``schema_name``, ``table_name``) are per-table constants the dialect gives
+#: (``Dialect.table_metadata``); ``binlog_*`` locate a MySQL change in its log.
 METADATA_FIELDS = {
     "database_name": pa.field("database_name", pa.string()),
+    "schema_name": pa.field("schema_name", pa.string()),
     "table_name": pa.field("table_name", pa.string()),
     "op_ts": pa.field("op_ts", pa.timestamp("us", tz="UTC")),
     "row_kind": pa.field("row_kind", pa.string()),
@@ -124,11 +128,15 @@ def _utc(seconds: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
 
 
-def _metadata_value(name: str, change: RowChange | None, kind: ChangeType, table: TableId) -> Any:
-    if name == "database_name":
-        return table.database
-    if name == "table_name":
-        return table.table
+#: Table-level metadata values by column name (``Dialect.table_metadata``).
+Constants = Mapping[str, Any]
+
+
+def _metadata_value(
+    name: str, change: RowChange | None, kind: ChangeType, constants: Constants
+) -> Any:
+    if name in constants:
+        return constants[name]
     if name == "row_kind":
         return kind.row_kind
     if change is None:  # snapshot rows have no log position or operation time
@@ -205,7 +213,7 @@ def _epoch_stamps(seconds: list[int]) -> pa.Array:
 
 def _block_metadata(
     name: str,
-    table: TableId,
+    constants: Constants,
     type_: pa.DataType,
     blocks: Sequence[ChangeBlock],
     block_of: list[int],
@@ -215,10 +223,8 @@ def _block_metadata(
     """A ``metadata.list`` column for rows built from blocks: ``block_of`` is each row's
     block, ``codes`` its change type as an index into :data:`_KINDS`."""
     n = len(codes)
-    if name == "database_name":
-        return pa.repeat(pa.scalar(table.database, type_), n)
-    if name == "table_name":
-        return pa.repeat(pa.scalar(table.table, type_), n)
+    if name in constants:
+        return pa.repeat(pa.scalar(constants[name], type_), n)
     if name == "row_kind":
         kinds = pa.array([k.row_kind for k in _KINDS], type_)
         return kinds.take(pa.array(codes, pa.int8()))
@@ -232,10 +238,17 @@ def _block_metadata(
 class ChangelogBatchBuilder:
     """One table's changes as typed columns; an update becomes two rows."""
 
-    def __init__(self, schema: pa.Schema, data_width: int, table_id: TableId) -> None:
+    def __init__(
+        self,
+        schema: pa.Schema,
+        data_width: int,
+        table_id: TableId,
+        constants: Constants | None = None,
+    ) -> None:
         self.schema = schema
         self.data_width = data_width
         self.table_id = table_id
+        self.constants = _constants(table_id, constants)
         self.metadata = [f.name for f in schema][data_width + len(CHANGE_FIELDS) :]
 
     def _data_arrays(
@@ -277,7 +290,7 @@ class ChangelogBatchBuilder:
         arrays.append(pa.array(stamps, pa.timestamp("us", tz="UTC")))
         for name in self.metadata:
             values = [
-                _metadata_value(name, c, k, self.table_id)
+                _metadata_value(name, c, k, self.constants)
                 for c, k in zip(changes, kinds, strict=True)
             ]
             arrays.append(pa.array(values, self.schema.field(name).type))
@@ -297,7 +310,7 @@ class ChangelogBatchBuilder:
         arrays.append(pa.repeat(pa.scalar(at, pa.timestamp("us", tz="UTC")), n))
         for name in self.metadata:
             field = self.schema.field(name)
-            value = _metadata_value(name, None, ChangeType.INSERT, self.table_id)
+            value = _metadata_value(name, None, ChangeType.INSERT, self.constants)
             arrays.append(pa.repeat(pa.scalar(value, field.type), n))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
@@ -354,7 +367,7 @@ class ChangelogBatchBuilder:
             arrays.append(
                 _block_metadata(
                     name,
-                    self.table_id,
+                    self.constants,
                     type_,
                     blocks,
                     columns.block_of,
@@ -376,9 +389,11 @@ class EnvelopeBatchBuilder:
         names: Sequence[str],
         types: Sequence[pa.DataType],
         key_indexes: Sequence[int],
+        constants: Constants | None = None,
     ) -> None:
         self.schema = schema
         self.table_id = table_id
+        self.constants = _constants(table_id, constants)
         self.json = RowJsonEncoder(names, types)
         self.key_indexes = list(key_indexes)
         self.metadata = [f.name for f in schema][len(ENVELOPE_FIELDS) :]
@@ -397,7 +412,7 @@ class EnvelopeBatchBuilder:
         )
         for name in self.metadata:
             values = [
-                _metadata_value(name, c, _ENVELOPE_KIND[k], self.table_id)
+                _metadata_value(name, c, _ENVELOPE_KIND[k], self.constants)
                 for c, k in zip(changes, kinds, strict=True)
             ]
             arrays.append(pa.array(values, self.schema.field(name).type))
@@ -500,9 +515,16 @@ class EnvelopeBatchBuilder:
         for name in self.metadata:
             type_ = self.schema.field(name).type
             arrays.append(
-                _block_metadata(name, self.table_id, type_, blocks, block_of, seconds, codes)
+                _block_metadata(name, self.constants, type_, blocks, block_of, seconds, codes)
             )
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _constants(table: TableId, given: Constants | None) -> Constants:
+    """A table's metadata constants; by default its namespace is its database."""
+    if given is not None:
+        return given
+    return {"database_name": table.database, "table_name": table.table}
 
 
 _ENVELOPE_KIND = {

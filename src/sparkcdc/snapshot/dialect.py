@@ -110,6 +110,12 @@ class Dialect(ABC, Generic[P, T]):
     def arrow_fields(self, table: T) -> list[pa.Field]:
         """The table's columns as Arrow fields: the same types from snapshot and log."""
 
+    def table_metadata(self, table: T) -> Mapping[str, Any]:
+        """Values of the ``metadata.list`` columns that are the same for every row of
+        ``table`` (its names); MySQL's database is the table's namespace, PostgreSQL names
+        its database and schema apart."""
+        return {"database_name": table.table_id.database, "table_name": table.table_id.table}
+
     # -- positions ------------------------------------------------------------------------
     @abstractmethod
     def position_from_json(self, data: Mapping[str, Any]) -> P:
@@ -143,10 +149,14 @@ class Dialect(ABC, Generic[P, T]):
 
     @abstractmethod
     def limit_log(
-        self, start: P, end: P, max_rows: int, tables: Sequence[TableId]
+        self, start: P, end: P, max_rows: int | None, tables: Sequence[TableId]
     ) -> tuple[P, int]:
-        """The last transaction boundary in ``(start, end]`` that keeps the row changes of
-        ``tables`` within ``max_rows`` (at least one transaction), and the rows it holds."""
+        """Where a batch starting at ``start`` ends, given the log's end now (``end``): the
+        last transaction boundary in ``(start, end]`` that keeps the row changes of
+        ``tables`` within ``max_rows`` (at least one transaction; ``None``: no limit), and
+        the rows it holds. Called whenever the log moved: a connector whose positions carry
+        more than the log's address (PostgreSQL's change count) completes ``end`` here, and
+        may stop before ``end`` (``start`` itself: no batch yet) for reasons of its own."""
 
     @abstractmethod
     def split_log(self, start: P, end: P) -> list[P]:
@@ -179,6 +189,11 @@ class Dialect(ABC, Generic[P, T]):
         """The changes of ``tables`` in ``(start, end]``, surviving lost connections
         without skipping or repeating one. Tables in ``arrow_columns`` may come as Arrow
         columns of those types (``ChangeBlock.sunk``) instead of tuples."""
+
+    def committed(self, position: P) -> None:
+        """Spark has committed every batch up to ``position`` (it never replays before it):
+        a connector may release log the database keeps for it (PostgreSQL's replication
+        slot). Called on the driver, late (when the next batch starts)."""
 
     def close(self) -> None:
         """Release the driver's connection (executors open their own per read)."""

@@ -144,11 +144,14 @@ class IncrementalSource(Generic[P, T]):
             now = self.current_position()
             if cap is not None and cap < now and not unfinished:
                 now = cap
-            if now > position and max_rows is not None:
+            if now > position:
                 # while a snapshot runs the log gets half the batch, so neither starves
-                share = max(1, max_rows // 2) if unfinished else max_rows
+                share = None
+                if max_rows is not None:
+                    share = max(1, max_rows // 2) if unfinished else max_rows
                 now, used = self.dialect.limit_log(position, now, share, sorted(progress))
-                budget = max(max_rows - used, 1 if unfinished else 0)
+                if max_rows is not None:
+                    budget = max(max_rows - used, 1 if unfinished else 0)
             if now > position:
                 position = now
         chunk_size = self.settings.chunk_size
@@ -201,8 +204,8 @@ class IncrementalSource(Generic[P, T]):
     def snapshot_partitions(self) -> list[PartitionSpec]:
         """All chunks of every table, normalised to the log position now (batch reads), or
         to the dialect's fixed snapshot target (an earlier position, still in the log)."""
+        progress = {t: TableProgress() for t in self.tables}  # validates the server first
         position = self.dialect.snapshot_target() or self.current_position()
-        progress = {t: TableProgress() for t in self.tables}
         start = SourceOffset(position, progress).to_json()
         bounded = SourceOffset(position, progress, bounded=True).to_json()
         return self.partitions(start, self.latest_offset(bounded, None))
@@ -250,6 +253,10 @@ class IncrementalSource(Generic[P, T]):
             )
         return self._planners[table_id]
 
+    def commit(self, end: Offset) -> None:
+        """Spark committed the batches up to ``end``: the dialect may release log it keeps."""
+        self.dialect.committed(self.dialect.position_from_json(end["log"]))
+
     def close(self) -> None:
         self.dialect.close()
         self._planners.clear()
@@ -270,6 +277,7 @@ class IncrementalSource(Generic[P, T]):
             yield from self._read_log(spec)
 
     def _builder(self, table: T, envelope: bool) -> BatchBuilder:
+        constants = self.dialect.table_metadata(table)
         if envelope:
             return EnvelopeBatchBuilder(
                 envelope_schema(self.settings.metadata),
@@ -277,9 +285,10 @@ class IncrementalSource(Generic[P, T]):
                 table.column_names,
                 [f.type for f in self.dialect.arrow_fields(table)],
                 table.key_indexes,
+                constants,
             )
         schema = self.table_schema(table)
-        return ChangelogBatchBuilder(schema, len(table.column_names), table.table_id)
+        return ChangelogBatchBuilder(schema, len(table.column_names), table.table_id, constants)
 
     def _read_chunks(self, spec: ChunkRead[P, T]) -> Iterator[pa.RecordBatch]:
         builder = self._builder(spec.table, spec.envelope)

@@ -3,11 +3,12 @@ changelog columns (the same shape a single-table stream has)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from sparkcdc.connectors.registry import connector
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE
+from sparkcdc.core.table import TableId
 
 ENVELOPE_COLUMNS = (
     "database_name",
@@ -19,17 +20,20 @@ ENVELOPE_COLUMNS = (
 )
 
 
-def table_schema(spark: Any, options: Mapping[str, str], database: str, table: str) -> Any:
-    """The typed columns of one captured table (a StructType), asked from the source."""
+def table_schema(
+    spark: Any, options: Mapping[str, str], database: str, table: str, source: str = "mysql"
+) -> Any:
+    """The typed columns of one captured table (a StructType), asked from the source.
+
+    ``database`` is the table's namespace (the envelope's ``database_name``: a MySQL
+    database, a PostgreSQL schema); ``source`` the connector (``mysql``, ``postgres``)."""
     from pyspark.sql.types import StructType
 
-    single = {
-        **options,
-        "database-name": re.escape(database),
-        "table-name": re.escape(table),
-        "metadata.list": "",
-    }
-    schema = spark.read.format("mysql-cdc").options(**single).load().schema
+    found = connector(source)
+    one = found.table_options(TableId(database, table))
+    single = {k: v for k, v in options.items() if k.lower() not in one}
+    single |= {**one, "metadata.list": ""}
+    schema = spark.read.format(found.format).options(**single).load().schema
     return StructType([f for f in schema.fields if f.name not in CHANGE_COLUMNS])
 
 

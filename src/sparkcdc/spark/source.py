@@ -92,7 +92,9 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.source.read(cast(PartitionSpec, partition.value))
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to release: the source keeps no state beyond Spark's checkpoint."""
+        """Spark will not replay before ``end``: the connector may release the log it
+        keeps for the stream (PostgreSQL's slot). Called when the next batch starts."""
+        self.source.commit(end)
 
     def stop(self) -> None:
         self.source.close()

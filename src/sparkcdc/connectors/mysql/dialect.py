@@ -127,9 +127,11 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         self,
         start: BinlogPosition,
         end: BinlogPosition,
-        max_rows: int,
+        max_rows: int | None,
         tables: Sequence[TableId],
     ) -> tuple[BinlogPosition, int]:
+        if max_rows is None:  # a binlog position is complete: nothing to scan
+            return end, 0
         return advance_log(self.conn, start, end, max_rows, [str(t) for t in tables])
 
     def split_log(self, start: BinlogPosition, end: BinlogPosition) -> list[BinlogPosition]:
