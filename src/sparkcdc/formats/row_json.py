@@ -1,9 +1,11 @@
 """Lossless JSON for row images, in the form Spark's ``from_json`` reads back to the types.
 
-Every value the MySQL source emits maps to a JSON value that Spark's JSON parser turns
-into the same typed value: integers and floats as numbers, decimals as strings (no binary
-floating point in between), binary as base64, dates and timestamps in ISO 8601 (instants
-with ``Z``), booleans as ``true``/``false``. Floats are written with ``repr`` precision.
+Every value a source emits maps to a JSON value that Spark's JSON parser turns into the
+same typed value: integers and floats as numbers (NaN and infinities as the strings Spark
+reads for them), decimals as strings (no binary floating point in between), binary as
+base64, dates and timestamps in ISO 8601 (instants with ``Z``), booleans as
+``true``/``false``, arrays as JSON arrays of their elements. Floats are written with
+``repr`` precision.
 """
 
 from __future__ import annotations
@@ -32,13 +34,25 @@ def _timestamp_ntz(value: dt.datetime) -> str:
 
 
 def _float(value: float) -> Any:
-    if math.isnan(value) or math.isinf(value):
-        return str(value)  # MySQL cannot store these; keep them visible rather than invalid
+    """JSON has no NaN or infinities: they are written as the strings Spark's JSON reader
+    takes for a double (``"NaN"``, ``"Infinity"``, ``"-Infinity"``)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
     return value
+
+
+def _list(element: Encoder | None) -> Encoder:
+    if element is None:
+        return list
+    return lambda values: [None if v is None else element(v) for v in values]
 
 
 def value_encoder(arrow_type: pa.DataType) -> Encoder | None:
     """How a value of this Arrow type becomes a JSON value (None: it already is one)."""
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _list(value_encoder(arrow_type.value_type))
     if pa.types.is_decimal(arrow_type):
         return lambda v: format(Decimal(v), "f")
     if pa.types.is_binary(arrow_type) or pa.types.is_fixed_size_binary(arrow_type):

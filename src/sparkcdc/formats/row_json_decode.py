@@ -3,7 +3,8 @@
 The Kafka formats carry rows in the lossless JSON of :mod:`sparkcdc.formats.row_json`;
 this is its inverse, so ``decode(encode(row)) == row`` for every type the MySQL source
 emits (``bool``, ``int``, ``float``, ``Decimal``, ``str``, ``bytes``, ``date``, naive
-``datetime`` for DATETIME, UTC-aware ``datetime`` for TIMESTAMP). Values of the wrong JSON
+``datetime`` for DATETIME, UTC-aware ``datetime`` for TIMESTAMP, lists of these for
+PostgreSQL arrays). Values of the wrong JSON
 type raise :class:`MalformedRecordError`, which sources turn into their malformed-message
 policy instead of silently delivering a wrong value.
 """
@@ -128,9 +129,19 @@ def _string(value: Any) -> str:
     return str(_expect(value, str, "a string"))
 
 
+def _list(element: Decoder) -> Decoder:
+    def decode(value: Any) -> list[Any]:
+        values = _expect(value, list, "a JSON array")
+        return [None if v is None else element(v) for v in values]
+
+    return decode
+
+
 def value_decoder(arrow_type: pa.DataType) -> Decoder:
     """How a JSON value becomes the canonical value of this Arrow type (inverse of
     :func:`sparkcdc.formats.row_json.value_encoder`)."""
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _list(value_decoder(arrow_type.value_type))
     if pa.types.is_boolean(arrow_type):
         return _bool
     if pa.types.is_integer(arrow_type):
