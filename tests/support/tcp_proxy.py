@@ -46,7 +46,11 @@ class CuttableProxy:
                 s.shutdown(socket.SHUT_RDWR)
 
     def cut(self) -> None:
-        """Reset every connection open now; new connections still work."""
+        """Reset every connection open now; new connections still work.
+
+        ``shutdown`` comes first: closing a socket that another thread is blocked reading
+        does not end the connection on Linux (the blocked ``recv`` keeps it alive), so the
+        client would see a silent network instead of a reset."""
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for s in sockets:
@@ -54,6 +58,9 @@ class CuttableProxy:
                 s.setsockopt(
                     socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
                 )
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
                 s.close()
         self.cuts += 1
 
