@@ -11,6 +11,11 @@ per-key *overrides* first, then the chunk's rows stream through them.
   change in the window, or absent if that change created it.
 
 Both need full row images (``binlog_row_image=FULL``).
+
+Where a snapshot is not a log position but a set of visible transactions (PostgreSQL's
+MVCC snapshots), :func:`visibility_overrides` takes each window change with two flags:
+whether the snapshot saw it and whether the target includes it (docs/design.md, "Exact
+chunks on PostgreSQL").
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.rows import Row, RowChange
 
 ABSENT: Any = None
@@ -67,3 +73,50 @@ def apply_overrides(
         else:
             yield row
     yield from pending.values()
+
+
+def _key_states(change: RowChange, key_of: KeyOf) -> Iterator[tuple[Any, Row | None, Row | None]]:
+    """``(key, state before, state after)`` for each key the change touches (an update that
+    moves a key touches two: the old key disappears, the new one appears)."""
+    old = None if change.before is None else key_of(change.before)
+    new = None if change.after is None else key_of(change.after)
+    if change.before is not None:
+        yield old, change.before, change.after if new == old else ABSENT
+    if change.after is not None and (change.before is None or new != old):
+        yield new, ABSENT, change.after
+
+
+def visibility_overrides(
+    changes: Iterable[tuple[RowChange, bool, bool]], key_of: KeyOf
+) -> dict[Any, Row | None]:
+    """Per-key states at the target, for keys the snapshot and the target disagree on.
+
+    ``changes`` come in log order, each with ``seen`` (the snapshot holds its effect) and
+    ``wanted`` (the target position includes it). The target includes a prefix of every
+    key's changes (log order); the snapshot also does, because writers of one key wait for
+    each other (a row lock, a unique index) and so become visible in log order. A key whose
+    snapshot prefix is longer is undone to its state before the first change the target
+    lacks; a key whose target prefix is longer takes the state after the last change the
+    snapshot lacks. A history breaking the per-key prefix order raises instead of guessing.
+    """
+    undo: dict[Any, Row | None] = {}
+    redo: dict[Any, Row | None] = {}
+    unseen: set[Any] = set()
+    unwanted: set[Any] = set()
+    for change, seen, wanted in changes:
+        for key, before, after in _key_states(change, key_of):
+            if (seen and key in unseen) or (wanted and key in unwanted):
+                raise SparkCdcError(
+                    f"row {key!r}: a snapshot saw a change of this key but not an earlier one "
+                    "(or a position took a later change but not an earlier one); the "
+                    "snapshot cannot be normalised. Please report this with the table's DDL"
+                )
+            if not seen:
+                unseen.add(key)
+            if not wanted:
+                unwanted.add(key)
+            if seen and not wanted:
+                undo.setdefault(key, before)
+            elif wanted and not seen:
+                redo[key] = after
+    return {**redo, **undo}
