@@ -68,6 +68,14 @@ class ConnectorUnderTest(ABC):
         """``orders (id BIGINT primary key, name VARCHAR(64), qty INT)`` with ``rows`` rows
         (ids 0, 3, 6, ...) and an empty ``audit (id auto-increment key, note TEXT)``."""
 
+    def create_table(self, namespace: str, definition: str) -> None:
+        """``CREATE TABLE <definition>``, set up for capture as the connector needs (e.g.
+        PostgreSQL's REPLICA IDENTITY FULL)."""
+        self.execute(namespace, f"CREATE TABLE {definition}")
+
+    def drop(self, namespace: str) -> None:  # noqa: B027 (most connectors leave nothing)
+        """Release what capturing ``namespace`` left on the server (PostgreSQL's slot)."""
+
     @abstractmethod
     def writer(self, namespace: str, seed: int, key_space: int) -> RandomWriter:
         """Random concurrent writes to the ``orders`` and ``audit`` tables."""

@@ -19,6 +19,7 @@ from sparkcdc.core.errors import OptionError
 #: Source type name -> the package whose ``CONNECTOR`` declares it.
 _CONNECTORS: Mapping[str, str] = {
     "mysql": "sparkcdc.connectors.mysql",
+    "postgres": "sparkcdc.connectors.postgres",
 }
 
 #: The names a pipeline file's ``source: type:`` accepts.

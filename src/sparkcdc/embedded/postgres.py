@@ -112,7 +112,7 @@ class EmbeddedPostgres:
             "-c",
             "wal_level=logical",
             "-c",
-            "max_replication_slots=20",
+            "max_replication_slots=64",
             "-c",
             "max_wal_senders=20",
             # Durability is not needed for throw-away servers. synchronous_commit stays on:

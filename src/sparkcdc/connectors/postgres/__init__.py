@@ -1,1 +1,30 @@
+"""PostgreSQL connector: logical decoding (pgoutput) through a replication slot, MVCC
+snapshots normalised by transaction visibility; wal/, snapshot/ and server/ parts."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from sparkcdc.connectors.connector import Connector
+from sparkcdc.connectors.postgres.config import (
+    SPECS,
+    PostgresSourceConfig,
+    one_table_options,
+    parse_config,
+)
+
+
+def _create(config: PostgresSourceConfig) -> Any:
+    from sparkcdc.connectors.postgres.source import PostgresCdcSource
+
+    return PostgresCdcSource(config)
+
+
+CONNECTOR = Connector(
+    name="postgres",
+    format="postgres-cdc",
+    parse=parse_config,
+    create=_create,
+    one_table=one_table_options,
+    specs=SPECS,
+)

@@ -1,0 +1,231 @@
+"""The PostgreSQL dialect of the snapshot framework (snapshot/dialect.py).
+
+Positions are WAL addresses with the stream's change count (wal/position.py); the log is
+pgoutput through the stream's replication slot (wal/slot.py); chunks are read in MVCC
+snapshots and normalised by transaction visibility (snapshot/reader.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from sparkcdc.connectors.postgres.config import PostgresSourceConfig
+from sparkcdc.connectors.postgres.server.connection import connect, query
+from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
+from sparkcdc.connectors.postgres.server.types import arrow_type
+from sparkcdc.connectors.postgres.server.validation import validate_server, validate_tables
+from sparkcdc.connectors.postgres.snapshot.chunk_ends import key_stats, next_chunk_end
+from sparkcdc.connectors.postgres.snapshot.keys import chunk_key_order
+from sparkcdc.connectors.postgres.snapshot.reader import read_chunks
+from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
+from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
+from sparkcdc.connectors.postgres.wal.position import LsnPosition
+from sparkcdc.connectors.postgres.wal.reader import read_blocks_with_retries
+from sparkcdc.connectors.postgres.wal.scan import batch_end, scan_transactions
+from sparkcdc.connectors.postgres.wal.slot import (
+    advance,
+    ensure_publication,
+    ensure_readable,
+    ensure_slot,
+    slot_state,
+)
+from sparkcdc.core.rows import ChangeBlock
+from sparkcdc.core.table import TableId
+from sparkcdc.formats.changelog_arrow import ChunkRows
+from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
+from sparkcdc.snapshot.dialect import Dialect
+from sparkcdc.snapshot.keys import KeyOrder
+
+log = logging.getLogger(__name__)
+
+
+class PostgresDialect(Dialect[LsnPosition, PgTable]):
+    format_name = "postgres-cdc"
+
+    def __init__(self, config: PostgresSourceConfig) -> None:
+        self.config = config
+        self._conn: Any = None
+        self._moved_at = time.monotonic()
+        self._commits: list[LsnPosition] = []
+
+    @property
+    def settings(self) -> PostgresSourceConfig:
+        return self.config
+
+    @property
+    def conn(self) -> Any:
+        """The driver's connection (autocommit), reconnected if it dropped."""
+        if self._conn is not None and (self._conn.closed or self._conn.broken):
+            self._conn = None
+        if self._conn is None:
+            self._conn = connect(self.config)
+        return self._conn
+
+    # -- discovery and types ------------------------------------------------------------
+    def discover(self) -> list[PgTable]:
+        conn, config = self.conn, self.config
+        validate_server(conn, config)
+        tables = discover_tables(conn, config)
+        validate_tables(conn, tables)
+        existed = slot_state(conn, config) is not None
+        if ensure_publication(conn, config, tables) and existed:
+            log.warning(
+                "publication %s was created after replication slot %s: WAL the slot kept "
+                "from before cannot be decoded with it; a checkpoint that needs that WAL "
+                "fails at restart",
+                config.publication_name,
+                config.slot_name,
+            )
+        ensure_slot(conn, config)
+        for table in tables:
+            chunk_key_order(table)  # fails up front for keys we cannot order
+        return tables
+
+    def key_order(self, table: PgTable) -> KeyOrder:
+        return chunk_key_order(table)
+
+    def arrow_fields(self, table: PgTable) -> list[pa.Field]:
+        mode = self.config.decimal_mode
+        return [pa.field(c.name, arrow_type(c, mode), nullable=c.nullable) for c in table.columns]
+
+    def table_metadata(self, table: PgTable) -> Mapping[str, Any]:
+        return {
+            "database_name": self.config.database,
+            "schema_name": table.table_id.database,
+            "table_name": table.table_id.table,
+        }
+
+    # -- positions ----------------------------------------------------------------------
+    def position_from_json(self, data: Mapping[str, Any]) -> LsnPosition:
+        return LsnPosition.from_json(dict(data))
+
+    def current_position(self) -> LsnPosition:
+        """The flushed end of the WAL, or the slot's start if later (a slot just created
+        starts at a record not flushed yet); its change count is set when a batch is
+        planned (``limit_log``)."""
+        ((now,),) = query(
+            self.conn,
+            "SELECT greatest(pg_current_wal_flush_lsn(), (SELECT confirmed_flush_lsn FROM "
+            "pg_replication_slots WHERE slot_name = %s))::text",
+            (self.config.slot_name,),
+        )
+        return LsnPosition(lsn_from_text(now))
+
+    def startup_position(self, mode: str) -> LsnPosition:
+        if mode == "committed-offset":
+            state = slot_state(self.conn, self.config)
+            assert state is not None  # discover() made it
+            return LsnPosition(state.confirmed)
+        return self.current_position()
+
+    def ensure_available(self, position: LsnPosition) -> None:
+        ensure_readable(self.conn, self.config, position)
+
+    def snapshot_target(self) -> LsnPosition | None:
+        return self.config.snapshot_position
+
+    # -- planning -------------------------------------------------------------------------
+    def key_stats(self, table: PgTable) -> KeyStats:
+        return key_stats(self.conn, table, self.config.decimal_mode)
+
+    def next_chunk_end(self, table: PgTable, lo: Key, size: int) -> Key:
+        return next_chunk_end(
+            self.conn, table, self.key_order(table), lo, size, self.config.decimal_mode
+        )
+
+    def limit_log(
+        self,
+        start: LsnPosition,
+        end: LsnPosition,
+        max_rows: int | None,
+        tables: Sequence[TableId],
+    ) -> tuple[LsnPosition, int]:
+        """The batch's end from a scan of the slot (wal/scan.py). With no captured change
+        in the range the position stays, so an idle stream runs no batches, until
+        ``heartbeat.interval`` has passed: then it moves on, and the slot can release the
+        WAL behind it."""
+        transactions = scan_transactions(self.conn, self.config, start, end.lsn)
+        ((snapshot,),) = query(self.conn, "SELECT pg_current_snapshot()::text")
+        position, rows, _ = batch_end(
+            start, end.lsn, transactions, PgSnapshot.parse(snapshot), max_rows
+        )
+        idle = rows == 0
+        if idle and time.monotonic() - self._moved_at < self.config.heartbeat_interval:
+            return start, 0
+        if position > start:
+            self._moved_at = time.monotonic()
+        return position, rows
+
+    def split_log(self, start: LsnPosition, end: LsnPosition) -> list[LsnPosition]:
+        """One log partition per batch: each reader decodes from the slot's restart point,
+        so pieces would repeat the server's decoding work."""
+        return [start, end]
+
+    # -- reads --------------------------------------------------------------------------
+    def read_chunks(
+        self, table: PgTable, chunks: Sequence[Chunk], target: LsnPosition, reader: int
+    ) -> Iterator[ChunkRows]:
+        return read_chunks(self.config, table, chunks, target)
+
+    def read_log(
+        self,
+        tables: Mapping[TableId, PgTable],
+        start: LsnPosition,
+        end: LsnPosition,
+        reader: int,
+        arrow_columns: Mapping[TableId, Sequence[pa.DataType]],
+    ) -> WalStream:
+        return WalStream(self.config, tables, start, end)
+
+    # -- the slot -------------------------------------------------------------------------
+    def committed(self, position: LsnPosition) -> None:
+        """Advance the slot to the position committed ``lsn-commit.checkpoints-num-delay``
+        batches ago (the WAL before it is then released by the server)."""
+        if self._commits and position <= self._commits[-1]:
+            return
+        self._commits.append(position)
+        delay = self.config.lsn_commit_delay
+        if len(self._commits) <= delay:
+            return
+        release = self._commits[-1 - delay]
+        del self._commits[: len(self._commits) - 1 - delay]
+        advance(self.conn, self.config, release.lsn)
+        log.info("replication slot %s confirmed up to %s", self.config.slot_name, release.text)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config}  # executors open their own connections
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"])  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"PostgresDialect({self.config!r})"
+
+
+class WalStream:
+    """A bounded WAL read (no Arrow column sinks: images come as tuples)."""
+
+    def __init__(
+        self,
+        config: PostgresSourceConfig,
+        tables: Mapping[TableId, PgTable],
+        start: LsnPosition,
+        end: LsnPosition,
+    ) -> None:
+        self.config, self.tables, self.start, self.end = config, tables, start, end
+
+    def __iter__(self) -> Iterator[ChangeBlock]:
+        return read_blocks_with_retries(self.config, self.tables, self.start, self.end)
+
+    def take(self, table: TableId) -> list[pa.Array]:
+        raise ValueError(f"the WAL reader writes no Arrow columns ({table})")

@@ -1,0 +1,122 @@
+"""Which tables to capture, and their columns, keys, chunk key and replica identity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sparkcdc.connectors.postgres.config import PostgresSourceConfig
+from sparkcdc.connectors.postgres.server.connection import query
+from sparkcdc.connectors.postgres.server.sql import quote_table
+from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, column_from_row
+from sparkcdc.core.errors import SchemaError, SourceConfigurationError
+from sparkcdc.core.table import TableId
+
+_TABLES = """
+SELECT c.oid, n.nspname, c.relname, c.relkind, c.relreplident
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p')
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp\\_%%'
+ORDER BY n.nspname, c.relname
+"""
+
+_PRIMARY_KEYS = """
+SELECT i.indrelid, a.attname
+FROM pg_index i
+CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indisprimary AND i.indrelid = ANY(%s::oid[])
+ORDER BY i.indrelid, k.position
+"""
+
+#: pg_class.relreplident: what the WAL carries of an updated or deleted row's old values.
+REPLICA_IDENTITIES = {"d": "DEFAULT", "n": "NOTHING", "f": "FULL", "i": "USING INDEX"}
+
+
+@dataclass(frozen=True)
+class PgTable:
+    """A captured table: columns in order, primary key, chunk key, replica identity."""
+
+    table_id: TableId  #: (schema, table)
+    oid: int
+    columns: tuple[PgColumn, ...]
+    primary_key: tuple[str, ...]
+    chunk_key: str
+    replica_identity: str  #: pg_class.relreplident
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def index_of(self, name: str) -> int:
+        return self.column_names.index(name)
+
+    @property
+    def key_indexes(self) -> tuple[int, ...]:
+        return tuple(self.index_of(n) for n in self.primary_key)
+
+    @property
+    def chunk_key_index(self) -> int:
+        return self.index_of(self.chunk_key)
+
+    @property
+    def chunk_column(self) -> PgColumn:
+        return self.columns[self.chunk_key_index]
+
+    @property
+    def sql_name(self) -> str:
+        return quote_table(self.table_id)
+
+
+def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
+    """The tables matching ``schema-name``/``table-name``, with their schemas; fails with
+    the fix for tables that cannot be captured (no primary key, a partitioned parent)."""
+    found = [
+        (int(oid), TableId(schema, name), kind, ident)
+        for oid, schema, name, kind, ident in query(conn, _TABLES)
+        if config.matches(schema, name)
+    ]
+    if not found:
+        raise SourceConfigurationError(
+            f"no table of database '{config.database}' matches schema-name "
+            f"'{config.schema_name.pattern}' and table-name '{config.table_name.pattern}' "
+            "(both are regular expressions matched against whole names)"
+        )
+    parents = [str(t) for _, t, kind, _ in found if kind == "p"]
+    if parents:
+        raise SchemaError(
+            f"partitioned table(s) {', '.join(parents)}: capture the partitions instead (match "
+            "them with 'table-name'); a partitioned parent holds no rows of its own"
+        )
+    oids = [oid for oid, _, _, _ in found]
+    columns: dict[int, list[PgColumn]] = {oid: [] for oid in oids}
+    for row in query(conn, COLUMNS_QUERY, (oids,)):
+        columns[int(row[0])].append(column_from_row(row))
+    keys: dict[int, list[str]] = {oid: [] for oid in oids}
+    for oid, name in query(conn, _PRIMARY_KEYS, (oids,)):
+        keys[int(oid)].append(name)
+    tables = []
+    for oid, table_id, _, ident in found:
+        if not keys[oid]:
+            raise SchemaError(
+                f"table {table_id} has no primary key: sparkcdc identifies rows by it "
+                "(add one, or leave the table out with 'table-name')"
+            )
+        names = [c.name for c in columns[oid]]
+        chunk_key = config.chunk_key_column or keys[oid][0]
+        if chunk_key not in names:
+            raise SchemaError(
+                f"table {table_id} has no column '{chunk_key}' "
+                "('scan.incremental.snapshot.chunk.key-column')"
+            )
+        chunk_column = columns[oid][names.index(chunk_key)]
+        if chunk_column.nullable:
+            raise SchemaError(
+                f"table {table_id}: chunk key column '{chunk_key}' may be NULL; pick a NOT "
+                "NULL column with 'scan.incremental.snapshot.chunk.key-column'"
+            )
+        tables.append(
+            PgTable(table_id, oid, tuple(columns[oid]), tuple(keys[oid]), chunk_key, ident)
+        )
+    return tables

@@ -1,0 +1,1 @@
+"""PostgreSQL connector: snapshot part."""

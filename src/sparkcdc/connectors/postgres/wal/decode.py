@@ -1,0 +1,234 @@
+"""pgoutput messages of a bounded read -> row changes of the captured tables.
+
+Messages come in commit order, each transaction from Begin to Commit. A transaction is in
+the read when its commit LSN lies in ``[start, end)`` (wal/position.py); the others are
+skipped without parsing their rows, but their Relation messages are kept: pgoutput sends a
+table's Relation once per decoding session, before its first change, whichever
+transaction that is in.
+
+Versions count from the start position: each change of a transaction in the read takes the
+next number, its Commit one more (the same rule the driver counts by in wal/scan.py).
+Consecutive changes of one table and kind in a transaction form one ChangeBlock.
+
+Old rows: every captured table has REPLICA IDENTITY FULL (checked up front), so updates and
+deletes carry the whole old row, and an update's unchanged TOASTed values (which pgoutput
+does not resend) are the old row's. Should a table lose FULL while captured, the change
+fails loudly rather than emitting a row with missing values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkcdc.connectors.postgres.server.discovery import PgTable
+from sparkcdc.connectors.postgres.server.types import value_parser
+from sparkcdc.connectors.postgres.wal.pgoutput import (
+    UNCHANGED,
+    Begin,
+    Commit,
+    Delete,
+    Insert,
+    Relation,
+    Truncate,
+    Update,
+    epoch_seconds,
+    lsn_to_text,
+    parse_message,
+)
+from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.rows import BlockKind, ChangeBlock, Row
+from sparkcdc.core.table import TableId
+
+#: Images per ChangeBlock at most (a large transaction still streams).
+MAX_BLOCK_IMAGES = 8192
+_CHANGES = frozenset(b"IUD")
+
+
+@dataclass(frozen=True)
+class Located:
+    """A block and the transaction it belongs to (chunk windows decide by xid)."""
+
+    block: ChangeBlock
+    xid: int
+    commit_lsn: int
+
+
+@dataclass
+class _Table:
+    """A captured table as the decoder converts its rows."""
+
+    table: PgTable
+    parsers: list[tuple[int, Callable[[str], Any]]]
+    checked: set[int] = field(default_factory=set)  # relation oids matched against it
+
+
+class WalDecoder:
+    def __init__(
+        self,
+        tables: Mapping[TableId, PgTable],
+        start: int,
+        end: int,
+        count: int,
+        decimal_mode: str,
+    ) -> None:
+        self.start, self.end, self.count = start, end, count
+        self.tables: dict[tuple[str, str], _Table] = {}
+        for table in tables.values():
+            parsers = [
+                (i, parser)
+                for i, column in enumerate(table.columns)
+                if (parser := value_parser(column, decimal_mode)) is not None
+            ]
+            self.tables[(table.table_id.database, table.table_id.table)] = _Table(table, parsers)
+        self.relations: dict[int, Relation] = {}
+
+    def decode(self, messages: Iterable[bytes]) -> Iterator[Located]:
+        begin: Begin | None = None
+        pending: list[Row] = []
+        key: tuple[int, str] | None = None  # (relation oid, kind) of the pending block
+        first = 0  # version of the pending block's first change
+        seconds = 0
+
+        def flush() -> Iterator[Located]:
+            nonlocal key
+            if key is not None and pending:
+                assert begin is not None
+                target = self.tables[_name(self.relations[key[0]])].table
+                kind: BlockKind = key[1]  # type: ignore[assignment]
+                block = ChangeBlock(target.table_id, kind, list(pending), first, seconds)
+                yield Located(block, begin.xid, begin.final_lsn)
+            pending.clear()
+            key = None
+
+        for data in messages:
+            tag = data[0]
+            if begin is None:  # between transactions: Begin, or a Relation/Type message
+                message = parse_message(data)
+                if isinstance(message, Begin):
+                    if self.start <= message.final_lsn < self.end:
+                        begin, seconds = message, epoch_seconds(message.commit_time)
+                    else:
+                        begin = _SKIPPED
+                elif isinstance(message, Relation):
+                    self._describe(message)
+                continue
+            if begin is _SKIPPED:
+                if tag == 0x43:  # Commit
+                    begin = None
+                elif tag == 0x52:  # Relation
+                    relation = parse_message(data)
+                    assert isinstance(relation, Relation)
+                    self._describe(relation)
+                continue
+            if tag in _CHANGES:
+                self.count += 1
+                message = parse_message(data)
+                assert isinstance(message, Insert | Update | Delete)
+                captured = self._captured(message.oid)
+                if captured is None:
+                    continue
+                kind = "insert" if tag == 0x49 else "update" if tag == 0x55 else "delete"
+                if key != (message.oid, kind) or len(pending) >= MAX_BLOCK_IMAGES:
+                    yield from flush()
+                    key, first = (message.oid, kind), self.count
+                pending.extend(self._images(captured, message))
+                continue
+            message = parse_message(data)
+            if isinstance(message, Commit):
+                yield from flush()
+                self.count += 1
+                begin = None
+            elif isinstance(message, Relation):
+                yield from flush()
+                self._describe(message)
+            elif isinstance(message, Truncate):
+                names = [
+                    str(self.tables[n].table.table_id)
+                    for oid in message.oids
+                    if (n := _name(self.relations[oid])) in self.tables
+                ]
+                if names:
+                    raise SchemaError(
+                        f"TRUNCATE of {', '.join(names)} (transaction {begin.xid}, commit "
+                        f"{lsn_to_text(begin.final_lsn)}): truncates are not captured yet, "
+                        "so the changelog would keep the removed rows. Start the stream again "
+                        "from a new checkpoint (a new snapshot)"
+                    )
+
+    def _describe(self, relation: Relation) -> None:
+        """A (new) description of a table: its columns are checked again at its next row."""
+        self.relations[relation.oid] = relation
+        for captured in self.tables.values():
+            captured.checked.discard(relation.oid)
+
+    def _captured(self, oid: int) -> _Table | None:
+        relation = self.relations.get(oid)
+        if relation is None:
+            raise SchemaError(f"pgoutput sent a change of relation {oid} before describing it")
+        captured = self.tables.get(_name(relation))
+        if captured is None or oid in captured.checked:
+            return captured
+        names = tuple(c.name for c in relation.columns)
+        if names != captured.table.column_names:
+            raise SchemaError(
+                f"the columns of {captured.table.table_id} changed while captured (now "
+                f"{', '.join(names)}; captured {', '.join(captured.table.column_names)}): "
+                "schema changes are not followed yet. Start the stream again from a new "
+                "checkpoint (a new snapshot)"
+            )
+        captured.checked.add(oid)
+        return captured
+
+    def _images(self, captured: _Table, message: Insert | Update | Delete) -> list[Row]:
+        if isinstance(message, Insert):
+            return [self._row(captured, message.new, None)]
+        old = self._old(captured, message.old, message.old_kind)
+        if isinstance(message, Delete):
+            return [old]
+        return [old, self._row(captured, message.new, old)]
+
+    def _old(self, captured: _Table, old: Sequence[Any] | None, kind: str | None) -> Row:
+        if old is None or kind != "O":
+            raise SchemaError(
+                f"the WAL lacks the old row of a change of {captured.table.table_id}: its "
+                "REPLICA IDENTITY is no longer FULL. Run ALTER TABLE "
+                f"{captured.table.sql_name} REPLICA IDENTITY FULL; and start the stream "
+                "again from a new checkpoint"
+            )
+        return self._row(captured, old, None)
+
+    @staticmethod
+    def _row(captured: _Table, values: Sequence[Any], old: Row | None) -> Row:
+        row = list(values)
+        if UNCHANGED in row:  # TOASTed values the update left alone: the old row has them
+            if old is None:
+                raise SchemaError(
+                    f"an unchanged TOASTed value of {captured.table.table_id} has no old row "
+                    "to take it from (REPLICA IDENTITY FULL is needed)"
+                )
+            return tuple(
+                old[i] if v is UNCHANGED else v if v is None else _parse(captured, i, v)
+                for i, v in enumerate(row)
+            )
+        for i, parse in captured.parsers:
+            value = row[i]
+            if value is not None:
+                row[i] = parse(value)
+        return tuple(row)
+
+
+def _parse(captured: _Table, index: int, text: str) -> Any:
+    for i, parse in captured.parsers:
+        if i == index:
+            return parse(text)
+    return text
+
+
+def _name(relation: Relation) -> tuple[str, str]:
+    return (relation.namespace, relation.name)
+
+
+#: Marks a transaction outside the read: its rows are skipped unparsed.
+_SKIPPED: Any = object()

@@ -1,0 +1,94 @@
+"""Where a micro-batch ends: the driver's scan of the WAL since the batch start.
+
+The driver peeks the stream's slot once per planned batch, aggregated on the server to one
+row per transaction (xid, commit LSN, row changes), so only those summaries travel. From
+them it sets the batch's end B:
+
+* the change count at B (wal/position.py: every change's ``_commit_version``);
+* at most ``maxRowsPerTrigger`` row changes, at transaction boundaries, at least one
+  transaction;
+* **every transaction committed before B is visible** to any snapshot taken from now on.
+  A transaction's commit record reaches the WAL (and logical decoding) before the
+  transaction becomes visible to other sessions; with synchronous replication it can stay
+  invisible for long. Visibility only grows, so checking the scanned transactions against
+  a snapshot taken after the scan, and ending the batch before the first invisible one,
+  gives that guarantee for B. Chunk reads build on it (snapshot/reader.py): what their
+  snapshots miss of B can only lie after B.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sparkcdc.connectors.postgres.config import PostgresSourceConfig
+from sparkcdc.connectors.postgres.server.connection import query
+from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
+from sparkcdc.connectors.postgres.wal.pgoutput import lsn_to_text
+from sparkcdc.connectors.postgres.wal.position import LsnPosition
+from sparkcdc.connectors.postgres.wal.slot import PEEK
+
+#: One row per decoded transaction: its xid, its Commit message's commit and end LSNs
+#: (bytes 2-17 of the message: flags, then two int64), its row changes (Insert, Update,
+#: Delete messages) and truncates.
+_SUMMARY = f"""
+SELECT xid::text::bigint,
+       string_agg(substring(data from 3 for 16), ''::bytea) FILTER (WHERE get_byte(data, 0) = 67),
+       count(*) FILTER (WHERE get_byte(data, 0) IN (73, 85, 68)),
+       count(*) FILTER (WHERE get_byte(data, 0) = 84)
+FROM {PEEK}
+GROUP BY xid
+"""
+_LSNS = struct.Struct(">QQ")
+
+
+@dataclass(frozen=True)
+class Transaction:
+    xid: int  #: 32-bit, as pgoutput sends it
+    commit_lsn: int
+    end_lsn: int
+    changes: int
+    truncates: int
+
+
+def scan_transactions(
+    conn: Any, config: PostgresSourceConfig, start: LsnPosition, upto: int
+) -> list[Transaction]:
+    """The transactions committed in ``[start, upto)``, in commit order (the stream's own
+    slot: only the driver uses it)."""
+    rows = query(
+        conn,
+        _SUMMARY,
+        (config.slot_name, lsn_to_text(upto), config.publication_name),
+    )
+    found = []
+    for xid, lsns, changes, truncates in rows:
+        if lsns is None:  # no Commit: cut off by upto (its record was read, not finished)
+            continue
+        commit_lsn, end_lsn = _LSNS.unpack(bytes(lsns))
+        if start.lsn <= commit_lsn < upto:
+            found.append(Transaction(int(xid), commit_lsn, end_lsn, int(changes), int(truncates)))
+    found.sort(key=lambda t: t.commit_lsn)
+    return found
+
+
+def batch_end(
+    start: LsnPosition,
+    upto: int,
+    transactions: Sequence[Transaction],
+    visible: PgSnapshot,
+    max_rows: int | None,
+) -> tuple[LsnPosition, int, bool]:
+    """The batch's end, the row changes it holds, and whether it stopped before ``upto``
+    (an invisible transaction or the read limit)."""
+    count, rows = start.count, 0
+    for i, tx in enumerate(transactions):
+        if not visible.sees(tx.xid):
+            return LsnPosition(tx.commit_lsn, count), rows, True
+        if max_rows is not None and i > 0 and rows + tx.changes > max_rows:
+            return LsnPosition(tx.commit_lsn, count), rows, True
+        count += tx.changes + 1
+        rows += tx.changes
+    return LsnPosition(upto, count), rows, False
