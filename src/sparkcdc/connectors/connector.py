@@ -33,6 +33,9 @@ class Connector(Generic[Config]):
     one_table: Callable[[TableId], dict[str, str]]
     #: The option specs ``parse`` validates against (the README's table is made of them).
     specs: tuple[OptionSpec, ...] = ()
+    #: The options a pipeline's ``tables: namespace.table`` fills (Flink CDC's syntax): the
+    #: namespace (a MySQL database, a PostgreSQL schema) and the table patterns.
+    tables_options: tuple[str, str] = ("database-name", "table-name")
 
     def parse_config(self, options: Mapping[str, str]) -> Config:
         return self.parse(options)

@@ -9,7 +9,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,24 @@ class EmbeddedPostgres:
     ``postgres`` system user that the Debian package creates.
     """
 
-    def __init__(self, base_dir: Path | None = None) -> None:
+    #: Server settings (``-c name=value``): logical decoding, and enough replication slots
+    #: for a stream plus a short-lived copy per concurrent log read.
+    SETTINGS: Mapping[str, str] = {
+        "wal_level": "logical",
+        "max_replication_slots": "64",
+        "max_wal_senders": "20",
+        # Durability is not needed for throw-away servers. synchronous_commit stays on:
+        # logical decoding only sees flushed WAL, so async commits would appear late.
+        "fsync": "off",
+        "full_page_writes": "off",
+    }
+
+    def __init__(
+        self, base_dir: Path | None = None, settings: Mapping[str, str] | None = None
+    ) -> None:
+        """``settings`` override :attr:`SETTINGS` (say ``wal_level: replica`` to test a
+        server that is not set up for CDC)."""
+        self.settings = {**self.SETTINGS, **(settings or {})}
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-postgres-"))
         self.host = "127.0.0.1"
@@ -109,18 +126,7 @@ class EmbeddedPostgres:
             self.host,
             "-k",
             str(self.base_dir),
-            "-c",
-            "wal_level=logical",
-            "-c",
-            "max_replication_slots=64",
-            "-c",
-            "max_wal_senders=20",
-            # Durability is not needed for throw-away servers. synchronous_commit stays on:
-            # logical decoding only sees flushed WAL, so async commits would appear late.
-            "-c",
-            "fsync=off",
-            "-c",
-            "full_page_writes=off",
+            *(a for name, value in self.settings.items() for a in ("-c", f"{name}={value}")),
         ]
         self._process = start_process(self._as_server_user(argv), self.log)
         wait_until(

@@ -113,8 +113,9 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
             raise doc.error(block, f"the '{block}' block {what}")
     source = _strings(doc, "source")
     source_type = _type(doc, "source", source, SOURCE_TYPES)
-    source_options = _source_options(doc, source)
-    parse = connector(source_type).parse_config
+    found = connector(source_type)
+    source_options = _source_options(doc, source, found.tables_options)
+    parse = found.parse_config
     source_config = _checked(doc, "source", lambda: parse(source_options))
     sink = _strings(doc, "sink")
     sink_type = _type(doc, "sink", sink, SINK_TYPES)
@@ -165,17 +166,20 @@ def _type(doc: YamlDocument, block: str, options: dict[str, str], valid: tuple[s
     return kind.lower()
 
 
-def _source_options(doc: YamlDocument, source: dict[str, str]) -> dict[str, str]:
-    """Accept Flink CDC 3.x's ``tables: app_db.\\.*`` (database and table regular
+def _source_options(
+    doc: YamlDocument, source: dict[str, str], names: tuple[str, str]
+) -> dict[str, str]:
+    """Accept Flink CDC 3.x's ``tables: app_db.\\.*`` (namespace and table regular
     expressions split at the first unescaped dot; ``\\.`` is the regex ``.``) as well as
-    the ``database-name`` / ``table-name`` pair."""
+    the connector's own pair of options (``names``: ``database-name`` / ``table-name`` for
+    MySQL, ``schema-name`` / ``table-name`` for PostgreSQL)."""
     options = dict(source)
     tables = options.pop("tables", None)
     if tables is None:
         return options
-    if "database-name" in options or "table-name" in options:
+    if names[0] in options or names[1] in options:
         raise doc.error(
-            "source.tables", "give either 'tables' or 'database-name' and 'table-name', not both"
+            "source.tables", f"give either 'tables' or '{names[0]}' and '{names[1]}', not both"
         )
     if "," in tables:
         raise doc.error(
@@ -192,8 +196,8 @@ def _source_options(doc: YamlDocument, source: dict[str, str]) -> dict[str, str]
             "(Flink CDC's syntax), e.g. app_db.\\.*",
         )
     # as in Flink CDC, an escaped dot in either part is the regular expression's '.'
-    database, table = (part.replace("\\.", ".") for part in match.groups())
-    options["database-name"], options["table-name"] = database, table
+    namespace, table = (part.replace("\\.", ".") for part in match.groups())
+    options[names[0]], options[names[1]] = namespace, table
     return options
 
 

@@ -151,10 +151,10 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         WAL behind it."""
         transactions = scan_transactions(self.conn, self.config, start, end.lsn)
         ((snapshot,),) = query(self.conn, "SELECT pg_current_snapshot()::text")
-        position, rows, _ = batch_end(
+        position, rows, truncates = batch_end(
             start, end.lsn, transactions, PgSnapshot.parse(snapshot), max_rows
         )
-        idle = rows == 0
+        idle = rows == 0 and truncates == 0
         if idle and time.monotonic() - self._moved_at < self.config.heartbeat_interval:
             return start, 0
         if position > start:

@@ -80,15 +80,16 @@ def batch_end(
     transactions: Sequence[Transaction],
     visible: PgSnapshot,
     max_rows: int | None,
-) -> tuple[LsnPosition, int, bool]:
-    """The batch's end, the row changes it holds, and whether it stopped before ``upto``
-    (an invisible transaction or the read limit)."""
-    count, rows = start.count, 0
+) -> tuple[LsnPosition, int, int]:
+    """The batch's end, the row changes it holds and the truncates (they are not row
+    changes, but the log reader must meet them: it fails on a captured table's)."""
+    count, rows, truncates = start.count, 0, 0
     for i, tx in enumerate(transactions):
         if not visible.sees(tx.xid):
-            return LsnPosition(tx.commit_lsn, count), rows, True
+            return LsnPosition(tx.commit_lsn, count), rows, truncates
         if max_rows is not None and i > 0 and rows + tx.changes > max_rows:
-            return LsnPosition(tx.commit_lsn, count), rows, True
+            return LsnPosition(tx.commit_lsn, count), rows, truncates
         count += tx.changes + 1
         rows += tx.changes
-    return LsnPosition(upto, count), rows, False
+        truncates += tx.truncates
+    return LsnPosition(upto, count), rows, truncates

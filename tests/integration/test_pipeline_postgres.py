@@ -1,0 +1,199 @@
+"""PostgreSQL pipelines end to end: into Delta and into MariaDB (JDBC), with concurrent
+writes during the snapshot, then ``sparkcdc verify`` at the targets' own positions."""
+
+from __future__ import annotations
+
+import textwrap
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.cli.commands import verify_pipeline
+from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.runner import prepare
+from tests.support.pipelines import committed_offsets, snapshot_done, wait_until
+from tests.support.postgres_writes import POSTGRES_WRITES
+from tests.support.random_writer import RandomWriter
+
+SCHEMA = "shop"
+
+
+def source_database(postgres: EmbeddedPostgres, database: str) -> None:
+    """``shop.orders`` (2000 rows) and ``shop.prices`` (types a pipeline carries)."""
+    with postgres.connect(database) as conn:
+        conn.execute(f"CREATE SCHEMA {SCHEMA}")
+        conn.execute(
+            f"CREATE TABLE {SCHEMA}.orders (id BIGINT PRIMARY KEY, name VARCHAR(64), qty INT)"
+        )
+        conn.execute(f"CREATE TABLE {SCHEMA}.audit (id SERIAL PRIMARY KEY, note TEXT)")
+        conn.execute(
+            f"CREATE TABLE {SCHEMA}.prices (sku TEXT PRIMARY KEY, price NUMERIC(12,3), "
+            "at TIMESTAMPTZ, day DATE, note TEXT)"
+        )
+        for table in ("orders", "audit", "prices"):
+            conn.execute(f"ALTER TABLE {SCHEMA}.{table} REPLICA IDENTITY FULL")
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.orders SELECT g * 3, 'name' || g, g % 50 "
+            "FROM generate_series(0, 1999) g"
+        )
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.prices VALUES ('a', 1.5, '2024-01-02 03:04:05.678901+00', "
+            "'2024-02-29', repeat('x', 5000)), ('B', NULL, NULL, NULL, 'short')"
+        )
+
+
+def pipeline(folder: Path, postgres: EmbeddedPostgres, database: str, slot: str, sink: str) -> Path:
+    text = f"""\
+source:
+  type: postgres
+  hostname: {postgres.host}
+  port: {postgres.port}
+  username: {postgres.user}
+  password: "{postgres.password}"
+  database-name: {database}
+  tables: {SCHEMA}.(orders|prices)
+  slot.name: {slot}
+  scan.incremental.snapshot.chunk.size: 97
+  scan.incremental.snapshot.rows-per-partition: 300
+sink:
+{textwrap.indent(sink.strip(), "  ")}
+pipeline:
+  name: pg-pipeline
+  checkpoint: checkpoint
+  trigger-interval: 300ms
+  max-rows-per-trigger: 500
+"""
+    path = folder / "pipeline.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def flush_lsn(postgres: EmbeddedPostgres, database: str) -> int:
+    ((lsn,),) = postgres.execute("SELECT pg_current_wal_flush_lsn()::text", dbname=database)
+    return lsn_from_text(str(lsn))
+
+
+def run_with_writes(postgres: EmbeddedPostgres, database: str, folder: Path, sink: str) -> Any:
+    """Run the pipeline while random writes go on; stop the writes once the snapshot is
+    committed, make a few more changes, and wait until the pipeline has passed them."""
+    definition = load_pipeline(pipeline(folder, postgres, database, slot_of(database), sink))
+    run = prepare(definition)
+    checkpoint = definition.settings.checkpoint
+    writer = RandomWriter(
+        lambda: postgres.connect(database, options=f"-c search_path={SCHEMA}"),
+        POSTGRES_WRITES,
+        seed=29,
+        key_space=7000,
+    )
+    writer.start()
+    run.start()
+    try:
+        wait_until(
+            lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
+        )
+        writer.stop()
+        assert writer.transactions > 20
+        with postgres.connect(database) as conn:
+            conn.execute(f"UPDATE {SCHEMA}.prices SET price = 2.25 WHERE sku = 'a'")
+            conn.execute(f"UPDATE {SCHEMA}.prices SET sku = 'b' WHERE sku = 'B'")
+            conn.execute(f"UPDATE {SCHEMA}.prices SET day = '2025-01-01' WHERE sku = 'a'")
+        end = flush_lsn(postgres, database)
+        wait_until(
+            lambda: any(
+                lsn_from_text(o["log"]["lsn"]) >= end for o in committed_offsets(checkpoint)
+            ),
+            "the pipeline to catch up",
+        )
+    finally:
+        run.stop()
+        writer.stop()
+    return definition
+
+
+def slot_of(database: str) -> str:
+    return f"pipe_{database[-6:]}"
+
+
+def drop_slot(postgres: EmbeddedPostgres, database: str) -> None:
+    postgres.execute(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+        (slot_of(database),),
+        dbname=database,
+    )
+
+
+def source_rows(postgres: EmbeddedPostgres, database: str, sql: str) -> dict[Any, tuple[Any, ...]]:
+    return {r[0]: tuple(r) for r in postgres.execute(sql, dbname=database)}
+
+
+def test_postgres_to_delta_with_concurrent_writes_then_verify(
+    spark: Any, postgres: EmbeddedPostgres, pg_db: str, scratch: Path
+) -> None:
+    source_database(postgres, pg_db)
+    try:
+        definition = run_with_writes(postgres, pg_db, scratch, "type: delta\npath: lake")
+        lake = scratch / "lake" / SCHEMA
+        orders = spark.read.format("delta").load(str(lake / "orders")).collect()
+        assert {r[0]: tuple(r) for r in orders} == source_rows(
+            postgres, pg_db, f"SELECT id, name, qty FROM {SCHEMA}.orders"
+        )
+        prices = {
+            r["sku"]: r for r in spark.read.format("delta").load(str(lake / "prices")).collect()
+        }
+        assert sorted(prices) == ["a", "b"]
+        assert prices["a"]["price"] == Decimal("2.250") and len(prices["a"]["note"]) == 5000
+        verdicts = verify_pipeline(definition, spark)
+        assert {str(v.table): v.status for v in verdicts} == {
+            f"{SCHEMA}.orders": "equal",
+            f"{SCHEMA}.prices": "equal",
+        }
+        # Spark's commits moved the slot (a few batches late), so the server releases WAL
+        ((confirmed,),) = postgres.execute(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+            (slot_of(pg_db),),
+            dbname=pg_db,
+        )
+        first = committed_offsets(definition.settings.checkpoint)[0]["log"]["lsn"]
+        assert lsn_from_text(str(confirmed)) > lsn_from_text(first)
+    finally:
+        drop_slot(postgres, pg_db)
+
+
+def test_postgres_to_mariadb_with_concurrent_writes_then_verify(
+    spark: Any,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    scratch: Path,
+    monkeypatch: Any,
+) -> None:
+    source_database(postgres, pg_db)
+    mariadb.execute("CREATE OR REPLACE USER 'pg_sink'@'%%' IDENTIFIED BY %s", ("sink-pw",))
+    mariadb.execute(f"GRANT ALL ON `{mysql_db}`.* TO 'pg_sink'@'%'")
+    monkeypatch.setenv("TARGET_PASSWORD", "sink-pw")
+    sink = f"""
+type: jdbc
+url: mariadb://{mariadb.host}:{mariadb.port}/{mysql_db}
+username: pg_sink
+password: ${{TARGET_PASSWORD}}
+table-name: "{{table}}"
+"""
+    try:
+        definition = run_with_writes(postgres, pg_db, scratch, sink)
+        target = {
+            r[0]: tuple(r)
+            for r in mariadb.execute("SELECT id, name, qty FROM orders", database=mysql_db)
+        }
+        assert target == source_rows(postgres, pg_db, f"SELECT id, name, qty FROM {SCHEMA}.orders")
+        prices = mariadb.execute("SELECT sku, price FROM prices ORDER BY sku", database=mysql_db)
+        assert [tuple(p) for p in prices] == [("a", Decimal("2.250")), ("b", None)]
+        verdicts = verify_pipeline(definition, spark)
+        assert {str(v.table): v.status for v in verdicts} == {
+            f"{SCHEMA}.orders": "equal",
+            f"{SCHEMA}.prices": "equal",
+        }
+    finally:
+        drop_slot(postgres, pg_db)

@@ -1,0 +1,180 @@
+"""What is particular to the PostgreSQL source (the conformance suite covers the rest):
+set-up checks naming the fix, TOASTed values, the slot's life, and changes it refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
+from sparkcdc.connectors.registry import connector
+from sparkcdc.core.errors import (
+    PositionLostError,
+    SchemaError,
+    SourceConfigurationError,
+)
+from sparkcdc.embedded import EmbeddedPostgres
+from sparkcdc.snapshot.driver import IncrementalSource
+from tests.support.changelog import ChangelogReplayer
+from tests.support.inprocess import run_batches
+
+
+class Database:
+    """One test database on the harness's server, with a slot named after it."""
+
+    def __init__(self, server: EmbeddedPostgres, name: str) -> None:
+        self.server, self.name = server, name
+        self.slot = f"s_{name[-6:]}"
+
+    def execute(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        return self.server.execute(sql, args, dbname=self.name)
+
+    def options(self, **extra: str) -> dict[str, str]:
+        return {
+            "hostname": self.server.host,
+            "port": str(self.server.port),
+            "username": self.server.user,
+            "password": self.server.password,
+            "database-name": self.name,
+            "schema-name": "public",
+            "table-name": "t",
+            "slot.name": self.slot,
+            **extra,
+        }
+
+    def source(self, **extra: str) -> IncrementalSource[Any, Any]:
+        found = connector("postgres")
+        created: IncrementalSource[Any, Any] = found.create_source(
+            found.parse_config(self.options(**extra))
+        )
+        return created
+
+    def slot_confirmed(self) -> int:
+        ((lsn,),) = self.execute(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+            (self.slot,),
+        )
+        return lsn_from_text(str(lsn))
+
+
+@pytest.fixture
+def db(postgres: EmbeddedPostgres, pg_db: str) -> Iterator[Database]:
+    database = Database(postgres, pg_db)
+    yield database
+    database.execute(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+        (database.slot,),
+    )
+
+
+def table(db: Database, columns: str = "id INT PRIMARY KEY, v TEXT", full: bool = True) -> None:
+    db.execute(f"CREATE TABLE t ({columns})")
+    if full:
+        db.execute("ALTER TABLE t REPLICA IDENTITY FULL")
+
+
+def test_set_up_problems_name_the_fix(db: Database) -> None:
+    table(db, full=False)
+    with pytest.raises(SchemaError, match=r'ALTER TABLE "public"\."t" REPLICA IDENTITY FULL'):
+        db.source().tables  # noqa: B018
+    db.execute("ALTER TABLE t REPLICA IDENTITY FULL")
+    db.execute("CREATE TABLE nokey (v INT)")
+    with pytest.raises(SchemaError, match="no primary key"):
+        db.source(**{"table-name": "nokey"}).tables  # noqa: B018
+    with pytest.raises(SourceConfigurationError, match=r"no table .* matches"):
+        db.source(**{"table-name": "missing"}).tables  # noqa: B018
+    with pytest.raises(SourceConfigurationError, match=r"CREATE PUBLICATION .* FOR TABLE"):
+        db.source(**{"publication.autocreate.mode": "disabled"}).tables  # noqa: B018
+
+    db.execute("CREATE ROLE reader LOGIN PASSWORD 'reader-pw'")
+    reader = {"username": "reader", "password": "reader-pw"}
+    try:
+        with pytest.raises(SourceConfigurationError, match=r'ALTER ROLE "reader" REPLICATION'):
+            db.source(**reader).tables  # noqa: B018
+        db.execute("ALTER ROLE reader REPLICATION")
+        with pytest.raises(SourceConfigurationError, match=r'GRANT SELECT ON "public"\."t"'):
+            db.source(**reader).tables  # noqa: B018
+        db.execute("GRANT SELECT ON t TO reader")
+        with pytest.raises(SourceConfigurationError, match="must be owned") as refused:
+            db.source(**reader).tables  # noqa: B018
+        assert f'CREATE PUBLICATION "{db.slot}" FOR TABLE "public"."t"' in str(refused.value)
+        db.execute(f'CREATE PUBLICATION "{db.slot}" FOR TABLE t')  # an owner does it
+        assert list(db.source(**reader).tables) != []  # a read-only user captures now
+    finally:
+        db.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            (db.slot,),
+        )
+        db.execute("DROP OWNED BY reader")
+        db.execute("DROP ROLE reader")
+
+
+def test_a_server_without_logical_decoding_is_refused() -> None:
+    with EmbeddedPostgres(settings={"wal_level": "replica"}) as server:
+        server.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        found = connector("postgres")
+        options = Database(server, "postgres").options()
+        with pytest.raises(SourceConfigurationError, match="ALTER SYSTEM SET wal_level = logical"):
+            found.create_source(found.parse_config(options)).tables  # noqa: B018
+
+
+def test_unchanged_toasted_values_come_from_the_old_row(db: Database) -> None:
+    table(db, "id INT PRIMARY KEY, big TEXT, n INT")
+    db.execute("ALTER TABLE t ALTER COLUMN big SET STORAGE EXTERNAL")  # out of line, uncompressed
+    big = "x" * 20_000 + "end"
+    db.execute("INSERT INTO t VALUES (1, %s, 0)", (big,))
+    source = db.source(**{"scan.startup.mode": "latest-offset"})
+    start = source.initial_offset()
+    db.execute("UPDATE t SET n = 1")  # pgoutput does not resend the TOASTed value
+    rows: list[dict[str, Any]] = []
+    run_batches(source, start, rows.extend)
+    assert [(r["_change_type"], r["n"], r["big"] == big) for r in rows] == [
+        ("update_preimage", 0, True),
+        ("update_postimage", 1, True),
+    ]
+
+
+def test_truncate_and_column_changes_fail_loudly(db: Database) -> None:
+    table(db)
+    db.execute("INSERT INTO t VALUES (1, 'a')")
+    source = db.source(**{"scan.startup.mode": "latest-offset"})
+    start = source.initial_offset()
+    db.execute("TRUNCATE t")
+    with pytest.raises(SchemaError, match=r"TRUNCATE of public\.t .* new checkpoint"):
+        run_batches(source, start, lambda rows: None)
+
+    db.execute("INSERT INTO t VALUES (2, 'b')")
+    later = db.source(**{"scan.startup.mode": "latest-offset"})
+    start = later.initial_offset()
+    db.execute("ALTER TABLE t ADD COLUMN w INT")
+    db.execute("INSERT INTO t VALUES (3, 'c', 3)")
+    with pytest.raises(SchemaError, match=r"columns of public\.t changed .* \(now id, v, w"):
+        run_batches(later, start, lambda rows: None)
+
+
+def test_the_slot_moves_only_after_commits_and_a_lost_position_names_the_slot(
+    db: Database,
+) -> None:
+    table(db)
+    db.execute("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g")
+    source = db.source(**{"scan.lsn-commit.checkpoints-num-delay": "1"})
+    replayer = ChangelogReplayer(lambda r: r["id"], ["id", "v"])
+    offsets = [source.initial_offset()]
+    created = db.slot_confirmed()
+    for i in range(3):
+        db.execute("UPDATE t SET v = v || 'x' WHERE id = %s", (i + 1,))
+        offsets.append(run_batches(source, offsets[-1], replayer.apply_batch))
+    assert db.slot_confirmed() == created  # reads never move it
+    source.commit(offsets[1])
+    assert db.slot_confirmed() == created  # one batch late
+    source.commit(offsets[2])
+    assert db.slot_confirmed() == lsn_from_text(offsets[1]["log"]["lsn"])
+    assert replayer.state == {r[0]: r for r in db.execute("SELECT id, v FROM t")}
+
+    # a restart from a checkpoint older than the slot: the WAL in between is gone
+    restarted = db.source()
+    with pytest.raises(PositionLostError, match=f"replication slot '{db.slot}' has moved"):
+        restarted.latest_offset(offsets[0], None)
