@@ -104,7 +104,12 @@ class PostgresConnector(ConnectorUnderTest):
             TypeCase(
                 "c_instant", "TIMESTAMPTZ", ("1970-01-01 00:00:01+00", "2038-01-19 03:14:07.5+02")
             ),
+            TypeCase("c_forever", "TIMESTAMPTZ", ("infinity", "-infinity")),
             TypeCase("c_clock", "TIME(2)", ("12:34:56.78",)),
+            TypeCase("c_net", "INET", ("192.168.0.1", "10.0.0.0/8")),
+            TypeCase("c_oid", "OID", (0, 4294967295)),
+            TypeCase("c_bits", "BIT VARYING(8)", ("", "1011")),
+            TypeCase("c_cash", "MONEY", ("12.34", "-0.5")),
             TypeCase("c_span", "INTERVAL", ("1 year 2 mons -3 days 04:05:06.7",)),
             TypeCase("c_id", "UUID", ("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",)),
             TypeCase("c_doc", "JSONB", ('{"a": [1, 2.5, null]}',)),

@@ -180,7 +180,15 @@ def test_every_type_reads_the_same_from_snapshot_and_log(
         return {r["id"] % 1000: tuple(comparable(r[n]) for n in names) for r in out}
 
     assert [r["_change_type"] for r in from_log] == ["insert"] * len(rows)
-    assert values(from_log) == values(from_snapshot)
+    logged, snapshotted = values(from_log), values(from_snapshot)
+    differing = [
+        (i, name, a, b)
+        for i in logged
+        for name, a, b in zip(names, logged[i], snapshotted.get(i, ()), strict=False)
+        if a != b
+    ]
+    assert not differing, f"(row, column, log, snapshot): {differing}"
+    assert logged == snapshotted
     assert len(values(from_snapshot)) == len(rows)
     assert all(v is not None for v in values(from_snapshot)[0])
 

@@ -4,10 +4,12 @@ set-up checks naming the fix, TOASTed values, the slot's life, and changes it re
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from sparkcdc.connectors.postgres.server.types import PgValueError
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.connectors.registry import connector
 from sparkcdc.core.errors import (
@@ -178,3 +180,44 @@ def test_the_slot_moves_only_after_commits_and_a_lost_position_names_the_slot(
     restarted = db.source()
     with pytest.raises(PositionLostError, match=f"replication slot '{db.slot}' has moved"):
         restarted.latest_offset(offsets[0], None)
+
+
+def test_domains_enums_and_unrepresentable_dates_read_alike_from_snapshot_and_log(
+    db: Database,
+) -> None:
+    db.execute("CREATE DOMAIN money2 AS NUMERIC(10, 2) CHECK (VALUE >= 0)")
+    db.execute("CREATE TYPE mood AS ENUM ('sad', 'ok')")
+    db.execute("CREATE TYPE pair AS (a INT, b TEXT)")
+    table(db, "id INT PRIMARY KEY, m money2, f mood, p pair, fs mood[], d DATE")
+    row = (1, "1.50", "ok", '(1,"x y")', "{sad,ok}", "2024-02-29")
+    db.execute("INSERT INTO t VALUES (%s, %s, %s, %s, %s, %s)", row)
+    snapshot = db.source()
+    from_snapshot = [
+        r
+        for spec in snapshot.snapshot_partitions()
+        for b in snapshot.read(spec)
+        for r in b.to_pylist()
+    ]
+    stream = db.source(**{"scan.startup.mode": "latest-offset"})
+    start = stream.initial_offset()
+    db.execute("INSERT INTO t VALUES (2, %s, %s, %s, %s, %s)", row[1:])
+    from_log: list[dict[str, Any]] = []
+    after = run_batches(stream, start, from_log.extend)
+    names = ["m", "f", "p", "fs", "d"]
+    assert [[r[n] for n in names] for r in from_snapshot] == [
+        [r[n] for n in names] for r in from_log
+    ]
+    assert [from_log[0][n] for n in names][:4] == [
+        Decimal("1.50"),
+        "ok",
+        '(1,"x y")',
+        ["sad", "ok"],
+    ]
+
+    # a date Spark cannot hold fails on both paths, naming the column
+    db.execute("UPDATE t SET d = '0044-03-15 BC' WHERE id = 1")
+    bc = db.source()
+    with pytest.raises(PgValueError, match="'d'"):
+        [b for spec in bc.snapshot_partitions() for b in bc.read(spec)]
+    with pytest.raises(PgValueError, match="'d'"):
+        run_batches(stream, after, lambda rows: None)

@@ -44,6 +44,8 @@ def retryable(exc: BaseException) -> bool:
     """A lost or refused connection, or a server going down: the read may succeed again."""
     import psycopg
 
+    if isinstance(exc, ArrowConnectionError):
+        return True
     if isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) is None:
         return True  # libpq: connection refused, reset, timed out
     state = getattr(exc, "sqlstate", None) or ""
@@ -133,6 +135,41 @@ def connect(config: PostgresSourceConfig, *, autocommit: bool = True) -> Any:
             "Check 'hostname' and 'port', that the server is running and reachable from here; "
             "'connect.timeout' and 'connect.max-retries' set how long to try"
         ) from None
+
+
+def arrow_connect(config: PostgresSourceConfig) -> Any:
+    """An ADBC connection (libpq, ``COPY ... BINARY`` straight into Arrow in C++) with the
+    same server, session settings and TLS properties as :func:`connect`, autocommit off;
+    what chunk reads fetch rows with. Retried like :func:`connect`."""
+    from urllib.parse import quote, urlencode
+
+    import adbc_driver_postgresql.dbapi as adbc
+
+    arguments = connection_arguments(config)
+    user, password = arguments.pop("user"), arguments.pop("password")
+    host, port, dbname = arguments.pop("host"), arguments.pop("port"), arguments.pop("dbname")
+    uri = (
+        f"postgresql://{quote(str(user), safe='')}:{quote(str(password), safe='')}@"
+        f"{host}:{port}/{quote(str(dbname), safe='')}?{urlencode(arguments, quote_via=quote)}"
+    )
+
+    def once() -> Any:
+        try:
+            return adbc.connect(uri)
+        except adbc.Error as exc:
+            text = scrub(str(exc).strip(), config).replace(quote(password, safe=""), "******")
+            if "password authentication failed" in text:
+                raise SourceConfigurationError(
+                    f"cannot log in to {config.hostname}:{config.port} database "
+                    f"'{config.database}' as '{config.username}': {text}"
+                ) from None
+            raise ArrowConnectionError(text) from None
+
+    return with_retries(config, f"connecting to {config.hostname}:{config.port}", once)
+
+
+class ArrowConnectionError(ConnectionError):
+    """An ADBC connection failed (retried like a lost libpq connection)."""
 
 
 def query(conn: Any, sql: Any, args: Any = None) -> list[tuple[Any, ...]]:

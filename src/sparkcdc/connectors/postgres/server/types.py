@@ -350,6 +350,13 @@ def arrow_type(column: PgColumn, decimal_mode: str = "precise") -> pa.DataType:
     return _family(column.type, decimal_mode)[1]
 
 
+def value_family(column: PgColumn, decimal_mode: str = "precise") -> str:
+    """How a column's values are read: ``bool``, ``int``, ``float4``, ``float8``,
+    ``decimal``, ``bytea``, ``date``, ``timestamp``, ``timestamptz``, ``array`` or
+    ``string`` (the server's text)."""
+    return _family(column.type, decimal_mode)[0]
+
+
 # ---------------------------------------------------------------------------------------
 # One value at a time.
 

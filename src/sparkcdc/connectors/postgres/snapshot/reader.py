@@ -10,26 +10,35 @@ with its xid, is *in S* iff S sees that xid and *in B* iff it committed before B
 ``visibility_overrides`` (snapshot/normalize.py) turns the partition's rows into exactly
 their state at B. docs/design.md, "Exact chunks on PostgreSQL", has the argument.
 
-Rows travel as the server's text: ``COPY (SELECT ...) TO STDOUT (FORMAT csv)``, parsed by
-pyarrow's CSV reader into string columns and converted column by column
-(server/types.py ``text_to_arrow``), the same text the WAL carries.
+Rows come through ADBC's PostgreSQL driver, which streams ``COPY ... (FORMAT binary)``
+into Arrow in C++. Only types whose binary value is exactly what the WAL's text parses to
+travel natively (integers, booleans, floats, bytea, text/varchar, and dates and timestamps,
+with ``infinity`` mapped to the same stand-ins in SQL); every other column is selected as
+its type output function's text (``format('%s', c)``, numeric ``c::text``) and parsed like
+the WAL's text (server/types.py ``text_to_arrow``), so both paths give identical values.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
+import pyarrow.compute as pc
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
-from sparkcdc.connectors.postgres.server.connection import connect, with_retries
+from sparkcdc.connectors.postgres.server.connection import arrow_connect, with_retries
 from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.server.sql import quote
-from sparkcdc.connectors.postgres.server.types import arrow_type, text_to_arrow
-from sparkcdc.connectors.postgres.snapshot.chunk_ends import bound
+from sparkcdc.connectors.postgres.server.types import (
+    PgColumn,
+    PgValueError,
+    arrow_type,
+    text_to_arrow,
+    value_family,
+)
 from sparkcdc.connectors.postgres.snapshot.keys import PartitionKeys
 from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
@@ -40,27 +49,82 @@ from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.normalize import apply_overrides, visibility_overrides
 
-#: Bytes of CSV per Arrow batch (~50k rows of a narrow table): Spark pays per batch.
-CSV_BLOCK = 4 << 20
 #: Rows per batch when rows are patched in Python (a window touched the partition).
 PATCHED_BATCH = 65_536
 
 Overrides = dict[Any, Row | None]
 
 
-def chunk_query(table: PgTable, chunk: Chunk) -> tuple[str, list[Any]]:
-    """The ``SELECT`` of one chunk (chunk keys are NOT NULL: checked at discovery)."""
+def chunk_query(table: PgTable, chunk: Chunk, columns: Sequence[str]) -> str:
+    """The ``SELECT`` of one chunk, bounds as literals (chunk keys are NOT NULL: checked at
+    discovery)."""
     key = quote(table.chunk_key)
-    columns = ", ".join(quote(c.name) for c in table.columns)
-    conditions, args = [], []
+    cast = quote(table.chunk_column.type.name)
+    conditions = []
     if chunk.lo is not None:
-        conditions.append(f"{key} >= {bound(table)}")
-        args.append(chunk.lo)
+        conditions.append(f"{key} >= {literal(chunk.lo)}::{cast}")
     if chunk.hi is not None:
-        conditions.append(f"{key} < {bound(table)}")
-        args.append(chunk.hi)
+        conditions.append(f"{key} < {literal(chunk.hi)}::{cast}")
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-    return f"SELECT {columns} FROM {table.sql_name}{where}", args
+    return f"SELECT {', '.join(columns)} FROM {table.sql_name}{where}"
+
+
+def literal(value: Any) -> str:
+    """A chunk bound as SQL (psycopg's quoting: strings, bytes, dates, timestamps)."""
+    from psycopg import sql
+
+    return sql.Literal(value).as_string(None)
+
+
+#: Families read in binary, unchanged: their binary value is exactly the text's value.
+_NATIVE = frozenset({"bool", "int", "float4", "float8", "bytea"})
+_SENTINELS = {
+    "date": ("DATE '9999-12-31'", "DATE '0001-01-01'"),
+    "timestamp": (
+        "TIMESTAMP '9999-12-31 23:59:59.999999'",
+        "TIMESTAMP '0001-01-01 00:00:00'",
+    ),
+    "timestamptz": (
+        "TIMESTAMPTZ '9999-12-31 23:59:59.999999+00'",
+        "TIMESTAMPTZ '0001-01-01 00:00:00+00'",
+    ),
+}
+#: String types whose binary send is their output text.
+_NATIVE_TEXT = frozenset({"text", "varchar"})
+
+
+@dataclass(frozen=True)
+class Selected:
+    """How one column is selected and turned into its Arrow array."""
+
+    expression: str
+    native: bool  #: binary value as is (else text, parsed like the WAL's)
+    temporal: bool  #: dates and timestamps: checked for years Spark cannot hold
+
+
+def selection(table: PgTable, decimal_mode: str) -> list[Selected]:
+    out = []
+    for column in table.columns:
+        name = quote(column.name)
+        family = value_family(column, decimal_mode)
+        if (family in _NATIVE and column.type.name != "oid") or (
+            family == "string" and column.type.name in _NATIVE_TEXT
+        ):  # (oid is unsigned: ADBC reads it as a signed int32)
+            out.append(Selected(name, True, False))
+        elif family in _SENTINELS:
+            high, low = _SENTINELS[family]
+            expression = (
+                f"CASE WHEN {name} = 'infinity' THEN {high} "
+                f"WHEN {name} = '-infinity' THEN {low} ELSE {name} END"
+            )
+            out.append(Selected(expression, True, True))
+        elif family == "decimal":
+            out.append(Selected(f"{name}::text", False, False))
+        else:
+            # the type's output function, as pgoutput prints it (format turns NULL into '')
+            output = f"CASE WHEN {name} IS NOT NULL THEN format('%s', {name}) END"
+            out.append(Selected(output, False, False))
+    return out
 
 
 def read_chunks(
@@ -70,18 +134,16 @@ def read_chunks(
     target: LsnPosition,
 ) -> Iterator[ChunkRows]:
     """The rows of ``chunks`` as of ``target``, in Arrow batches."""
-    import psycopg
-
     keys = PartitionKeys.of(table, chunks)
     contiguous = all(a.hi is not None and a.hi == b.lo for a, b in itertools.pairwise(chunks))
     ranges = [Chunk(chunks[0].lo, chunks[-1].hi)] if contiguous else list(chunks)
-    conn = connect(config, autocommit=False)
+    rows = arrow_connect(config)
     try:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        ((snapshot_text, insert_lsn),) = conn.execute(
-            "SELECT pg_current_snapshot()::text, pg_current_wal_insert_lsn()::text"
-        ).fetchall()
+        cur = rows.cursor()
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        cur.execute("SELECT pg_current_snapshot()::text, pg_current_wal_insert_lsn()::text")
+        ((snapshot_text, insert_lsn),) = cur.fetchall()
+        cur.close()
         snapshot = PgSnapshot.parse(snapshot_text)
         overrides = with_retries(
             config,
@@ -90,18 +152,18 @@ def read_chunks(
                 config, table, keys, snapshot, lsn_from_text(insert_lsn), target
             ),
         )
-        batches = (b for chunk in ranges for b in _copy(conn, table, chunk, config.decimal_mode))
+        batches = (b for chunk in ranges for b in _fetch(rows, table, chunk, config.decimal_mode))
         if not overrides:
             yield from (ChunkRows((), columns=b) for b in batches)
         else:
             names = [c.name for c in table.columns]
-            rows = (tuple(r[n] for n in names) for b in batches for r in b.to_pylist())
-            patched = apply_overrides(rows, overrides, keys.key_of, keys.in_partition)
+            values = (tuple(r[n] for n in names) for b in batches for r in b.to_pylist())
+            patched = apply_overrides(values, overrides, keys.key_of, keys.in_partition)
             while batch := list(itertools.islice(patched, PATCHED_BATCH)):
                 yield ChunkRows(batch)
-        conn.commit()
+        rows.commit()
     finally:
-        conn.close()
+        rows.close()
 
 
 def window_overrides(
@@ -131,77 +193,47 @@ def window_overrides(
     return visibility_overrides(flagged, keys.key_of)
 
 
-def _copy(conn: Any, table: PgTable, chunk: Chunk, decimal_mode: str) -> Iterator[pa.RecordBatch]:
-    """One chunk's rows through ``COPY ... (FORMAT csv)`` into typed Arrow batches."""
-    from psycopg import sql
-
-    select, args = chunk_query(table, chunk)
-    literal = tuple(sql.Literal(a).as_string(conn) for a in args)
-    statement = f"COPY ({select % literal}) TO STDOUT (FORMAT csv)"
-    names = [f"c{i}" for i in range(len(table.columns))]
+def _fetch(conn: Any, table: PgTable, chunk: Chunk, decimal_mode: str) -> Iterator[pa.RecordBatch]:
+    """One chunk's rows as typed Arrow batches of the table's schema."""
+    selected = selection(table, decimal_mode)
     schema = pa.schema(
         [pa.field(c.name, arrow_type(c, decimal_mode), c.nullable) for c in table.columns]
     )
-    with conn.cursor() as cur, cur.copy(statement) as copy:
-        stream = _CopyStream(copy)
-        if not stream.peek():
-            return
-        reader = pacsv.open_csv(
-            stream,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=CSV_BLOCK),
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()),
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=False,
-                null_values=[""],
-            ),
-        )
-        for text in reader:
-            arrays = [
-                text_to_arrow(text.column(i), column, decimal_mode)
-                for i, column in enumerate(table.columns)
-            ]
+    cur = conn.cursor()
+    try:
+        cur.execute(chunk_query(table, chunk, [s.expression for s in selected]))
+        for batch in cur.fetch_record_batch():
+            arrays = []
+            for i, (column, how) in enumerate(zip(table.columns, selected, strict=True)):
+                values = batch.column(i)
+                if how.native:
+                    if how.temporal:
+                        _check_years(values, column)
+                    target = schema.field(i).type
+                    arrays.append(values if values.type == target else values.cast(target))
+                else:
+                    arrays.append(text_to_arrow(values, column, decimal_mode))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+    finally:
+        cur.close()
 
 
-class _CopyStream:
-    """COPY's rows (one message each) as a file pyarrow reads in large blocks."""
+def _check_years(values: pa.Array, column: PgColumn) -> None:
+    """Dates and timestamps outside 0001-9999 (BC, or years Spark cannot hold) fail as
+    their text does on the WAL path."""
+    if values.null_count == len(values):
+        return
+    low, high = pc.min_max(values).values()
+    dates = pa.array([low.value, high.value], values.type)
+    days = dates.cast(pa.date32()) if not pa.types.is_date32(values.type) else dates
+    first, last = days.cast(pa.int32()).to_pylist()
+    if first < _DAY_ONE or last > _DAY_LAST:
+        raise PgValueError(
+            f"column '{column.name}' ({column.type.declared}) holds a value before year 1 or "
+            "after year 9999, which Spark cannot hold; change or exclude those rows"
+        )
 
-    def __init__(self, copy: Any) -> None:
-        self.rows = iter(copy)
-        self.buffer = bytearray()
-        self.done = False
-        self.closed = False
 
-    def _fill(self, size: int) -> None:
-        parts = [self.buffer]
-        have = len(self.buffer)
-        for row in self.rows:
-            parts.append(row)
-            have += len(row)
-            if have >= size:
-                break
-        else:
-            self.done = True
-        self.buffer = bytearray().join(parts)
-
-    def peek(self) -> bool:
-        """Whether any row comes (pyarrow refuses an empty CSV)."""
-        if not self.buffer and not self.done:
-            self._fill(1)
-        return bool(self.buffer)
-
-    def read(self, size: int = -1) -> bytes:
-        if size < 0:
-            size = 1 << 62
-        if len(self.buffer) < size and not self.done:
-            self._fill(size)
-        out, self.buffer = bytes(self.buffer[:size]), self.buffer[size:]
-        return out
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True
+#: Days from 1970-01-01 to 0001-01-01 and to 9999-12-31.
+_DAY_ONE = -719162
+_DAY_LAST = 2932896
