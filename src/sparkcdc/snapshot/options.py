@@ -12,7 +12,8 @@ No pyspark and no database drivers here, like the rest of ``snapshot``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sparkcdc.core.errors import OptionError
@@ -23,6 +24,35 @@ from sparkcdc.core.options import (
     parse_float,
     parse_int,
 )
+
+
+def regex(text: str) -> re.Pattern[str]:
+    """A regular expression option (table and namespace patterns)."""
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise ValueError(f"a regular expression ({exc})") from None
+
+
+def metadata_parser(columns: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
+    """``metadata.list``: a comma-separated subset of the connector's ``columns``."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(n.strip().lower() for n in text.split(",") if n.strip())
+        unknown = [n for n in names if n not in columns]
+        if unknown:
+            raise ValueError(
+                f"a comma-separated list of {', '.join(columns)} (unknown: {', '.join(unknown)})"
+            )
+        return names
+
+    return parse
+
+
+def code(names: tuple[str, ...]) -> str:
+    """Values as Markdown code, for docs that list them from the tuple the parser checks."""
+    return ", ".join(f"`{n}`" for n in names)
+
 
 #: Startup modes every connector offers, with what each does (empty: the name says it).
 BASE_STARTUP_MODES: Mapping[str, str] = {

@@ -35,6 +35,9 @@ from sparkcdc.snapshot.options import (
     ROWS_PER_PARTITION,
     SourceConfig,
     check_shared,
+    code,
+    metadata_parser,
+    regex,
     startup_mode_spec,
 )
 
@@ -58,13 +61,6 @@ METADATA_COLUMNS = (
 #: ``jdbc.properties.*`` keys we translate to the C client's TLS settings.
 TLS_PROPERTIES = ("sslMode", "sslCa", "sslCert", "sslKey")
 SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
-
-
-def _regex(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise ValueError(f"a regular expression ({exc})") from None
 
 
 def _server_ids(text: str) -> tuple[int, int]:
@@ -92,22 +88,6 @@ def _position(text: str) -> BinlogPosition:
         raise ValueError('a log position as JSON: {"file": ..., "pos": ..., "gtid": ...}') from None
 
 
-def _metadata(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip().lower() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in METADATA_COLUMNS]
-    if unknown:
-        raise ValueError(
-            f"a comma-separated list of {', '.join(METADATA_COLUMNS)} "
-            f"(unknown: {', '.join(unknown)})"
-        )
-    return names
-
-
-def _code(names: tuple[str, ...]) -> str:
-    """Values as Markdown code, for docs that list them from the tuple the parser checks."""
-    return ", ".join(f"`{n}`" for n in names)
-
-
 SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "hostname",
@@ -133,7 +113,7 @@ SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "database-name",
-        _regex,
+        regex,
         required=True,
         hint="a regular expression of databases",
         doc="regular expression, matched against whole database names",
@@ -141,7 +121,7 @@ SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "table-name",
-        _regex,
+        regex,
         required=True,
         hint="a regular expression of tables",
         doc="regular expression, matched against whole table names; several matches give "
@@ -217,9 +197,9 @@ SPECS: tuple[OptionSpec, ...] = (
     HEARTBEAT_INTERVAL,
     OptionSpec(
         "metadata.list",
-        _metadata,
+        metadata_parser(METADATA_COLUMNS),
         (),
-        doc=f"comma-separated metadata columns: {_code(METADATA_COLUMNS)} (see above)",
+        doc=f"comma-separated metadata columns: {code(METADATA_COLUMNS)} (see above)",
         attr="metadata",
     ),
     MAX_ROWS_PER_TRIGGER,
@@ -234,7 +214,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "jdbc.properties.",
         prefix=True,
-        doc=f"TLS: `jdbc.properties.sslMode` ({_code(SSL_MODES)}; `required` when another "
+        doc=f"TLS: `jdbc.properties.sslMode` ({code(SSL_MODES)}; `required` when another "
         "`ssl*` property is set) with `jdbc.properties.sslCa`, `.sslCert`, `.sslKey`; "
         "applies to snapshot and binlog connections (`preferred` acts as `required` for the "
         "binlog and the native snapshot reader; `verify_ca` also checks the server name "

@@ -37,6 +37,9 @@ from sparkcdc.snapshot.options import (
     ROWS_PER_PARTITION,
     SourceConfig,
     check_shared,
+    code,
+    metadata_parser,
+    regex,
     startup_mode_spec,
 )
 
@@ -53,13 +56,6 @@ TLS_PROPERTIES = ("sslmode", "sslrootcert", "sslcert", "sslkey")
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 #: PostgreSQL identifiers are at most 63 bytes; temporary copies of the slot add a suffix.
 MAX_SLOT_NAME = 40
-
-
-def _regex(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise ValueError(f"a regular expression ({exc})") from None
 
 
 def _slot_name(text: str) -> str:
@@ -94,21 +90,6 @@ def _position(text: str) -> LsnPosition:
         return LsnPosition.from_json(json.loads(text))
     except (ValueError, KeyError, TypeError):
         raise ValueError('a log position as JSON: {"lsn": "0/16B3748", "count": ...}') from None
-
-
-def _metadata(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip().lower() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in METADATA_COLUMNS]
-    if unknown:
-        raise ValueError(
-            f"a comma-separated list of {', '.join(METADATA_COLUMNS)} "
-            f"(unknown: {', '.join(unknown)})"
-        )
-    return names
-
-
-def _code(names: tuple[str, ...]) -> str:
-    return ", ".join(f"`{n}`" for n in names)
 
 
 SPECS: tuple[OptionSpec, ...] = (
@@ -146,7 +127,7 @@ SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "schema-name",
-        _regex,
+        regex,
         required=True,
         hint="a regular expression of schemas",
         doc="regular expression, matched against whole schema names",
@@ -154,7 +135,7 @@ SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "table-name",
-        _regex,
+        regex,
         required=True,
         hint="a regular expression of tables",
         doc="regular expression, matched against whole table names; several matches give "
@@ -235,9 +216,9 @@ SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "metadata.list",
-        _metadata,
+        metadata_parser(METADATA_COLUMNS),
         (),
-        doc=f"comma-separated metadata columns: {_code(METADATA_COLUMNS)} (`database_name` is "
+        doc=f"comma-separated metadata columns: {code(METADATA_COLUMNS)} (`database_name` is "
         "the PostgreSQL database)",
         attr="metadata",
     ),
@@ -253,7 +234,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "jdbc.properties.",
         prefix=True,
-        doc=f"TLS, as libpq/PgJDBC name it: `jdbc.properties.sslmode` ({_code(SSL_MODES)}) "
+        doc=f"TLS, as libpq/PgJDBC name it: `jdbc.properties.sslmode` ({code(SSL_MODES)}) "
         "with `.sslrootcert`, `.sslcert`, `.sslkey`; other properties are refused",
         attr="tls",
     ),
