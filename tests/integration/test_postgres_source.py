@@ -221,3 +221,16 @@ def test_domains_enums_and_unrepresentable_dates_read_alike_from_snapshot_and_lo
         [b for spec in bc.snapshot_partitions() for b in bc.read(spec)]
     with pytest.raises(PgValueError, match="'d'"):
         run_batches(stream, after, lambda rows: None)
+
+
+def test_no_free_slot_for_a_read_names_the_setting() -> None:
+    with EmbeddedPostgres(settings={"max_replication_slots": "2"}) as server:
+        server.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
+        server.execute("ALTER TABLE t REPLICA IDENTITY FULL")
+        db = Database(server, "postgres")
+        source = db.source(**{"scan.startup.mode": "latest-offset"})
+        start = source.initial_offset()  # the stream's slot: one of two
+        server.execute("SELECT pg_create_logical_replication_slot('other', 'pgoutput')")
+        server.execute("INSERT INTO t VALUES (1, 'a')")
+        with pytest.raises(SourceConfigurationError, match="max_replication_slots"):
+            run_batches(source, start, lambda rows: None)

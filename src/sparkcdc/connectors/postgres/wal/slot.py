@@ -178,12 +178,22 @@ def ensure_readable(conn: Any, config: PostgresSourceConfig, position: LsnPositi
 
 def copy_slot(conn: Any, config: PostgresSourceConfig) -> str:
     """A temporary copy of the stream's slot for one read, gone with the session."""
+    import psycopg
+
     name = f"{config.slot_name}_r{os.getpid()}_{secrets.token_hex(4)}"
-    query(
-        conn,
-        "SELECT pg_copy_logical_replication_slot(%s, %s, true)",
-        (config.slot_name, name),
-    )
+    try:
+        query(
+            conn,
+            "SELECT pg_copy_logical_replication_slot(%s, %s, true)",
+            (config.slot_name, name),
+        )
+    except psycopg.errors.ConfigurationLimitExceeded as exc:
+        raise SourceConfigurationError(
+            f"no free replication slot for a read ({str(exc).strip()}): every Spark task "
+            "reading the WAL holds a temporary copy of the stream's slot. Raise "
+            "max_replication_slots above the stream's slots plus the executor cores "
+            "(ALTER SYSTEM SET max_replication_slots = ...; restart)"
+        ) from None
     return name
 
 
