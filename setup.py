@@ -1,8 +1,9 @@
-"""Builds sparkcdc's C extensions: the binlog row decoder (docs/binlog-decoder.md) and the
-snapshot reader into Arrow buffers over libmariadb (docs/snapshot-reader.md).
+"""Builds sparkcdc's C extensions: the binlog row decoder (docs/binlog-decoder.md), the
+snapshot reader into Arrow buffers over libmariadb (docs/snapshot-reader.md), and the
+pgoutput row decoder of the PostgreSQL source (connectors/postgres/wal/fastdecode.py).
 
 Everything else about the package lives in pyproject.toml; setuptools merges the two, so
-``pip install -e .`` (scripts/bootstrap.sh) compiles both with the system C compiler. The
+``pip install -e .`` (scripts/bootstrap.sh) compiles them with the system C compiler. The
 snapshot reader links the MariaDB C client (Debian ``libmariadb-dev``, which mysqlclient
 needs as well); its flags come from ``pkg-config libmariadb`` or ``mariadb_config``.
 """
@@ -50,6 +51,12 @@ setup(
             depends=["csrc/civil.h"],
             extra_compile_args=[*COMPILE_ARGS, *mariadb_cflags],
             extra_link_args=mariadb_libs,
+        ),
+        Extension(
+            "sparkcdc.connectors.postgres.wal._pgdecode",
+            sources=["csrc/pgdecode.c"],
+            depends=["csrc/civil.h"],
+            extra_compile_args=COMPILE_ARGS,
         ),
     ]
 )

@@ -62,11 +62,12 @@ if [[ ! -x .venv/bin/python ]] || ! .venv/bin/python -m pip --version >/dev/null
   "$PY" -m venv .venv
 fi
 mkdir -p "$STAMPS"
-# The install also compiles the C extensions (setup.py, csrc/: the binlog row decoder and the
-# snapshot reader): a changed C source, or a build that went missing (git clean), reinstalls too.
+# The install also compiles the C extensions (setup.py, csrc/: the binlog row decoder, the
+# snapshot reader, the pgoutput decoder): a changed C source, or a build that went missing
+# (git clean), reinstalls too.
 pip_key=$(cat pyproject.toml setup.py csrc/*.c csrc/*.h | sha256sum | cut -d' ' -f1)
 decoder_built() {
-  .venv/bin/python -c 'import sparkcdc.connectors.mysql.binlog.rowdecode._rowdecode, sparkcdc.connectors.mysql.snapshot._mysqlarrow' >/dev/null 2>&1
+  .venv/bin/python -c 'import sparkcdc.connectors.mysql.binlog.rowdecode._rowdecode, sparkcdc.connectors.mysql.snapshot._mysqlarrow, sparkcdc.connectors.postgres.wal._pgdecode' >/dev/null 2>&1
 }
 if [[ ! -f $STAMPS/pip || $(cat "$STAMPS/pip") != "$pip_key" ]] || ! decoder_built; then
   log "pip install -e .[all,dev]"
