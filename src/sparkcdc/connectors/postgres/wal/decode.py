@@ -24,6 +24,7 @@ from typing import Any
 
 from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.server.types import value_parser
+from sparkcdc.connectors.postgres.wal.fastdecode import FastChanges, fast_changes
 from sparkcdc.connectors.postgres.wal.pgoutput import (
     UNCHANGED,
     Begin,
@@ -44,6 +45,7 @@ from sparkcdc.core.table import TableId
 #: Images per ChangeBlock at most (a large transaction still streams).
 MAX_BLOCK_IMAGES = 8192
 _CHANGES = frozenset(b"IUD")
+_KINDS = {0x49: "insert", 0x55: "update", 0x44: "delete"}
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,12 @@ class Located:
 
 @dataclass
 class _Table:
-    """A captured table as the decoder converts its rows."""
+    """A captured table as the decoder converts its rows: the compiled decoder when it is
+    built (wal/fastdecode.py), else pgoutput.py and the per-value parsers."""
 
     table: PgTable
     parsers: list[tuple[int, Callable[[str], Any]]]
+    fast: FastChanges | None
     checked: set[int] = field(default_factory=set)  # relation oids matched against it
 
 
@@ -81,26 +85,33 @@ class WalDecoder:
                 for i, column in enumerate(table.columns)
                 if (parser := value_parser(column, decimal_mode)) is not None
             ]
-            self.tables[(table.table_id.database, table.table_id.table)] = _Table(table, parsers)
+            fast = fast_changes(table, decimal_mode)
+            name = (table.table_id.database, table.table_id.table)
+            self.tables[name] = _Table(table, parsers, fast)
         self.relations: dict[int, Relation] = {}
 
     def decode(self, messages: Iterable[bytes]) -> Iterator[Located]:
-        begin: Begin | None = None
+        """The changes of the captured tables in the read's transactions, as blocks.
+
+        The hot path (a change of a transaction in the read) stays in this loop with local
+        state: one dictionary lookup for the table, the compiled decoder, a list extend."""
+        begin: Any = None  # a Begin, _SKIPPED, or None between transactions
         pending: list[Row] = []
-        key: tuple[int, str] | None = None  # (relation oid, kind) of the pending block
+        block_oid, block_tag = -1, 0  # the pending block's table and change type
         first = 0  # version of the pending block's first change
         seconds = 0
+        count = self.count
+        by_oid: dict[int, _Table | None] = {}  # tables checked against their description
 
         def flush() -> Iterator[Located]:
-            nonlocal key
-            if key is not None and pending:
-                assert begin is not None
-                target = self.tables[_name(self.relations[key[0]])].table
-                kind: BlockKind = key[1]  # type: ignore[assignment]
+            nonlocal block_oid
+            if pending:
+                target = self.tables[_name(self.relations[block_oid])].table
+                kind: BlockKind = _KINDS[block_tag]  # type: ignore[assignment]
                 block = ChangeBlock(target.table_id, kind, list(pending), first, seconds)
                 yield Located(block, begin.xid, begin.final_lsn)
-            pending.clear()
-            key = None
+                pending.clear()
+            block_oid = -1  # the next change starts a block (and takes its version)
 
         for data in messages:
             tag = data[0]
@@ -113,6 +124,7 @@ class WalDecoder:
                         begin = _SKIPPED
                 elif isinstance(message, Relation):
                     self._describe(message)
+                    by_oid.pop(message.oid, None)
                 continue
             if begin is _SKIPPED:
                 if tag == 0x43:  # Commit
@@ -121,28 +133,33 @@ class WalDecoder:
                     relation = parse_message(data)
                     assert isinstance(relation, Relation)
                     self._describe(relation)
+                    by_oid.pop(relation.oid, None)
                 continue
             if tag in _CHANGES:
-                self.count += 1
-                message = parse_message(data)
-                assert isinstance(message, Insert | Update | Delete)
-                captured = self._captured(message.oid)
-                if captured is None:
+                count += 1
+                oid = int.from_bytes(data[1:5], "big")
+                try:
+                    captured = by_oid[oid]
+                except KeyError:
+                    captured = by_oid[oid] = self._captured(oid)
+                if captured is None:  # a table of the publication this read does not want
+                    if pending:  # its version is skipped: a block's versions are consecutive
+                        yield from flush()
                     continue
-                kind = "insert" if tag == 0x49 else "update" if tag == 0x55 else "delete"
-                if key != (message.oid, kind) or len(pending) >= MAX_BLOCK_IMAGES:
+                if oid != block_oid or tag != block_tag or len(pending) >= MAX_BLOCK_IMAGES:
                     yield from flush()
-                    key, first = (message.oid, kind), self.count
-                pending.extend(self._images(captured, message))
+                    block_oid, block_tag, first = oid, tag, count
+                pending.extend(self._images(captured, data))
                 continue
             message = parse_message(data)
             if isinstance(message, Commit):
                 yield from flush()
-                self.count += 1
+                count += 1
                 begin = None
             elif isinstance(message, Relation):
                 yield from flush()
                 self._describe(message)
+                by_oid.pop(message.oid, None)
             elif isinstance(message, Truncate):
                 names = [
                     str(self.tables[n].table.table_id)
@@ -156,6 +173,7 @@ class WalDecoder:
                         "so the changelog would keep the removed rows. Start the stream again "
                         "from a new checkpoint (a new snapshot)"
                     )
+        self.count = count
 
     def _describe(self, relation: Relation) -> None:
         """A (new) description of a table: its columns are checked again at its next row."""
@@ -181,15 +199,38 @@ class WalDecoder:
         captured.checked.add(oid)
         return captured
 
-    def _images(self, captured: _Table, message: Insert | Update | Delete) -> list[Row]:
+    def _images(self, captured: _Table, data: bytes) -> list[Row]:
+        """The row images of one change message: the new row of an insert, the old row of
+        a delete, both of an update (its unchanged TOASTed values taken from the old)."""
+        fast = captured.fast
+        if fast is not None:
+            change: Any = fast.decoder.change(data)  # rows are None only where unused
+            tag, _, old_kind, old, new, fallback = change
+            if fallback:  # texts the compiled decoder left to the Python parsers
+                old = old and fast.finish(old)
+                new = new and fast.finish(new)
+            if tag == 0x49:  # 'I'
+                return [new]
+            if old_kind != "O":
+                self._full(captured, old, old_kind)  # raises with the fix
+            if tag == 0x44:  # 'D'
+                return [old]
+            if UNCHANGED in new:  # TOASTed values the update left alone: the old row's
+                new = tuple(old[i] if v is UNCHANGED else v for i, v in enumerate(new))
+            return [old, new]
+        message = parse_message(data)
+        assert isinstance(message, Insert | Update | Delete)
         if isinstance(message, Insert):
             return [self._row(captured, message.new, None)]
-        old = self._old(captured, message.old, message.old_kind)
+        before = self._full(captured, message.old, message.old_kind)
+        before = self._row(captured, before, None)
         if isinstance(message, Delete):
-            return [old]
-        return [old, self._row(captured, message.new, old)]
+            return [before]
+        return [before, self._row(captured, message.new, before)]
 
-    def _old(self, captured: _Table, old: Sequence[Any] | None, kind: str | None) -> Row:
+    @staticmethod
+    def _full(captured: _Table, old: Sequence[Any] | None, kind: str | None) -> Row:
+        """An update's or delete's old row, which must be whole (REPLICA IDENTITY FULL)."""
         if old is None or kind != "O":
             raise SchemaError(
                 f"the WAL lacks the old row of a change of {captured.table.table_id}: its "
@@ -197,7 +238,7 @@ class WalDecoder:
                 f"{captured.table.sql_name} REPLICA IDENTITY FULL; and start the stream "
                 "again from a new checkpoint"
             )
-        return self._row(captured, old, None)
+        return tuple(old)
 
     @staticmethod
     def _row(captured: _Table, values: Sequence[Any], old: Row | None) -> Row:

@@ -1,0 +1,191 @@
+"""The WAL decoder on hand-built pgoutput streams: which transactions a read takes, the
+versions it gives (the change count of wal/position.py, the same the driver's scan counts),
+blocks, uncaptured tables, and TOAST values, with the compiled and the Python decoder."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparkcdc.connectors.postgres.server.discovery import PgTable
+from sparkcdc.connectors.postgres.server.types import PgColumn, PgType
+from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
+from sparkcdc.connectors.postgres.wal import decode as decode_module
+from sparkcdc.connectors.postgres.wal.decode import WalDecoder
+from sparkcdc.connectors.postgres.wal.pgoutput import UNCHANGED
+from sparkcdc.connectors.postgres.wal.position import LsnPosition
+from sparkcdc.connectors.postgres.wal.scan import Transaction, batch_end
+from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.table import TableId
+from tests.unit.test_pgoutput import cstring, delete, insert, update
+
+INT8 = PgType("int8", "b", "N", -1, None, "bigint")
+TEXT = PgType("text", "b", "S", -1, None, "text")
+COLUMNS = (PgColumn("id", INT8, False, None, True), PgColumn("v", TEXT, True, "C", True))
+CAPTURED = {
+    TableId("s", name): PgTable(TableId("s", name), oid, COLUMNS, ("id",), "id", "f")
+    for name, oid in (("a", 101), ("b", 102))
+}
+OIDS = {101: "a", 102: "b", 103: "other"}  # 103: in the publication, not in this read
+
+
+def begin(final_lsn: int, xid: int) -> bytes:
+    return b"B" + struct.pack(">QqI", final_lsn, 0, xid)
+
+
+def commit(commit_lsn: int) -> bytes:
+    return b"C" + struct.pack(">BQQq", 0, commit_lsn, commit_lsn + 8, 0)
+
+
+def relation(oid: int) -> bytes:
+    columns = b"".join(
+        bytes([flag]) + cstring(name) + struct.pack(">Ii", type_oid, -1)
+        for flag, name, type_oid in ((1, "id", 20), (0, "v", 25))
+    )
+    return (
+        b"R"
+        + struct.pack(">I", oid)
+        + cstring("s")
+        + cstring(OIDS[oid])
+        + b"f"
+        + struct.pack(">H", 2)
+        + columns
+    )
+
+
+Change = tuple[str, int, int, str]  # kind, oid, key, value
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> list[tuple[int, list[Change]]]:
+    """Transactions (commit LSN, changes) in commit order."""
+    out, lsn = [], 1000
+    for _ in range(draw(st.integers(0, 8))):
+        lsn += draw(st.integers(1, 50)) * 8
+        changes = draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["insert", "update", "delete"]),
+                    st.sampled_from(list(OIDS)),
+                    st.integers(0, 5),
+                    st.text(alphabet="xyz", max_size=3),
+                ),
+                max_size=6,
+            )
+        )
+        out.append((lsn, changes))
+    return out
+
+
+def messages(stream: list[tuple[int, list[Change]]]) -> list[bytes]:
+    out, described = [], set()
+    for xid, (lsn, changes) in enumerate(stream, start=500):
+        out.append(begin(lsn, xid))
+        for kind, oid, key, value in changes:
+            if oid not in described:  # pgoutput describes a table before its first change
+                out.append(relation(oid))
+                described.add(oid)
+            row = [str(key), value]
+            if kind == "insert":
+                out.append(insert(oid, row))
+            elif kind == "update":
+                out.append(update(oid, [str(key), value + "!"], row))
+            else:
+                out.append(delete(oid, row, b"O"))
+        out.append(commit(lsn))
+    return out
+
+
+def decoded(stream: list[tuple[int, list[Change]]], start: int, end: int, count: int) -> Any:
+    decoder = WalDecoder(CAPTURED, start, end, count, "precise")
+    changes = [
+        (c.table.table, c.version, c.before, c.after)
+        for located in decoder.decode(messages(stream))
+        for c in located.block.changes()
+    ]
+    return changes, decoder.count
+
+
+@pytest.fixture(params=["compiled", "python"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "python":
+        monkeypatch.setattr(decode_module, "fast_changes", lambda table, mode: None)
+    return str(request.param)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(streams(), st.data())
+def test_a_read_takes_its_transactions_with_the_scans_versions(
+    path: str, stream: list[tuple[int, list[Change]]], data: st.DataObject
+) -> None:
+    bounds = sorted(data.draw(st.lists(st.integers(900, 3000), min_size=2, max_size=2)))
+    start, end = bounds
+    count = data.draw(st.integers(0, 10**6))
+    got, final = decoded(stream, start, end, count)
+
+    expected, n = [], count
+    for lsn, changes in stream:
+        if not start <= lsn < end:
+            continue
+        for kind, oid, key, value in changes:
+            n += 1
+            if oid not in (101, 102):
+                continue
+            row = (key, value)
+            before, after = {
+                "insert": (None, row),
+                "update": (row, (key, value + "!")),
+                "delete": (row, None),
+            }[kind]
+            expected.append((OIDS[oid], n, before, after))
+        n += 1  # the commit
+    assert got == expected
+    assert final == n
+    # the driver's scan counts the same way, so the batch end's version is this count
+    scanned = [
+        Transaction(xid, lsn, lsn + 8, len(changes), 0)
+        for xid, (lsn, changes) in enumerate(stream, start=500)
+        if start <= lsn < end
+    ]
+    position, _, _ = batch_end(
+        LsnPosition(start, count), end, scanned, PgSnapshot(10**6, 10**6, frozenset()), None
+    )
+    assert position.count == final
+
+
+def test_unchanged_toast_values_come_from_the_old_row(path: str) -> None:
+    stream = [
+        begin(2000, 7),
+        relation(101),
+        update(101, ["1", UNCHANGED], ["1", "big"]),
+        commit(2000),
+    ]
+    decoder = WalDecoder(CAPTURED, 0, 10_000, 0, "precise")
+    (located,) = decoder.decode(stream)
+    assert located.block.images == [(1, "big"), (1, "big")]
+    assert (located.xid, located.commit_lsn) == (7, 2000)
+
+
+def test_key_only_old_rows_and_changed_columns_fail_loudly(path: str) -> None:
+    keyed = [
+        begin(2000, 7),
+        relation(101),
+        update(101, ["1", "x"], ["1", None], b"K"),
+        commit(2000),
+    ]
+    with pytest.raises(SchemaError, match="REPLICA IDENTITY is no longer FULL"):
+        list(WalDecoder(CAPTURED, 0, 10_000, 0, "precise").decode(keyed))
+    wider = replace(CAPTURED[TableId("s", "a")], columns=(*COLUMNS, COLUMNS[1]))
+    with pytest.raises(SchemaError, match=r"columns of s\.a changed"):
+        list(
+            WalDecoder({wider.table_id: wider}, 0, 10_000, 0, "precise").decode(
+                [begin(2000, 7), relation(101), insert(101, ["1", "x"]), commit(2000)]
+            )
+        )
