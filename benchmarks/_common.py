@@ -197,7 +197,9 @@ class StreamRun:
     durations_ms: dict[str, int]  #: ``durationMs`` summed over batches: where time went
 
 
-def stream_to_noop(spark: Any, options: dict[str, str], checkpoint: Path) -> StreamRun:
+def stream_to_noop(
+    spark: Any, options: dict[str, str], checkpoint: Path, format: str = "mysql-cdc"
+) -> StreamRun:
     """Run ``readStream`` with ``availableNow`` into ``noop`` until it has caught up.
 
     Rows come from Spark's progress reports (``numInputRows``), so the count is what Spark
@@ -205,7 +207,7 @@ def stream_to_noop(spark: Any, options: dict[str, str], checkpoint: Path) -> Str
     """
     started = time.perf_counter()
     query = (
-        spark.readStream.format("mysql-cdc")
+        spark.readStream.format(format)
         .options(**options)
         .load()
         .writeStream.format("noop")
@@ -300,7 +302,7 @@ def profile(call: Callable[[], object], top: int = 18, *, cpu_time: bool = False
 # -- processes: memory and CPU -------------------------------------------------------------
 
 #: Process categories, in print order; the driver is this Python process itself.
-CATEGORIES = ("driver python", "python workers", "jvm", "mariadbd", "c client")
+CATEGORIES = ("driver python", "python workers", "jvm", "mariadbd", "postgres", "c client")
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -318,7 +320,9 @@ def _classify(pid: int, comm: str) -> str | None:
         return "jvm"
     if comm == "mariadbd":
         return "mariadbd"
-    if comm in ("mariadb", "mariadb-binlog", "mysql", "mysqlbinlog"):
+    if comm == "postgres":
+        return "postgres"
+    if comm in ("mariadb", "mariadb-binlog", "mysql", "mysqlbinlog", "psql"):
         return "c client"
     if comm.startswith("python"):
         return "python workers"
