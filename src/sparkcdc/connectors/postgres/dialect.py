@@ -195,7 +195,15 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         release = self._commits[-1 - delay]
         del self._commits[: len(self._commits) - 1 - delay]
         advance(self.conn, self.config, release.lsn)
-        log.info("replication slot %s confirmed up to %s", self.config.slot_name, release.text)
+        ((behind,),) = query(
+            self.conn, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", (release.text,)
+        )
+        log.info(
+            "replication slot %s confirmed up to %s; the server's WAL is %s bytes further",
+            self.config.slot_name,
+            release.text,
+            behind,
+        )
 
     def close(self) -> None:
         if self._conn is not None:
