@@ -234,3 +234,28 @@ def test_no_free_slot_for_a_read_names_the_setting() -> None:
         server.execute("INSERT INTO t VALUES (1, 'a')")
         with pytest.raises(SourceConfigurationError, match="max_replication_slots"):
             run_batches(source, start, lambda rows: None)
+
+
+def test_committed_offset_starts_at_the_slot_and_metadata_names_database_and_schema(
+    db: Database,
+) -> None:
+    table(db)
+    db.execute("INSERT INTO t VALUES (1, 'a')")
+    metadata = {"metadata.list": "database_name,schema_name,table_name,op_ts,row_kind"}
+    no_delay = {"scan.lsn-commit.checkpoints-num-delay": "0"}
+    first = db.source(**{"scan.startup.mode": "latest-offset", **no_delay})
+    start = first.initial_offset()
+    db.execute("INSERT INTO t VALUES (2, 'b')")
+    first.commit(run_batches(first, start, lambda rows: None))  # as Spark does
+    db.execute("UPDATE t SET v = 'c' WHERE id = 2")
+    resumed = db.source(**{"scan.startup.mode": "committed-offset", **metadata})
+    rows: list[dict[str, Any]] = []
+    run_batches(resumed, resumed.initial_offset(), rows.extend)
+    assert [(r["_change_type"], r["id"], r["v"]) for r in rows] == [
+        ("update_preimage", 2, "b"),
+        ("update_postimage", 2, "c"),
+    ]
+    assert {(r["database_name"], r["schema_name"], r["table_name"]) for r in rows} == {
+        (db.name, "public", "t")
+    }
+    assert [r["row_kind"] for r in rows] == ["-U", "+U"] and all(r["op_ts"] for r in rows)
