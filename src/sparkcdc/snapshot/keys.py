@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.chunks import Chunk, Key
 from sparkcdc.snapshot.progress import TableProgress
 
@@ -80,6 +81,29 @@ class KeyOrder:
         if not progress.started:
             return False
         return progress.cursor is None or self.sort_key(value) < self.bound_key(progress.cursor)
+
+
+@dataclass(frozen=True)
+class PartitionKeys:
+    """Which rows belong to a chunk partition, in the database's key order, and what
+    identifies a row (a chunk read folds its log window into overrides by it)."""
+
+    order: KeyOrder
+    key_of: Callable[[Row], Any]
+    index: int  #: the chunk key's column
+    chunks: tuple[Chunk, ...]
+
+    def in_partition(self, row: Row) -> bool:
+        return any(self.order.in_chunk(row[self.index], c) for c in self.chunks)
+
+    def in_chunk(self, row: Row, chunk: Chunk) -> bool:
+        return self.order.in_chunk(row[self.index], chunk)
+
+    def touches(self, before: Row | None, after: Row | None) -> bool:
+        """Whether a change's images reach into the partition (its window keeps it)."""
+        return (before is not None and self.in_partition(before)) or (
+            after is not None and self.in_partition(after)
+        )
 
 
 # Markers placed after each space unit. They are only ever compared with each other (a

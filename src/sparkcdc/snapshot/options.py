@@ -12,9 +12,11 @@ No pyspark and no database drivers here, like the rest of ``snapshot``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import (
@@ -24,6 +26,7 @@ from sparkcdc.core.options import (
     parse_float,
     parse_int,
 )
+from sparkcdc.core.secret import Secret
 
 
 def regex(text: str) -> re.Pattern[str]:
@@ -45,6 +48,21 @@ def metadata_parser(columns: tuple[str, ...]) -> Callable[[str], tuple[str, ...]
                 f"a comma-separated list of {', '.join(columns)} (unknown: {', '.join(unknown)})"
             )
         return names
+
+    return parse
+
+
+def position_parser(
+    from_json: Callable[[dict[str, Any]], Any], example: str
+) -> Callable[[str], Any]:
+    """A log position option given as the JSON of the connector's position (what
+    ``sparkcdc verify`` passes as ``scan.snapshot.position``)."""
+
+    def parse(text: str) -> Any:
+        try:
+            return from_json(json.loads(text))
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"a log position as JSON: {example}") from None
 
     return parse
 
@@ -76,6 +94,13 @@ def startup_mode_spec(connector_modes: Mapping[str, str]) -> OptionSpec:
     )
 
 
+PASSWORD = OptionSpec(
+    "password",
+    secret=True,
+    default=Secret(""),
+    doc="never logged or shown in errors",
+    attr="password",
+)
 CHUNK_SIZE = OptionSpec(
     "scan.incremental.snapshot.chunk.size",
     parse_int(1),

@@ -8,7 +8,6 @@ several options (a startup mode's companions, the TLS properties, the server-id 
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Iterable, Mapping
@@ -31,12 +30,14 @@ from sparkcdc.snapshot.options import (
     FETCH_SIZE,
     HEARTBEAT_INTERVAL,
     MAX_ROWS_PER_TRIGGER,
+    PASSWORD,
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
     SourceConfig,
     check_shared,
     code,
     metadata_parser,
+    position_parser,
     regex,
     startup_mode_spec,
 )
@@ -81,13 +82,6 @@ def _zone(text: str) -> ZoneInfo:
         raise ValueError("an IANA time zone such as UTC or Europe/Berlin") from None
 
 
-def _position(text: str) -> BinlogPosition:
-    try:
-        return BinlogPosition.from_json(json.loads(text))
-    except (ValueError, KeyError, TypeError):
-        raise ValueError('a log position as JSON: {"file": ..., "pos": ..., "gtid": ...}') from None
-
-
 SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "hostname",
@@ -104,13 +98,7 @@ SPECS: tuple[OptionSpec, ...] = (
         doc="needs SELECT, REPLICATION SLAVE, REPLICATION CLIENT only",
         attr="username",
     ),
-    OptionSpec(
-        "password",
-        secret=True,
-        default=Secret(""),
-        doc="never logged or shown in errors",
-        attr="password",
-    ),
+    PASSWORD,
     OptionSpec(
         "database-name",
         regex,
@@ -205,7 +193,7 @@ SPECS: tuple[OptionSpec, ...] = (
     MAX_ROWS_PER_TRIGGER,
     OptionSpec(
         "scan.snapshot.position",
-        _position,
+        position_parser(BinlogPosition.from_json, '{"file": ..., "pos": ..., "gtid": ...}'),
         None,
         doc="batch reads only: the snapshot as of an earlier binlog position (JSON "
         '`{"file","pos","gtid"}`; what `sparkcdc verify` uses)',

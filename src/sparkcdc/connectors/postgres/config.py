@@ -7,7 +7,6 @@ Each option is one :class:`OptionSpec` in :data:`SPECS`; the options every conne
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,12 +32,14 @@ from sparkcdc.snapshot.options import (
     FACTOR_UPPER,
     FETCH_SIZE,
     MAX_ROWS_PER_TRIGGER,
+    PASSWORD,
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
     SourceConfig,
     check_shared,
     code,
     metadata_parser,
+    position_parser,
     regex,
     startup_mode_spec,
 )
@@ -85,13 +86,6 @@ def _plugin(text: str) -> str:
     return name
 
 
-def _position(text: str) -> LsnPosition:
-    try:
-        return LsnPosition.from_json(json.loads(text))
-    except (ValueError, KeyError, TypeError):
-        raise ValueError('a log position as JSON: {"lsn": "0/16B3748", "count": ...}') from None
-
-
 SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "hostname",
@@ -110,13 +104,7 @@ SPECS: tuple[OptionSpec, ...] = (
         "administrator create it, see `publication.autocreate.mode`)",
         attr="username",
     ),
-    OptionSpec(
-        "password",
-        secret=True,
-        default=Secret(""),
-        doc="never logged or shown in errors",
-        attr="password",
-    ),
+    PASSWORD,
     OptionSpec(
         "database-name",
         _identifier,
@@ -227,7 +215,7 @@ SPECS: tuple[OptionSpec, ...] = (
     MAX_ROWS_PER_TRIGGER,
     OptionSpec(
         "scan.snapshot.position",
-        _position,
+        position_parser(LsnPosition.from_json, '{"lsn": "0/16B3748", "count": ...}'),
         None,
         doc="batch reads only: the snapshot as of an earlier position of this slot's stream "
         '(JSON `{"lsn","count"}`; what `sparkcdc verify` uses)',

@@ -14,7 +14,6 @@ cover and selectable with ``decoder="reference"`` for tests.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
@@ -26,11 +25,7 @@ from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import (
     ColumnSinks,
 )
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.server.connection import (
-    RETRYABLE_CODES,
-    backoff,
-    replication_settings,
-)
+from sparkcdc.connectors.mysql.server.connection import replication_settings, retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import PositionLostError, SchemaError
@@ -338,7 +333,7 @@ def read_blocks_with_retries(
     from pymysql.err import OperationalError
 
     delivered = 0
-    attempt = 0
+    policy, attempt = retries(config), 0
     while True:
         try:
             for block in read_change_blocks(
@@ -348,19 +343,5 @@ def read_blocks_with_retries(
                 yield block
             return
         except OperationalError as exc:
-            code = exc.args[0] if exc.args else None
-            if code not in RETRYABLE_CODES or attempt >= config.connect_max_retries:
-                raise
-            delay = backoff(attempt)
-            attempt += 1
-            log.warning(
-                "binlog read %s..%s lost its connection (%s) after %d events; retry %d/%d in %.1fs",
-                start,
-                end,
-                exc.args[0],
-                delivered,
-                attempt,
-                config.connect_max_retries,
-                delay,
-            )
-            time.sleep(delay)
+            what = f"binlog read {start}..{end} (after {delivered} events)"
+            attempt = policy.pause(attempt, what, exc)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import ssl
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.core.errors import SourceConfigurationError
+from sparkcdc.snapshot.retry import Retries
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -25,32 +25,18 @@ def _scrub(message: str, config: MySqlSourceConfig) -> str:
     return message.replace(secret, "******") if secret else message
 
 
-def backoff(attempt: int) -> float:
-    """Seconds to wait before retry number ``attempt`` (0.5 s doubling, at most 10 s)."""
-    return min(0.5 * (1 << attempt), 10.0)
+def retries(config: MySqlSourceConfig) -> Retries:
+    """The connector's retry policy: MySQL's connection error codes, passwords scrubbed."""
+
+    def retryable(exc: BaseException) -> bool:
+        return bool(exc.args) and exc.args[0] in RETRYABLE_CODES
+
+    return Retries(config.connect_max_retries, retryable, lambda exc: _scrub(str(exc), config))
 
 
 def with_retries(config: MySqlSourceConfig, what: str, action: Callable[[], T]) -> T:
     """Run ``action``; retry connection errors ``connect.max-retries`` times with backoff."""
-    attempt = 0
-    while True:
-        try:
-            return action()
-        except Exception as exc:
-            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-            if code not in RETRYABLE_CODES or attempt >= config.connect_max_retries:
-                raise
-            delay = backoff(attempt)
-            attempt += 1
-            log.warning(
-                "%s failed (%s); retry %d/%d in %.1fs",
-                what,
-                _scrub(str(exc), config),
-                attempt,
-                config.connect_max_retries,
-                delay,
-            )
-            time.sleep(delay)
+    return retries(config).run(what, action)
 
 
 def connect(

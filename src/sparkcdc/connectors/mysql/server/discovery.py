@@ -10,12 +10,13 @@ from sparkcdc.connectors.mysql.server.connection import query, query_dicts
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.table import KeyedColumns
 
 SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 
 @dataclass(frozen=True)
-class CapturedTable:
+class CapturedTable(KeyedColumns):
     """A table's schema as captured: columns in ordinal order, primary key, chunk key."""
 
     table_id: TableId
@@ -24,23 +25,9 @@ class CapturedTable:
     chunk_key: str
 
     @property
-    def column_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns)
-
-    def index_of(self, name: str) -> int:
-        return self.column_names.index(name)
-
-    @property
-    def key_indexes(self) -> tuple[int, ...]:
-        return tuple(self.index_of(n) for n in self.primary_key)
-
-    @property
-    def chunk_key_index(self) -> int:
-        return self.index_of(self.chunk_key)
-
-    @property
     def chunk_column(self) -> MySqlColumn:
-        return self.columns[self.chunk_key_index]
+        column: MySqlColumn = self.columns[self.chunk_key_index]
+        return column
 
 
 def discover_tables(conn: Any, config: MySqlSourceConfig) -> list[CapturedTable]:

@@ -18,12 +18,13 @@ from sparkcdc.connectors.mysql.server.types import snapshot_converter, text_cast
 from sparkcdc.connectors.mysql.snapshot.chunk_query import chunk_query
 from sparkcdc.connectors.mysql.snapshot.consistent import (
     Overrides,
-    PartitionKeys,
     consistent_snapshot,
+    partition_keys,
 )
 from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows, TextColumn
 from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.keys import PartitionKeys
 from sparkcdc.snapshot.normalize import apply_overrides
 
 #: Fewer, larger Arrow batches: Spark pays per batch (measured ~10% at 16k vs 1k rows).
@@ -48,7 +49,7 @@ def read_chunks_classic(
     server's text for Arrow to parse in bulk; rows that must be matched against the window
     are converted to canonical values first.
     """
-    keys = PartitionKeys.of(config, table, chunks)  # before the transaction
+    keys = partition_keys(config, table, chunks)  # before the transaction
     conn = connect(config, streaming=True, text_values=True)
     try:
         with consistent_snapshot(conn, config, table, keys, target, server_id) as overrides:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
@@ -24,35 +23,19 @@ from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
 from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.chunks import Chunk
-from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.keys import PartitionKeys
 from sparkcdc.snapshot.normalize import backward_overrides, forward_overrides
 
 Overrides = dict[Any, Row | None]
 
 
-@dataclass(frozen=True)
-class PartitionKeys:
-    """Which rows belong to a partition's chunks, in the server's key order."""
-
-    order: KeyOrder
-    key_of: Callable[[Row], Any]
-    index: int
-    chunks: tuple[Chunk, ...]
-
-    @classmethod
-    def of(cls, config: MySqlSourceConfig, table: CapturedTable, chunks: Sequence[Chunk]) -> Any:
-        return cls(
-            chunk_key_order(table, config),
-            row_key(table, config),
-            table.chunk_key_index,
-            tuple(chunks),
-        )
-
-    def in_partition(self, row: Row) -> bool:
-        return any(self.order.in_chunk(row[self.index], c) for c in self.chunks)
-
-    def in_chunk(self, row: Row, chunk: Chunk) -> bool:
-        return self.order.in_chunk(row[self.index], chunk)
+def partition_keys(
+    config: MySqlSourceConfig, table: CapturedTable, chunks: Sequence[Chunk]
+) -> PartitionKeys:
+    """The partition's key order and row identity (collations: a weight table to load)."""
+    return PartitionKeys(
+        chunk_key_order(table, config), row_key(table, config), table.chunk_key_index, tuple(chunks)
+    )
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from sparkcdc.connectors.mysql.server.connection import open_with_retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type, value_family
 from sparkcdc.connectors.mysql.snapshot.chunk_query import chunk_query
-from sparkcdc.connectors.mysql.snapshot.consistent import PartitionKeys, consistent_snapshot
+from sparkcdc.connectors.mysql.snapshot.consistent import consistent_snapshot, partition_keys
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.normalize import apply_overrides
@@ -215,7 +215,7 @@ def read_chunks_native(
     usual case) the C-built columns go to Spark untouched; otherwise the rows are patched
     as Python values, as the classic reader does.
     """
-    keys = PartitionKeys.of(config, table, chunks)  # before the transaction
+    keys = partition_keys(config, table, chunks)  # before the transaction
     kinds = tuple(int(column_kind(c)) for c in table.columns)
     scales = tuple((c.scale or 0) if value_family(c) == "decimal" else 0 for c in table.columns)
     types = [arrow_type(c) for c in table.columns]

@@ -9,16 +9,14 @@ connection whose peer went silent after ``connect.timeout``.
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.types import SESSION_SETTINGS
 from sparkcdc.core.errors import SourceConfigurationError
+from sparkcdc.snapshot.retry import Retries
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: SQLSTATE classes of errors worth retrying: connection exceptions (08), operator
@@ -35,11 +33,6 @@ def scrub(message: str, config: PostgresSourceConfig) -> str:
     return message.replace(secret, "******") if secret else message
 
 
-def backoff(attempt: int) -> float:
-    """Seconds to wait before retry number ``attempt`` (0.5 s doubling, at most 10 s)."""
-    return min(0.5 * (1 << attempt), 10.0)
-
-
 def retryable(exc: BaseException) -> bool:
     """A lost or refused connection, or a server going down: the read may succeed again."""
     import psycopg
@@ -52,26 +45,16 @@ def retryable(exc: BaseException) -> bool:
     return state[:2] in RETRYABLE_CLASSES
 
 
+def retries(config: PostgresSourceConfig) -> Retries:
+    """The connector's retry policy: lost and refused connections, passwords scrubbed."""
+    return Retries(
+        config.connect_max_retries, retryable, lambda exc: scrub(str(exc).strip(), config)
+    )
+
+
 def with_retries(config: PostgresSourceConfig, what: str, action: Callable[[], T]) -> T:
     """Run ``action``; retry lost connections ``connect.max-retries`` times with backoff."""
-    attempt = 0
-    while True:
-        try:
-            return action()
-        except Exception as exc:
-            if not retryable(exc) or attempt >= config.connect_max_retries:
-                raise
-            delay = backoff(attempt)
-            attempt += 1
-            log.warning(
-                "%s failed (%s); retry %d/%d in %.1fs",
-                what,
-                scrub(str(exc).strip(), config),
-                attempt,
-                config.connect_max_retries,
-                delay,
-            )
-            time.sleep(delay)
+    return retries(config).run(what, action)
 
 
 def connection_arguments(config: PostgresSourceConfig) -> dict[str, Any]:

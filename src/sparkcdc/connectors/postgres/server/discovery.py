@@ -11,6 +11,7 @@ from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, column_from_row
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.table import KeyedColumns
 
 _TABLES = """
 SELECT c.oid, n.nspname, c.relname, c.relkind, c.relreplident
@@ -35,7 +36,7 @@ REPLICA_IDENTITIES = {"d": "DEFAULT", "n": "NOTHING", "f": "FULL", "i": "USING I
 
 
 @dataclass(frozen=True)
-class PgTable:
+class PgTable(KeyedColumns):
     """A captured table: columns in order, primary key, chunk key, replica identity."""
 
     table_id: TableId  #: (schema, table)
@@ -46,23 +47,9 @@ class PgTable:
     replica_identity: str  #: pg_class.relreplident
 
     @property
-    def column_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns)
-
-    def index_of(self, name: str) -> int:
-        return self.column_names.index(name)
-
-    @property
-    def key_indexes(self) -> tuple[int, ...]:
-        return tuple(self.index_of(n) for n in self.primary_key)
-
-    @property
-    def chunk_key_index(self) -> int:
-        return self.index_of(self.chunk_key)
-
-    @property
     def chunk_column(self) -> PgColumn:
-        return self.columns[self.chunk_key_index]
+        column: PgColumn = self.columns[self.chunk_key_index]
+        return column
 
     @property
     def sql_name(self) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.postgres.server.discovery import PgTable
@@ -11,7 +10,7 @@ from sparkcdc.connectors.postgres.server.types import UnorderableKeyError, key_s
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.chunks import Chunk
-from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.keys import KeyOrder, PartitionKeys
 
 
 def chunk_key_order(table: PgTable) -> KeyOrder:
@@ -39,18 +38,8 @@ def row_key(table: PgTable) -> Callable[[Row], Any]:
     return lambda row: tuple(row[i] for i in indexes)
 
 
-@dataclass(frozen=True)
-class PartitionKeys:
-    """Which rows belong to a partition's chunks, in the server's key order."""
-
-    order: KeyOrder
-    key_of: Callable[[Row], Any]
-    index: int
-    chunks: tuple[Chunk, ...]
-
-    @classmethod
-    def of(cls, table: PgTable, chunks: Sequence[Chunk]) -> PartitionKeys:
-        return cls(chunk_key_order(table), row_key(table), table.chunk_key_index, tuple(chunks))
-
-    def in_partition(self, row: Row) -> bool:
-        return any(self.order.in_chunk(row[self.index], c) for c in self.chunks)
+def partition_keys(table: PgTable, chunks: Sequence[Chunk]) -> PartitionKeys:
+    """The partition's key order and row identity."""
+    return PartitionKeys(
+        chunk_key_order(table), row_key(table), table.chunk_key_index, tuple(chunks)
+    )

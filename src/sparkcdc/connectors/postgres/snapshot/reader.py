@@ -39,7 +39,7 @@ from sparkcdc.connectors.postgres.server.types import (
     text_to_arrow,
     value_family,
 )
-from sparkcdc.connectors.postgres.snapshot.keys import PartitionKeys
+from sparkcdc.connectors.postgres.snapshot.keys import partition_keys
 from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
@@ -47,6 +47,7 @@ from sparkcdc.connectors.postgres.wal.reader import read_located
 from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.keys import PartitionKeys
 from sparkcdc.snapshot.normalize import apply_overrides, visibility_overrides
 
 #: Rows per batch when rows are patched in Python (a window touched the partition).
@@ -134,7 +135,7 @@ def read_chunks(
     target: LsnPosition,
 ) -> Iterator[ChunkRows]:
     """The rows of ``chunks`` as of ``target``, in Arrow batches."""
-    keys = PartitionKeys.of(table, chunks)
+    keys = partition_keys(table, chunks)
     contiguous = all(a.hi is not None and a.hi == b.lo for a, b in itertools.pairwise(chunks))
     ranges = [Chunk(chunks[0].lo, chunks[-1].hi)] if contiguous else list(chunks)
     rows = arrow_connect(config)
@@ -186,9 +187,7 @@ def window_overrides(
         if seen == wanted:
             continue
         for change in located.block.changes():
-            if (change.before is not None and keys.in_partition(change.before)) or (
-                change.after is not None and keys.in_partition(change.after)
-            ):
+            if keys.touches(change.before, change.after):
                 flagged.append((change, seen, wanted))
     return visibility_overrides(flagged, keys.key_of)
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
-from sparkcdc.connectors.postgres.server.connection import backoff, connect, retryable, scrub
+from sparkcdc.connectors.postgres.server.connection import connect, retries
 from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.wal.decode import Located, WalDecoder
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text, lsn_to_text
@@ -88,7 +87,7 @@ def read_blocks_with_retries(
     """``read_located``'s blocks, surviving ``connect.max-retries`` lost connections: a
     retry decodes the range again and skips the versions already delivered."""
     delivered = start.count  # the last version handed out
-    attempt = 0
+    policy, attempt = retries(config), 0
     while True:
         try:
             for located in read_located(config, tables, start, end.lsn):
@@ -102,20 +101,8 @@ def read_blocks_with_retries(
                 delivered = last
             return
         except Exception as exc:
-            if not retryable(exc) or attempt >= config.connect_max_retries:
-                raise
-            delay = backoff(attempt)
-            attempt += 1
-            log.warning(
-                "reading the WAL %s..%s failed (%s); retry %d/%d in %.1fs",
-                start.text,
-                end.text,
-                scrub(str(exc).strip(), config),
-                attempt,
-                config.connect_max_retries,
-                delay,
-            )
-            time.sleep(delay)
+            what = f"reading the WAL {start.text}..{end.text}"
+            attempt = policy.pause(attempt, what, exc)
 
 
 def _tail(block: ChangeBlock, skip: int) -> ChangeBlock:

@@ -1,0 +1,38 @@
+"""What every connector's captured table derives from its columns and keys.
+
+A connector's table type is a frozen dataclass with ``table_id``, ``columns`` (objects with a
+``name``), ``primary_key`` and ``chunk_key``; this mixin gives it the positions the framework
+reads (snapshot/dialect.py ``SourceTable``) and the chunk key's column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkcdc.core.table import TableId
+
+
+class KeyedColumns:
+    table_id: TableId
+    columns: tuple[Any, ...]
+    primary_key: tuple[str, ...]
+    chunk_key: str
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def index_of(self, name: str) -> int:
+        return self.column_names.index(name)
+
+    @property
+    def key_indexes(self) -> tuple[int, ...]:
+        return tuple(self.index_of(n) for n in self.primary_key)
+
+    @property
+    def chunk_key_index(self) -> int:
+        return self.index_of(self.chunk_key)
+
+    @property
+    def chunk_column(self) -> Any:
+        return self.columns[self.chunk_key_index]
