@@ -156,6 +156,14 @@ def test_truncate_and_column_changes_fail_loudly(db: Database) -> None:
     with pytest.raises(SchemaError, match=r"columns of public\.t changed .* \(now id, v, w"):
         run_batches(later, start, lambda rows: None)
 
+    db.execute("ALTER TABLE t DROP COLUMN w")
+    retyped = db.source(**{"scan.startup.mode": "latest-offset"})
+    start = retyped.initial_offset()
+    db.execute("ALTER TABLE t ALTER COLUMN v TYPE VARCHAR(3)")  # same names, another type
+    db.execute("INSERT INTO t VALUES (4, 'd')")
+    with pytest.raises(SchemaError, match="a column's type changed"):
+        run_batches(retyped, start, lambda rows: None)
+
 
 def test_the_slot_moves_only_after_commits_and_a_lost_position_names_the_slot(
     db: Database,

@@ -31,6 +31,13 @@ WHERE i.indisprimary AND i.indrelid = ANY(%s::oid[])
 ORDER BY i.indrelid, k.position
 """
 
+#: Each column's type as pgoutput's Relation message names it: (type oid, typmod).
+_COLUMN_TYPES = """
+SELECT attrelid, atttypid, atttypmod FROM pg_attribute
+WHERE attrelid = ANY(%s::oid[]) AND attnum > 0 AND NOT attisdropped
+ORDER BY attrelid, attnum
+"""
+
 #: pg_class.relreplident: what the WAL carries of an updated or deleted row's old values.
 REPLICA_IDENTITIES = {"d": "DEFAULT", "n": "NOTHING", "f": "FULL", "i": "USING INDEX"}
 
@@ -45,6 +52,9 @@ class PgTable(KeyedColumns):
     primary_key: tuple[str, ...]
     chunk_key: str
     replica_identity: str  #: pg_class.relreplident
+    #: (type oid, typmod) per column, as the WAL's Relation messages give them: a read
+    #: whose table description differs fails instead of parsing values as the old type
+    column_types: tuple[tuple[int, int], ...] = ()
 
     @property
     def chunk_column(self) -> PgColumn:
@@ -80,6 +90,9 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
     columns: dict[int, list[PgColumn]] = {oid: [] for oid in oids}
     for row in query(conn, COLUMNS_QUERY, (oids,)):
         columns[int(row[0])].append(column_from_row(row))
+    types: dict[int, list[tuple[int, int]]] = {oid: [] for oid in oids}
+    for oid, type_oid, typmod in query(conn, _COLUMN_TYPES, (oids,)):
+        types[int(oid)].append((int(type_oid), int(typmod)))
     keys: dict[int, list[str]] = {oid: [] for oid in oids}
     for oid, name in query(conn, _PRIMARY_KEYS, (oids,)):
         keys[int(oid)].append(name)
@@ -104,6 +117,14 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
                 "NULL column with 'scan.incremental.snapshot.chunk.key-column'"
             )
         tables.append(
-            PgTable(table_id, oid, tuple(columns[oid]), tuple(keys[oid]), chunk_key, ident)
+            PgTable(
+                table_id,
+                oid,
+                tuple(columns[oid]),
+                tuple(keys[oid]),
+                chunk_key,
+                ident,
+                tuple(types[oid]),
+            )
         )
     return tables

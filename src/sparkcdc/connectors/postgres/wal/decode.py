@@ -188,13 +188,15 @@ class WalDecoder:
         captured = self.tables.get(_name(relation))
         if captured is None or oid in captured.checked:
             return captured
+        table = captured.table
         names = tuple(c.name for c in relation.columns)
-        if names != captured.table.column_names:
+        types = tuple((c.type_oid, c.typmod) for c in relation.columns)
+        if names != table.column_names or (table.column_types and types != table.column_types):
             raise SchemaError(
-                f"the columns of {captured.table.table_id} changed while captured (now "
-                f"{', '.join(names)}; captured {', '.join(captured.table.column_names)}): "
-                "schema changes are not followed yet. Start the stream again from a new "
-                "checkpoint (a new snapshot)"
+                f"the columns of {table.table_id} changed while captured (now "
+                f"{', '.join(names)}; captured {', '.join(table.column_names)}; or a column's "
+                "type changed): schema changes are not followed yet. Start the stream again "
+                "from a new checkpoint (a new snapshot)"
             )
         captured.checked.add(oid)
         return captured
