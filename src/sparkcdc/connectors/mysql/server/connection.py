@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -11,7 +10,6 @@ from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.snapshot.retry import Retries
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: MySQL error codes worth retrying: can't connect, server gone away, lost connection,

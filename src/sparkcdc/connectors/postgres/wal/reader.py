@@ -10,7 +10,6 @@ each change once, never a short read.
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -24,8 +23,6 @@ from sparkcdc.connectors.postgres.wal.slot import PEEK, copy_slot
 from sparkcdc.core.errors import PositionLostError
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
-
-log = logging.getLogger(__name__)
 
 #: Messages fetched per round trip of the server-side cursor.
 FETCH_MESSAGES = 5000
