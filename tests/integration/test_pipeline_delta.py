@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.core.errors import OptionError
 from sparkcdc.embedded import EmbeddedMariaDB
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import PipelineRun, prepare
@@ -223,3 +224,20 @@ def test_the_demo_runs_end_to_end(scratch: Path) -> None:
         assert expected in out, out
     assert out.count(" equal ") == 2, out
     assert (scratch / "demo" / "lakehouse" / "demo" / "demo_orders" / "_delta_log").is_dir()
+
+
+@pytest.mark.parametrize(
+    "sink",
+    [
+        "type: delta\npath: lake\ntable-name: everything",
+        "type: jdbc\nurl: postgresql://127.0.0.1:5432/t\nusername: u\ntable-name: Everything",
+    ],
+)
+def test_two_tables_into_one_target_are_refused_before_anything_is_written(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path, sink: str
+) -> None:
+    definition = load_pipeline(pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", sink))
+    with pytest.raises(OptionError, match=r"writes .*audit, .*orders into one target") as refused:
+        prepare(definition, spark=spark)
+    assert "{database} and {table}" in str(refused.value)
+    assert not (scratch / "lake").exists()

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE
-from sparkcdc.core.errors import SparkCdcError
+from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.tables import captured_tables
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
 
 log = logging.getLogger(__name__)
@@ -166,6 +166,16 @@ def prepare(
         definition.path.parent,
         pipeline_id=pipeline_id(definition),
     )
+    shared = shared_targets(sink, tables)
+    if shared:
+        target, sources = next(iter(shared.items()))
+        raise OptionError(
+            f"sink: option 'table-name' writes {', '.join(str(s) for s in sources)} into one "
+            f"target ({target}); their changes would collide (keys of different tables "
+            "overwrite each other, or a batch is skipped as a replay). Give each table its own "
+            "target with the {database} and {table} placeholders; merging tables into one "
+            "target (a route) is not supported yet"
+        )
     sink.open(spark, tables)
     return PipelineRun(definition, spark, tables, sink, on_batch)
 

@@ -87,6 +87,13 @@ class Sink(ABC):
         """Apply one micro-batch. A batch already applied (same pipeline and batch id, or an
         older one) must change nothing."""
 
+    def target_of(self, table: SinkTable) -> str | None:
+        """The target ``table`` is written to, as a name that is equal exactly when two
+        tables would land in one target (None: this sink writes no shared targets). The
+        pipeline refuses to start when two tables share one: their batches would collide
+        (Delta would skip the second as a replay of the first)."""
+        return None
+
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
         """The target's current rows and the source offset they are at (for ``verify``)."""
         raise NotImplementedError(f"{type(self).__name__} cannot be verified")
@@ -94,6 +101,16 @@ class Sink(ABC):
     def close(self) -> None:
         """Release connections; called once when the pipeline stops."""
         return None
+
+
+def shared_targets(sink: Sink, tables: Sequence[SinkTable]) -> dict[str, list[TableId]]:
+    """Targets that more than one of ``tables`` would be written to."""
+    by_target: dict[str, list[TableId]] = {}
+    for table in tables:
+        target = sink.target_of(table)
+        if target is not None:
+            by_target.setdefault(target, []).append(table.source)
+    return {t: sources for t, sources in by_target.items() if len(sources) > 1}
 
 
 def target_names(tables: Sequence[SinkTable], pattern: str) -> Mapping[TableId, str]:

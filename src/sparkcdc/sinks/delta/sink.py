@@ -44,6 +44,10 @@ class DeltaSink(Sink):
     def target_path(self, table: TableId) -> str:
         return self.paths[table]
 
+    def target_of(self, table: SinkTable) -> str:
+        (name,) = target_names([table], self.config.table_name).values()
+        return str((self.config.path / name).resolve())
+
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         from delta.tables import DeltaTable
 

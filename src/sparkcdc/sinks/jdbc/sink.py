@@ -299,6 +299,10 @@ class JdbcSink(Sink):
 
     # -- targets ---------------------------------------------------------------------------
 
+    def target_of(self, table: SinkTable) -> str:
+        qualifier, name = self.config.table_name.resolve(table.source.database, table.source.table)
+        return self._fold(f"{qualifier or ''}.{name}")
+
     def _resolve(self, table: SinkTable, default: str) -> Target:
         if not table.key:
             raise SchemaError(
