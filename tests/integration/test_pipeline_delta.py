@@ -231,6 +231,7 @@ def test_the_demo_runs_end_to_end(scratch: Path) -> None:
     [
         "type: delta\npath: lake\ntable-name: everything",
         "type: jdbc\nurl: postgresql://127.0.0.1:5432/t\nusername: u\ntable-name: Everything",
+        "type: kafka\nproperties.bootstrap.servers: 127.0.0.1:9\nvalue.format: upsert\ntopic: all",
     ],
 )
 def test_two_tables_into_one_target_are_refused_before_anything_is_written(

@@ -36,6 +36,14 @@ class KafkaSink(Sink):
             )
         self.tables = {t.source: t for t in tables}
 
+    def target_of(self, table: SinkTable) -> str | None:
+        """A topic shared by tables is fine for debezium-json, whose records name their
+        table; changelog-json and upsert records do not, and in a compacted upsert topic
+        one table's keys would overwrite another's."""
+        if self.config.format == "debezium-json":
+            return None
+        return self.config.topic_of(table.source)
+
     def writer(self, table: TableId) -> Any:
         from sparkcdc.spark.kafka.sink import KafkaChangelogWriter
 
