@@ -29,7 +29,12 @@ SPECS = (
         + ", ".join(f"`{f}`" for f in FORMATS)
         + " (Flink CDC's Kafka sink defaults to `debezium-json`)",
     ),
-    OptionSpec("topic", default=None, doc="one topic for every table (instead of the pattern)"),
+    OptionSpec(
+        "topic",
+        default=None,
+        doc="one topic for every table (instead of the pattern); with several tables only for "
+        "`debezium-json`, whose records name their table",
+    ),
     OptionSpec(
         "topic-pattern",
         default="{database}.{table}",
