@@ -22,7 +22,9 @@ from sparkcdc.verify.run import verify_tables
 from tests.integration.test_mysql_source import orders
 from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import (
+    at_or_after,
     committed_offsets,
+    master_position,
     pipeline_file,
     run_while_writing,
     snapshot_done,
@@ -242,3 +244,47 @@ def test_two_tables_into_one_target_are_refused_before_anything_is_written(
         prepare(definition, spark=spark)
     assert "{database} and {table}" in str(refused.value)
     assert not (scratch / "lake").exists()
+
+
+def operations(spark: Any, path: Path) -> list[str]:
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version").collect()
+    return [r["operation"] for r in history]
+
+
+def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    def run_until_caught_up(folder: Path) -> Path:
+        definition = load_pipeline(pipeline_file(folder, mariadb, f"{orders}.orders", DELTA_SINK))
+        checkpoint = definition.settings.checkpoint
+        run = prepare(definition, spark=spark)
+        run.start()
+        try:
+            wait_until(lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "it")
+            mariadb.execute("UPDATE orders SET qty = qty + 1 WHERE id = 3", database=orders)
+            file, pos = master_position(mariadb)
+            wait_until(
+                lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
+                "the update",
+            )
+        finally:
+            run.stop()
+        return folder / "lake" / orders / "orders"
+
+    # a target of this pipeline alone: snapshot batches are appends, the log's a MERGE
+    path = run_until_caught_up(scratch)
+    done = operations(spark, path)
+    assert done.count("WRITE") >= 4 and "MERGE" in done, done
+    assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
+
+    # a target holding rows from elsewhere (another checkpoint): snapshot rows are merged,
+    # so a key already there is updated, not duplicated
+    other = scratch / "other"
+    stale = spark.createDataFrame(
+        [(0, "stale", 1), (10**9, "not in source", 1)], "id long, name string, qty int"
+    )
+    stale.write.format("delta").save(str(other / "lake" / orders / "orders"))
+    target = run_until_caught_up(other)
+    assert "WRITE" not in operations(spark, target)[1:]  # only the stale rows' own write
+    expected = {**table_state(mariadb, orders, "orders"), 10**9: (10**9, "not in source", 1)}
+    assert delta_rows(spark, target) == expected

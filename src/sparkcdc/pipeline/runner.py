@@ -10,13 +10,14 @@ process and running again resumes.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import batch_offset, query_id
@@ -53,6 +54,7 @@ class PipelineRun:
     query: Any = None
     batches: list[BatchReport] = field(default_factory=list)
     _pipeline_id: str | None = None
+    _dialect: Any = None  #: reads positions (no connection)
 
     @property
     def envelope(self) -> bool:
@@ -108,13 +110,17 @@ class PipelineRun:
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
         frame = frame.persist()
         try:
-            changes, counts = self._split(frame)
+            offset = batch_offset(checkpoint, batch_id)
+            version = self._snapshot_version(offset)
+            changes, counts, snapshot = self._split(frame, version)
             batch = MicroBatch(
                 pipeline=self._pipeline_id,
                 batch_id=batch_id,
                 changes=changes,
-                source_offset=batch_offset(checkpoint, batch_id),
+                source_offset=offset,
                 row_counts=counts,
+                snapshot_version=version,
+                snapshot_counts=snapshot,
             )
             self.sink.write(batch)
         finally:
@@ -124,23 +130,49 @@ class PipelineRun:
         if self.on_batch is not None:
             self.on_batch(report)
 
-    def _split(self, frame: Any) -> tuple[dict[TableId, Any], dict[TableId, int]]:
-        if not self.envelope:
-            table = self.tables[0]
-            count = frame.count()
-            columns = [f"`{c}`" for c in table.columns] + list(CHANGE_COLUMNS)
-            return {table.source: frame.select(*columns)}, {table.source: count}
+    def _snapshot_version(self, offset: str | None) -> int | None:
+        """The version the batch's snapshot rows carry: its end position's."""
+        if offset is None:
+            return None
+        if self._dialect is None:
+            source = self.definition.connector.create_source(self.definition.source_config)
+            self._dialect = source.dialect
+        version: int = self._dialect.position_from_json(json.loads(offset)["log"]).version
+        return version
+
+    def _split(
+        self, frame: Any, snapshot_version: int | None
+    ) -> tuple[dict[TableId, Any], dict[TableId, int], dict[TableId, int]]:
+        """The batch per table as typed changelogs, with its changelog rows and snapshot
+        rows per table counted in one Spark job."""
         from pyspark.sql import functions as F
 
+        snapshot = (F.col(CHANGE_TYPE) == "insert") & (
+            F.col(COMMIT_VERSION) == F.lit(snapshot_version)
+        )
+        if not self.envelope:
+            table = self.tables[0]
+            ((count, snapshots),) = frame.agg(
+                F.count(F.lit(1)), F.count(F.when(snapshot, 1))
+            ).collect()
+            columns = [f"`{c}`" for c in table.columns] + list(CHANGE_COLUMNS)
+            return (
+                {table.source: frame.select(*columns)},
+                {table.source: int(count)},
+                {table.source: int(snapshots)},
+            )
         from sparkcdc.spark.envelope import unpack_table
 
         # changelog rows, as a one-table stream counts them: an envelope update is two
         images = F.when(F.col(CHANGE_TYPE) == "update", 2).otherwise(1)
         counted = (
-            frame.groupBy("database_name", "table_name").agg(F.sum(images).alias("n")).collect()
+            frame.groupBy("database_name", "table_name")
+            .agg(F.sum(images).alias("n"), F.count(F.when(snapshot, 1)).alias("s"))
+            .collect()
         )
-        by_table = {TableId(db, name): int(n) for db, name, n in counted}
-        counts = {t.source: by_table.get(t.source, 0) for t in self.tables}
+        by_table = {TableId(db, name): (int(n), int(s)) for db, name, n, s in counted}
+        counts = {t.source: by_table.get(t.source, (0, 0))[0] for t in self.tables}
+        snapshots = {t.source: by_table.get(t.source, (0, 0))[1] for t in self.tables}
         changes = {}
         for table in self.tables:
             db, name = table.source.database, table.source.table
@@ -148,7 +180,7 @@ class PipelineRun:
             changes[table.source] = typed.select(
                 *[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS
             )
-        return changes, counts
+        return changes, counts, snapshots
 
 
 def prepare(

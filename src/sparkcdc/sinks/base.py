@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
 
@@ -56,9 +57,29 @@ class MicroBatch:
     #: Changelog rows per table in this batch, when the pipeline counted them (one Spark job
     #: for all tables): sinks skip tables with 0 instead of running a job to find out.
     row_counts: Mapping[TableId, int] | None = None
+    #: ``_commit_version`` of the batch's snapshot rows (the version of its end position):
+    #: inserts at exactly this version are rows the snapshot read now, of keys this pipeline
+    #: never emitted before (no log change has a position's version). None: unknown.
+    snapshot_version: int | None = None
+    #: Of ``row_counts``, the snapshot rows per table (when counted).
+    snapshot_counts: Mapping[TableId, int] | None = None
 
     def has_changes(self, table: TableId) -> bool:
         return self.row_counts is None or self.row_counts.get(table, 0) > 0
+
+    def snapshot_rows(self, table: TableId) -> int | None:
+        """How many of the table's rows in this batch are snapshot rows (None: unknown)."""
+        if self.snapshot_version is None or self.snapshot_counts is None:
+            return None
+        return self.snapshot_counts.get(table, 0)
+
+    def is_snapshot_row(self) -> Any:
+        """A Spark column: whether a changelog row is a snapshot row of this batch."""
+        from pyspark.sql import functions as F
+
+        return (F.col(CHANGE_TYPE) == "insert") & (
+            F.col(COMMIT_VERSION) == F.lit(self.snapshot_version)
+        )
 
     def offset(self) -> dict[str, Any] | None:
         return None if self.source_offset is None else json.loads(self.source_offset)

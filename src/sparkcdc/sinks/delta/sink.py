@@ -1,8 +1,11 @@
 """Delta Lake sink: each captured table into its own Delta table, exactly once.
 
 ``upsert`` mode (default) makes the target mirror the source: per batch and table the
-changes are reduced to the last change per key, then applied with one MERGE. ``append``
-mode keeps every change with its change type, version and timestamp (a queryable history).
+changes are reduced to the last change per key, then applied with one MERGE. The batch's
+snapshot rows (keys the pipeline never emitted) are appended instead, when the target holds
+this pipeline's rows only: a MERGE joins with the whole target, so merging a snapshot batch
+by batch costs the table's size squared. ``append`` mode keeps every change with its change
+type, version and timestamp (a queryable history).
 
 Exactly once: every commit carries Delta's transaction identifier (``txnAppId`` = the
 pipeline's checkpoint identity, ``txnVersion`` = the batch id). Delta skips a write whose
@@ -26,6 +29,10 @@ from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, tar
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
 
+#: The table property naming the pipeline whose rows alone the table holds (appends safe).
+APPENDS_FOR = "sparkcdc.appends-for"
+#: The transaction app id suffix of a batch's snapshot append.
+SNAPSHOT_APP = ":snapshot"
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -36,6 +43,7 @@ class DeltaSink(Sink):
         self.config = config
         self.tables: dict[TableId, SinkTable] = {}
         self.paths: Mapping[TableId, str] = {}
+        self._appends: dict[TableId, bool] = {}
 
     @property
     def upsert(self) -> bool:
@@ -97,17 +105,59 @@ class DeltaSink(Sink):
             )
 
     def write(self, batch: MicroBatch) -> None:
-        spark = None
         for table_id, changes in batch.changes.items():
             if not batch.has_changes(table_id):
                 continue
             spark = changes.sparkSession
             table = self.tables[table_id]
-            with _commit_options(spark, batch):
-                if self.upsert:
-                    self._merge(spark, table, changes)
-                else:
+            if self.upsert:
+                self._upsert(spark, table, changes, batch)
+            else:
+                with _commit_options(spark, batch):
                     self._append(table, changes)
+
+    def _upsert(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+        """Snapshot rows are appended when the target holds only this pipeline's rows (their
+        keys cannot be there yet); the log's changes are merged. A MERGE costs a join with
+        the target, so a snapshot merged batch by batch grows with the table squared."""
+        snapshot = batch.snapshot_rows(table.source)
+        if not snapshot or not self._appendable(spark, table, batch.pipeline):
+            with _commit_options(spark, batch):
+                self._merge(spark, table, changes)
+            return
+        total = batch.row_counts.get(table.source, 0) if batch.row_counts else None
+        merged = total is None or total > snapshot
+        # the append's commit names no source offset when a MERGE follows: verify reads the
+        # offset of the table's last complete batch
+        with _commit_options(spark, batch, app=SNAPSHOT_APP, offset=not merged):
+            rows = changes.where(batch.is_snapshot_row())
+            rows.select(*[f"`{c}`" for c in table.columns]).write.format("delta").mode(
+                "append"
+            ).save(self.target_path(table.source))
+        if merged:
+            with _commit_options(spark, batch):
+                self._merge(spark, table, changes.where(~batch.is_snapshot_row()))
+
+    def _appendable(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
+        """Whether the target holds this pipeline's rows only: marked for it (table property
+        ``sparkcdc.appends-for``), or empty and marked now. Otherwise (a target written
+        before this checkpoint was made) snapshot rows are merged, as their keys may be
+        there."""
+        known = self._appends.get(table.source)
+        if known is not None:
+            return known
+        path = self.target_path(table.source)
+        ((properties, files),) = (
+            spark.sql(f"DESCRIBE DETAIL delta.`{path}`").select("properties", "numFiles").collect()
+        )
+        owner = (properties or {}).get(APPENDS_FOR)
+        if owner != pipeline and files == 0:
+            spark.sql(
+                f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{APPENDS_FOR}' = '{pipeline}')"
+            )
+            owner = pipeline
+        self._appends[table.source] = owner == pipeline
+        return owner == pipeline
 
     def _merge(self, spark: Any, table: SinkTable, changes: Any) -> None:
         from delta.tables import DeltaTable
@@ -147,26 +197,30 @@ class DeltaSink(Sink):
         # difference verify must see), and the offset of the pipeline's last commit
         latest = history[0][0]
         ours = [json.loads(meta) for _, meta in history if meta and meta.startswith("{")]
-        offset = ours[0].get("source_offset") if ours else None
+        offsets = [m["source_offset"] for m in ours if m.get("source_offset")]
+        offset = offsets[0] if offsets else None
         rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
         return TargetSnapshot(rows.select(*[f"`{c}`" for c in table.columns]), offset)
 
 
 @contextmanager
-def _commit_options(spark: Any, batch: MicroBatch) -> Iterator[None]:
+def _commit_options(
+    spark: Any, batch: MicroBatch, app: str = "", offset: bool = True
+) -> Iterator[None]:
     """Session settings that make the next Delta commit idempotent and record the offset.
 
     Delta reads them for MERGE as well as for writes; they are unset right after, so no
-    other commit picks them up by accident.
+    other commit picks them up by accident. ``app`` suffixes the transaction's app id: a
+    batch's snapshot append and its MERGE are two commits, each skipped on replay.
     """
     metadata = json.dumps(
         {
             "pipeline": batch.pipeline,
             "batch_id": batch.batch_id,
-            "source_offset": batch.source_offset,
+            "source_offset": batch.source_offset if offset else None,
         }
     )
-    spark.conf.set(_TXN_APP, batch.pipeline)
+    spark.conf.set(_TXN_APP, batch.pipeline + app)
     spark.conf.set(_TXN_VERSION, str(batch.batch_id))
     spark.conf.set(_USER_METADATA, metadata)
     try:

@@ -1,0 +1,164 @@
+"""The main job's initial load: a sparkcdc pipeline into Delta against what a Spark user
+does instead, on the same table in one run.
+
+    .venv/bin/python -m benchmarks.pipeline [--rows N] [--max-rows-per-trigger N]
+
+Loads ``bench.orders`` (docs/stack-notes.md's table) into a private MariaDB, then, in one
+SparkSession (``local[--cores]``):
+
+* the baseline: ``spark.read.format("jdbc")`` (MariaDB's JDBC driver, ``--jdbc-partitions``
+  range partitions on ``id``) written to a new Delta table;
+* the pipeline: ``sparkcdc run --available-now`` (in process: ``prepare``, ``start``,
+  ``wait``) of the same table into a new Delta table, default options but the read limit.
+
+Both write the same rows; the figure is rows/s and the ratio to the baseline. The Delta
+table's history tells how the pipeline wrote (appends of snapshot rows vs MERGEs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import (
+    DATABASE,
+    TABLE,
+    Figure,
+    ProcessSampler,
+    populate_orders,
+    print_figures,
+    print_kv,
+    print_process_report,
+    spark_session,
+    start_mariadb,
+    warm_buffer_pool,
+)
+from sparkcdc.embedded import EmbeddedMariaDB
+
+
+def baseline(spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, path: Path) -> float:
+    """Seconds of ``spark.read.format("jdbc")`` -> ``write.format("delta")``."""
+    options = db.source_options()
+    started = time.perf_counter()
+    (
+        spark.read.format("jdbc")
+        # the jdbc:mysql scheme makes Spark quote with backticks (its MySQL dialect)
+        .option("url", f"jdbc:mysql://{db.host}:{db.port}/{DATABASE}?permitMysqlScheme")
+        .option("driver", "org.mariadb.jdbc.Driver")
+        .option("user", options["username"])
+        .option("password", options["password"])
+        .option("dbtable", TABLE)
+        .option("partitionColumn", "id")
+        .option("lowerBound", "1")
+        .option("upperBound", str(rows))
+        .option("numPartitions", str(partitions))
+        .option("fetchsize", "10000")
+        .load()
+        .write.format("delta")
+        .save(str(path))
+    )
+    return time.perf_counter() - started
+
+
+def pipeline(spark: Any, db: EmbeddedMariaDB, folder: Path, max_rows: int | None) -> float:
+    """Seconds of the pipeline's ``--available-now`` run into Delta (after ``prepare``)."""
+    from sparkcdc.pipeline.definition import load_pipeline
+    from sparkcdc.pipeline.runner import prepare
+
+    options = db.source_options()
+    limit = f"  max-rows-per-trigger: {max_rows}\n" if max_rows else ""
+    text = f"""\
+source:
+  type: mysql
+  hostname: {options["hostname"]}
+  port: {options["port"]}
+  username: {options["username"]}
+  password: "{options["password"]}"
+  tables: {DATABASE}.{TABLE}
+sink:
+  type: delta
+  path: lake
+pipeline:
+  name: bench-pipeline
+  checkpoint: checkpoint
+  trigger-interval: available-now
+{limit}"""
+    path = folder / "pipeline.yaml"
+    path.write_text(text, encoding="utf-8")
+    run = prepare(load_pipeline(path), spark=spark)
+    started = time.perf_counter()
+    run.start()
+    run.wait()
+    return time.perf_counter() - started
+
+
+def history(spark: Any, path: Path) -> str:
+    """The Delta table's operations, counted (``WRITE x3, MERGE x2``)."""
+    operations = [
+        r[0] for r in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("operation").collect()
+    ]
+    counts: dict[str, int] = {}
+    for operation in operations:
+        counts[operation] = counts.get(operation, 0) + 1
+    return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--jdbc-partitions", type=int, default=4)
+    parser.add_argument(
+        "--max-rows-per-trigger", type=int, default=None, help="the pipeline's read limit"
+    )
+    parser.add_argument("--buffer-pool", default="2G")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    with ProcessSampler() as memory:
+        db = start_mariadb(args.buffer_pool)
+        try:
+            with memory.phase("load"):
+                populate_orders(db, args.rows)
+                count, size = warm_buffer_pool(db)
+            spark, session = spark_session(args.cores)
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                with memory.phase("baseline: jdbc -> delta"):
+                    jdbc = baseline(spark, db, args.rows, args.jdbc_partitions, folder / "jdbc")
+                with memory.phase("sparkcdc pipeline -> delta"):
+                    ours = pipeline(spark, db, folder, args.max_rows_per_trigger)
+                lake = folder / "lake" / DATABASE / TABLE
+                written = spark.read.format("delta").load(str(lake)).count()
+                print_kv(
+                    "Set-up",
+                    [
+                        ("table", f"{DATABASE}.{TABLE}: {count:,} rows, {size:.0f} MiB"),
+                        ("spark", f"local[{args.cores}], session start {session:.1f} s"),
+                        ("pipeline's Delta table", f"{written:,} rows; {history(spark, lake)}"),
+                    ],
+                )
+                if written != args.rows:
+                    print(f"WARNING: the pipeline wrote {written:,} rows, not {args.rows:,}")
+                base = Figure(
+                    f"spark.read.format('jdbc') ({args.jdbc_partitions} partitions) -> delta",
+                    args.rows,
+                    jdbc,
+                )
+                print_figures(
+                    f"Initial load of {args.rows:,} rows into Delta (ratio: to the JDBC read)",
+                    [base, Figure("sparkcdc pipeline --available-now -> delta", args.rows, ours)],
+                    base,
+                )
+            spark.stop()
+        finally:
+            db.stop()
+        print_process_report(memory)
+    print(f"\nTotal wall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
