@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,9 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
     def batches() -> int:
         return len(committed_offsets(checkpoint)) if (checkpoint / "commits").exists() else 0
 
+    def new_batch(before: int, run: subprocess.Popen[bytes]) -> bool:
+        return batches() > before or run.poll() is not None
+
     first = start_run(pipeline)
     wait_until(lambda: batches() >= 2 or first.poll() is not None, "two batches")
     assert first.poll() is None, "sparkcdc run exited early"
@@ -156,12 +160,20 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
     kill(second)  # mid-stream, with the writer still going
     writer.stop()
 
-    third = start_run(pipeline)  # Ctrl-C stops cleanly
-    before = batches()
-    mariadb.execute("INSERT INTO orders VALUES (999999, 'late', 1)", database=orders)
-    wait_until(lambda: batches() > before or third.poll() is not None, "a batch after restart")
-    os.killpg(third.pid, signal.SIGINT)
-    assert third.wait(120) == 0, "sparkcdc run did not stop cleanly on Ctrl-C"
+    # Ctrl-C (to the process group, as a terminal sends it) and SIGTERM (what schedulers
+    # send) stop cleanly: exit 0, one line, no traceback
+    for stop, key in ((signal.SIGINT, 999999), (signal.SIGTERM, 999998)):
+        runs_before = set(scratch.glob("run-*.log"))
+        third = start_run(pipeline)
+        before = batches()
+        mariadb.execute(f"INSERT INTO orders VALUES ({key}, 'late', 1)", database=orders)
+        wait_until(partial(new_batch, before, third), "a batch")
+        os.killpg(third.pid, stop)
+        assert third.wait(120) == 0, f"sparkcdc run did not stop cleanly on {stop.name}"
+        (log,) = set(scratch.glob("run-*.log")) - runs_before
+        output = log.read_text()
+        assert "pipeline stopped; run it again" in output
+        assert "Traceback" not in output and "Exception" not in output, output
 
     last = start_run(pipeline, "--available-now")
     assert last.wait(600) == 0, "sparkcdc run --available-now failed"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,15 +38,32 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"batch {batch.batch_id}: {changed or 'no changes'}")
 
     pipeline = prepare(definition, on_batch=report)
+    pipeline.spark.sparkContext.setLogLevel("ERROR")  # Spark's warnings are not ours to show
+    stop, hurry = stopping_on_signals()
     names = ", ".join(str(t.source) for t in pipeline.tables)
     console.print(
         f"pipeline '{definition.settings.name}': {names} -> {definition.sink_type} "
         f"(checkpoint {definition.settings.checkpoint}); Ctrl-C stops"
     )
     pipeline.start()
-    pipeline.wait()
+    pipeline.wait(stop, hurry=hurry)
     console.print("pipeline stopped; run it again to resume from the checkpoint")
     return 0
+
+
+def stopping_on_signals() -> tuple[threading.Event, threading.Event]:
+    """Ctrl-C (SIGINT) and SIGTERM (what schedulers send) ask the pipeline to stop after
+    its running micro-batch; a second one stops it at once. They replace PySpark's SIGINT
+    handler, which cancels jobs from inside the signal handler, in the middle of whatever
+    call to the JVM was running, and prints tracebacks of both."""
+    stop, hurry = threading.Event(), threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        (hurry if stop.is_set() else stop).set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    return stop, hurry
 
 
 def verify(args: argparse.Namespace) -> int:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +57,7 @@ class PipelineRun:
     batches: list[BatchReport] = field(default_factory=list)
     _pipeline_id: str | None = None
     _dialect: Any = None  #: reads positions (no connection)
+    _writing: threading.Event = field(default_factory=threading.Event)  #: a sink write runs
 
     @property
     def envelope(self) -> bool:
@@ -81,11 +84,20 @@ class PipelineRun:
             )
         self.query = writer.start()
 
-    def wait(self, stop: threading.Event | None = None, poll_seconds: float = 0.5) -> None:
-        """Block until the query ends (available-now), ``stop`` is set, or Ctrl-C."""
+    def wait(
+        self,
+        stop: threading.Event | None = None,
+        poll_seconds: float = 0.5,
+        hurry: threading.Event | None = None,
+    ) -> None:
+        """Block until the query ends (available-now), ``stop`` is set, or Ctrl-C.
+
+        A stop lets the running micro-batch finish first (its sink write is not cut off, and
+        Spark logs no interrupted tasks), unless ``hurry`` is set too."""
         try:
             while not self.query.awaitTermination(poll_seconds):
                 if stop is not None and stop.is_set():
+                    self._between_batches(hurry)
                     break
         except KeyboardInterrupt:
             log.info("interrupted: stopping the pipeline (run it again to resume)")
@@ -98,13 +110,35 @@ class PipelineRun:
                 "run it again: it resumes from its checkpoint"
             )
 
+    def _between_batches(
+        self, hurry: threading.Event | None, grace: float = 60.0, poll_seconds: float = 0.05
+    ) -> None:
+        """Wait, at most ``grace`` seconds, until no batch is being written to the sink (or
+        ``hurry`` is set): stopping then interrupts Spark's planning of the next batch at
+        worst, never a sink write (a batch cut off is replayed on restart, but the
+        interrupted write prints Spark's and py4j's errors)."""
+        deadline = time.monotonic() + grace
+        while self._writing.is_set() and self.query.isActive:
+            if time.monotonic() > deadline or (hurry is not None and hurry.is_set()):
+                return
+            time.sleep(poll_seconds)
+
     def stop(self) -> None:
         if self.query is not None and self.query.isActive:
+            # an interrupted call back into Python logs its traceback through py4j
+            logging.getLogger("py4j").setLevel(logging.CRITICAL)
             self.query.stop()
         self.sink.close()
 
     # -- one micro-batch ----------------------------------------------------------------
     def _write_batch(self, frame: Any, batch_id: int) -> None:
+        self._writing.set()
+        try:
+            self._write(frame, batch_id)
+        finally:
+            self._writing.clear()
+
+    def _write(self, frame: Any, batch_id: int) -> None:
         checkpoint = self.definition.settings.checkpoint
         if self._pipeline_id is None:  # Spark wrote the checkpoint's metadata at start
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
@@ -222,14 +256,24 @@ def pipeline_id(definition: PipelineDefinition) -> str | None:
 
 
 def session_for(definition: PipelineDefinition) -> Any:
+    """The pipeline's local SparkSession. Its JVM starts with SIGTERM ignored, as PySpark
+    starts it with SIGINT ignored: a scheduler's SIGTERM to the process group must reach
+    only this process, which stops the stream cleanly (the JVM would otherwise exit at
+    once, and the Python side lose it mid-call)."""
     from sparkcdc.spark.session import local_session
 
     settings = definition.settings
-    return local_session(
-        settings.name,
-        master=f"local[{settings.parallelism}]",
-        conf=dict(settings.spark_conf),
-    )
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN) if main else None
+    try:
+        return local_session(
+            settings.name,
+            master=f"local[{settings.parallelism}]",
+            conf=dict(settings.spark_conf),
+        )
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run_pipeline(
