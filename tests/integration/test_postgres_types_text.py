@@ -19,9 +19,7 @@ read the untouched output text instead.
 from __future__ import annotations
 
 import io
-import math
 import random
-import struct
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -54,6 +52,7 @@ from sparkcdc.connectors.postgres.wal.pgoutput import (
     parse_message,
 )
 from sparkcdc.embedded import EmbeddedPostgres
+from tests.unit.test_postgres_types import canonical, per_value
 
 SCHEMA = """
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
@@ -277,20 +276,6 @@ def columns_of(conn: Any, table: str) -> list[PgColumn]:
     return [column_from_row(r) for r in rows]
 
 
-def canonical(value: Any) -> Any:
-    if isinstance(value, float):
-        return "NaN" if math.isnan(value) else struct.pack(">d", value)
-    if isinstance(value, list):
-        return [canonical(v) for v in value]
-    return value
-
-
-def parsed(texts: Sequence[str | None], column: PgColumn, mode: str = "precise") -> pa.Array:
-    parse = value_parser(column, mode)
-    values = [None if t is None else t if parse is None else parse(t) for t in texts]
-    return pa.array(values, arrow_type(column, mode))
-
-
 def test_types_through_both_paths(conn: Any) -> None:
     conn.execute(SCHEMA)
     # (a) the catalog
@@ -321,12 +306,12 @@ def test_types_through_both_paths(conn: Any) -> None:
         for i, name in enumerate(names):
             texts = [row[i] for row in rows]
             assert copied[name].to_pylist() == texts, name
-            expected = parsed(texts, columns[name])
+            expected = per_value(texts, columns[name])
             got = text_to_arrow(copied[name], columns[name])
             assert got.type == expected.type, name
             assert canonical(got.to_pylist()) == canonical(expected.to_pylist()), name
             string_mode = text_to_arrow(copied[name], columns[name], "string")
-            expected_string = parsed(texts, columns[name], "string")
+            expected_string = per_value(texts, columns[name], "string")
             assert canonical(string_mode.to_pylist()) == canonical(expected_string.to_pylist())
 
         by_id = {row[0]: row for row in rows}
@@ -392,7 +377,7 @@ def test_unrepresentable_server_values_are_refused(
         text_to_arrow(pa.array(texts, pa.string()), column)
     if "numeric" in sql_type:  # string mode reads them as text
         got = text_to_arrow(pa.array(texts, pa.string()), column, "string")
-        assert got.equals(parsed(texts, column, "string"))
+        assert got.equals(per_value(texts, column, "string"))
         assert "NaN" in str(got[1])
 
 
