@@ -4,6 +4,7 @@ replayed batches, and SIGKILL of ``sparkcdc run`` during the snapshot and during
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -174,6 +175,9 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
         output = log.read_text()
         assert "pipeline stopped; run it again" in output
         assert "Traceback" not in output and "Exception" not in output, output
+        assert " WARN " not in output, output  # Spark's log is in its own file
+        assert "batches in" in output  # the summary
+    assert (scratch / "checkpoint.log").is_file()
 
     last = start_run(pipeline, "--available-now")
     assert last.wait(600) == 0, "sparkcdc run --available-now failed"
@@ -236,7 +240,14 @@ def test_the_demo_runs_end_to_end(scratch: Path) -> None:
     out = done.stdout
     for expected in ("Snapshot complete", "update_preimage", "update_postimage", "delete"):
         assert expected in out, out
+    assert "snapshot done: every table is streaming" in out
+    assert "sparkcdc status" in out and "last committed batch" in out
     assert out.count(" equal ") == 2, out
+    # a healthy run is a story, not a log dump: Spark's and the JVM's lines go to the log
+    noise = re.compile(r"\b(WARN|WARNING|ERROR)\b|Exception|Traceback|log4j")
+    noisy = [line for line in (out + done.stderr).splitlines() if noise.search(line)]
+    assert not noisy, noisy
+    assert "WARN" in (scratch / "demo" / "spark.log").read_text()
     assert (scratch / "demo" / "lakehouse" / "demo" / "demo_orders" / "_delta_log").is_dir()
 
 

@@ -1,19 +1,28 @@
-"""``sparkcdc run`` / ``verify`` / ``validate``."""
+"""``sparkcdc run`` / ``status`` / ``verify`` / ``validate``."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import logging
 import signal
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from sparkcdc.cli.live import LiveConsole, log_to
+from sparkcdc.cli.status_view import status_view
+from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
-from sparkcdc.pipeline.runner import BatchReport, prepare
+from sparkcdc.pipeline.prometheus import serve_metrics
+from sparkcdc.pipeline.runner import prepare
+from sparkcdc.pipeline.status import NoCheckpointError, pipeline_status, status_json
 from sparkcdc.verify.run import TableVerdict
 
 
@@ -32,23 +41,64 @@ def run(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(definition.settings, trigger_seconds=None)
         definition = dataclasses.replace(definition, settings=settings)
     console = Console(stderr=True)
+    log_file = (
+        None if args.verbose else Path(args.log_file or f"{definition.settings.checkpoint}.log")
+    )
+    log_to(console, log_file)
+    display: LiveConsole | None = None
 
     def report(batch: BatchReport) -> None:
-        changed = ", ".join(f"{t}: {n}" for t, n in sorted(batch.row_counts.items()) if n)
-        console.print(f"batch {batch.batch_id}: {changed or 'no changes'}")
+        if display is not None:
+            display.on_batch(batch)
 
-    pipeline = prepare(definition, on_batch=report)
-    pipeline.spark.sparkContext.setLogLevel("ERROR")  # Spark's warnings are not ours to show
+    pipeline = prepare(definition, on_batch=report, jvm_log=log_file)
+    if args.verbose:
+        pipeline.spark.sparkContext.setLogLevel("WARN")
+    display = LiveConsole(console, pipeline.metrics)
     stop, hurry = stopping_on_signals()
     names = ", ".join(str(t.source) for t in pipeline.tables)
     console.print(
-        f"pipeline '{definition.settings.name}': {names} -> {definition.sink_type} "
-        f"(checkpoint {definition.settings.checkpoint}); Ctrl-C stops"
+        escape(
+            f"pipeline '{definition.settings.name}': {names} -> {definition.sink_type} "
+            f"(checkpoint {definition.settings.checkpoint}); Ctrl-C stops"
+        )
     )
-    pipeline.start()
-    pipeline.wait(stop, hurry=hurry)
+    if log_file is not None:
+        console.print(escape(f"Spark's log: {log_file}"))
+    if args.metrics_port is not None:
+        port = serve_metrics(pipeline.metrics, args.metrics_port, args.metrics_host)
+        console.print(f"metrics: http://{args.metrics_host}:{port}/metrics")
+    display.start()
+    try:
+        pipeline.start()
+        pipeline.wait(stop, hurry=hurry)
+    finally:
+        display.stop()
     console.print("pipeline stopped; run it again to resume from the checkpoint")
     return 0
+
+
+def log_path(definition: PipelineDefinition) -> Path:
+    """Where a pipeline's Spark log goes by default: beside its checkpoint folder."""
+    return Path(f"{definition.settings.checkpoint}.log")
+
+
+def status(args: argparse.Namespace) -> int:
+    definition = load_pipeline(args.pipeline)
+    logging.getLogger("sparkcdc.pipeline.source_probe").setLevel(logging.ERROR)
+    try:
+        report = pipeline_status(definition)
+    except NoCheckpointError as exc:
+        if args.json:
+            print(json.dumps({"pipeline": definition.settings.name, "error": str(exc)}))
+        else:
+            Console(stderr=True).print(escape(f"sparkcdc status: {exc}"))
+        return 1
+    if args.json:
+        print(status_json(report))
+    else:
+        output_console().print(status_view(report))
+    return 0 if report.source_error is None else 3
 
 
 def stopping_on_signals() -> tuple[threading.Event, threading.Event]:
@@ -68,20 +118,47 @@ def stopping_on_signals() -> tuple[threading.Event, threading.Event]:
 
 def verify(args: argparse.Namespace) -> int:
     definition = load_pipeline(args.pipeline)
-    verdicts = verify_pipeline(definition)
-    console = Console() if Console().is_terminal else Console(width=110)
-    console.print(verdict_table(verdicts))
+    verdicts = verify_pipeline(definition, jvm_log=log_path(definition))
+    if args.json:
+        print(json.dumps([verdict_json(v) for v in verdicts], indent=2))
+    else:
+        output_console().print(verdict_table(verdicts))
     return 0 if all(v.status == "equal" for v in verdicts) else 1
 
 
-def verify_pipeline(definition: PipelineDefinition, spark: Any | None = None) -> list[TableVerdict]:
+def output_console() -> Console:
+    """Standard output: on a terminal, its width (rich cuts long values to fit); in a
+    pipe or a file, wide enough that no value is ever cut."""
+    console = Console()
+    return console if console.is_terminal else Console(width=100_000)
+
+
+def verdict_json(verdict: TableVerdict) -> dict[str, Any]:
+    c = verdict.comparison
+    return {
+        "table": str(verdict.table),
+        "status": verdict.status,
+        "position": verdict.position,
+        "source_rows": None if c is None else c.source_rows,
+        "target_rows": None if c is None else c.target_rows,
+        "chunks": None if c is None else c.chunks,
+        "differing_chunks": None if c is None else c.mismatched_chunks,
+        "differing_keys": None if c is None else c.differing_keys,
+        "samples": [] if c is None else [f"{key} {why}" for key, why in c.samples[:5]],
+    }
+
+
+def verify_pipeline(
+    definition: PipelineDefinition, spark: Any | None = None, jvm_log: Path | None = None
+) -> list[TableVerdict]:
     from sparkcdc.verify.run import verify_tables
 
-    run = prepare(definition, spark)
+    run = prepare(definition, spark, jvm_log=jvm_log)
     try:
         return verify_tables(run.spark, definition, run.sink, run.tables)
     finally:
         run.sink.close()
+        run.probe.close()
 
 
 def verdict_table(verdicts: Sequence[TableVerdict]) -> Table:

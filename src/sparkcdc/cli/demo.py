@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from sparkcdc.cli.live import LiveConsole, log_to
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.runner import BatchReport
+from sparkcdc.pipeline.batch_report import BatchReport
 
 ORDERS = [
     (1000, "2021-09-17", "10:20:30", 1, 102, "alice"),
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_demo(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console() if Console().is_terminal else Console(width=110)
+    console = Console() if Console().is_terminal else Console(width=120)
     Demo(console, args.workdir.resolve(), args.rows).run()
     return 0
 
@@ -90,6 +90,7 @@ class Demo:
         self.rows = rows
         self.reports: list[BatchReport] = []
         self.arrived = threading.Condition()
+        self.display: LiveConsole | None = None
 
     def say(self, text: str) -> None:
         self.console.print(f"[bold cyan]==>[/] {text}")
@@ -151,15 +152,8 @@ class Demo:
         return path
 
     def on_batch(self, report: BatchReport) -> None:
-        offset = json.loads(report.source_offset) if report.source_offset else {}
-        states = []
-        for table, state in sorted(offset.get("tables", {}).items()):
-            states.append(f"{table.split('.')[-1]}: " + ("copied" if state.get("done") else "…"))
-        rows = sum(report.row_counts.values())
-        self.console.print(
-            f"    batch {report.batch_id}: {rows:,} changes written  "
-            + escape(f"[{', '.join(states)}]")
-        )
+        if self.display is not None:
+            self.display.on_batch(report)
         with self.arrived:
             self.reports.append(report)
             self.arrived.notify_all()
@@ -178,15 +172,24 @@ class Demo:
         from pyspark.sql import functions as F
 
         from sparkcdc.cli.commands import verdict_table, verify_pipeline
+        from sparkcdc.cli.status_view import status_view
         from sparkcdc.pipeline.definition import load_pipeline
         from sparkcdc.pipeline.runner import prepare
+        from sparkcdc.pipeline.status import pipeline_status
 
         definition = load_pipeline(pipeline_file)
-        self.say("Starting Spark (local[2]) and the pipeline: snapshot first, then the binlog")
-        run = prepare(definition, on_batch=self.on_batch)
+        spark_log = self.workdir / "spark.log"
+        log_to(self.console, spark_log)
+        self.say(
+            "Starting Spark (local[2]) and the pipeline: snapshot first, then the binlog "
+            f"(Spark's own log: {spark_log})"
+        )
+        run = prepare(definition, on_batch=self.on_batch, jvm_log=spark_log)
         orders = TableId("demo", "demo_orders")
         path = str(self.workdir / "lakehouse" / "demo" / "demo_orders")
         spark = run.spark
+        self.display = LiveConsole(self.console, run.metrics)
+        self.display.start()
         run.start()
         try:
             snapshot_done = self.wait_for(_all_copied, "the snapshot")
@@ -228,6 +231,9 @@ class Demo:
             self.show(spark.read.format("delta").load(path).orderBy("order_id"))
         finally:
             run.stop()
+            self.display.stop()
+        self.say("Where the pipeline stands (sparkcdc status):")
+        self.console.print(status_view(pipeline_status(definition)))
         self.say("Verifying every target table against the source (sparkcdc verify):")
         verdicts = verify_pipeline(definition, spark)
         self.console.print(verdict_table(verdicts))

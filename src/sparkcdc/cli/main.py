@@ -27,10 +27,32 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="process what the source has now, then stop (overrides trigger-interval)",
     )
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics on this port (0: any free port; the URL is printed)",
+    )
+    run.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint")
+    run.add_argument(
+        "--log-file",
+        help="where Spark's log and ours go (default: the checkpoint folder's path + .log)",
+    )
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="Spark's log (WARN and up) on the terminal instead of the log file",
+    )
+    status = commands.add_parser(
+        "status",
+        help="where a pipeline is: last batch, lag behind the source, snapshot progress",
+    )
+    status.add_argument("pipeline", help="the pipeline YAML file")
+    status.add_argument("--json", action="store_true", help="print JSON (for scripts)")
     verify = commands.add_parser(
         "verify", help="compare each source table with its target, at the target's position"
     )
     verify.add_argument("pipeline", help="the pipeline YAML file")
+    verify.add_argument("--json", action="store_true", help="print JSON (for scripts)")
     check = commands.add_parser("validate", help="check a pipeline file without running it")
     check.add_argument("pipeline", help="the pipeline YAML file")
     demo = commands.add_parser(
@@ -55,10 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra = [] if args.rows is None else ["--rows", str(args.rows)]
             extra += [] if args.workdir is None else ["--workdir", args.workdir]
             return run_demo(extra)
-        if args.command in ("run", "verify", "validate"):
+        if args.command in ("run", "status", "verify", "validate"):
             from sparkcdc.cli import commands as cmd
 
-            handler = {"run": cmd.run, "verify": cmd.verify, "validate": cmd.validate}
+            handler = {
+                "run": cmd.run,
+                "status": cmd.status,
+                "verify": cmd.verify,
+                "validate": cmd.validate,
+            }
             return handler[args.command](args)
     except SparkCdcError as exc:
         print(f"sparkcdc: error: {exc}", file=sys.stderr)

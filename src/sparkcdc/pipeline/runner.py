@@ -10,20 +10,24 @@ process and running again resumes.
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
+from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
 from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
+from sparkcdc.pipeline.metrics import PipelineMetrics
+from sparkcdc.pipeline.run_state import load_run_state, save_run_state
+from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.tables import captured_tables
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
@@ -35,13 +39,8 @@ class PipelineFailedError(SparkCdcError):
     """The streaming query stopped with an error (the checkpoint stays resumable)."""
 
 
-@dataclass
-class BatchReport:
-    """What one micro-batch did, for progress output."""
-
-    batch_id: int
-    row_counts: dict[TableId, int]
-    source_offset: str | None
+#: The name of the runner's observed metrics in ``StreamingQueryProgress.observedMetrics``.
+OBSERVED = "sparkcdc"
 
 
 @dataclass
@@ -52,11 +51,12 @@ class PipelineRun:
     spark: Any
     tables: list[SinkTable]
     sink: Sink
+    probe: SourceProbe
+    metrics: PipelineMetrics
     on_batch: Callable[[BatchReport], None] | None = None
     query: Any = None
     batches: list[BatchReport] = field(default_factory=list)
     _pipeline_id: str | None = None
-    _dialect: Any = None  #: reads positions (no connection)
     _writing: threading.Event = field(default_factory=threading.Event)  #: a sink write runs
 
     @property
@@ -72,7 +72,8 @@ class PipelineRun:
             .load()
         )
         writer = (
-            stream.writeStream.foreachBatch(self._write_batch)
+            _observed(stream)
+            .writeStream.foreachBatch(self._write_batch)
             .option("checkpointLocation", str(settings.checkpoint))
             .queryName(_query_name(settings.name))
         )
@@ -129,6 +130,7 @@ class PipelineRun:
             logging.getLogger("py4j").setLevel(logging.CRITICAL)
             self.query.stop()
         self.sink.close()
+        self.probe.close()
 
     # -- one micro-batch ----------------------------------------------------------------
     def _write_batch(self, frame: Any, batch_id: int) -> None:
@@ -139,74 +141,71 @@ class PipelineRun:
             self._writing.clear()
 
     def _write(self, frame: Any, batch_id: int) -> None:
+        started = time.time()
         checkpoint = self.definition.settings.checkpoint
         if self._pipeline_id is None:  # Spark wrote the checkpoint's metadata at start
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
         frame = frame.persist()
         try:
             offset = batch_offset(checkpoint, batch_id)
-            version = self._snapshot_version(offset)
-            changes, counts, snapshot = self._split(frame, version)
+            version = None if offset is None else self.probe.position(offset).version
+            changes, tally = self._split(frame, version)
+            fetched = time.time()
             batch = MicroBatch(
                 pipeline=self._pipeline_id,
                 batch_id=batch_id,
                 changes=changes,
                 source_offset=offset,
-                row_counts=counts,
+                row_counts=tally.rows,
                 snapshot_version=version,
-                snapshot_counts=snapshot,
+                snapshot_counts={t: c.snapshot_rows for t, c in tally.counts.items()},
             )
             self.sink.write(batch)
         finally:
             frame.unpersist()
-        report = BatchReport(batch_id, counts, batch.source_offset)
+        report = BatchReport(
+            batch_id,
+            tally.rows,
+            batch.source_offset,
+            counts=tally.counts,
+            newest_commit=tally.newest_commit,
+            started=started,
+            fetched=fetched,
+            written=time.time(),
+        )
         self.batches.append(report)
+        self.metrics.record(report)
+        save_run_state(checkpoint, self.metrics.state)
         if self.on_batch is not None:
             self.on_batch(report)
 
-    def _snapshot_version(self, offset: str | None) -> int | None:
-        """The version the batch's snapshot rows carry: its end position's."""
-        if offset is None:
-            return None
-        if self._dialect is None:
-            source = self.definition.connector.create_source(self.definition.source_config)
-            self._dialect = source.dialect
-        version: int = self._dialect.position_from_json(json.loads(offset)["log"]).version
-        return version
-
-    def _split(
-        self, frame: Any, snapshot_version: int | None
-    ) -> tuple[dict[TableId, Any], dict[TableId, int], dict[TableId, int]]:
-        """The batch per table as typed changelogs, with its changelog rows and snapshot
-        rows per table counted in one Spark job."""
+    def _split(self, frame: Any, snapshot_version: int | None) -> tuple[dict[TableId, Any], _Tally]:
+        """The batch per table as typed changelogs, and what it holds per table (changelog
+        rows, snapshot rows, changes by kind, the newest log commit time) counted in one
+        Spark job."""
         from pyspark.sql import functions as F
 
-        snapshot = (F.col(CHANGE_TYPE) == "insert") & (
-            F.col(COMMIT_VERSION) == F.lit(snapshot_version)
-        )
+        kind = F.col(CHANGE_TYPE)
+        snapshot = (kind == "insert") & (F.col(COMMIT_VERSION) == F.lit(snapshot_version))
+        logged = F.coalesce(~snapshot, F.lit(True))
+        measures = [
+            F.count(F.when(snapshot, 1)).alias("s"),
+            F.count(F.when((kind == "insert") & logged, 1)).alias("i"),
+            F.count(F.when(kind.isin("update", "update_postimage"), 1)).alias("u"),
+            F.count(F.when(kind == "delete", 1)).alias("d"),
+            F.max(F.when(logged, F.col(COMMIT_TIMESTAMP))).alias("t"),
+        ]
         if not self.envelope:
             table = self.tables[0]
-            ((count, snapshots),) = frame.agg(
-                F.count(F.lit(1)), F.count(F.when(snapshot, 1))
-            ).collect()
+            (row,) = frame.agg(*measures).collect()
+            tally = _Tally.of({table.source: row})
             columns = [f"`{c}`" for c in table.columns] + list(CHANGE_COLUMNS)
-            return (
-                {table.source: frame.select(*columns)},
-                {table.source: int(count)},
-                {table.source: int(snapshots)},
-            )
+            return {table.source: frame.select(*columns)}, tally
         from sparkcdc.spark.envelope import unpack_table
 
-        # changelog rows, as a one-table stream counts them: an envelope update is two
-        images = F.when(F.col(CHANGE_TYPE) == "update", 2).otherwise(1)
-        counted = (
-            frame.groupBy("database_name", "table_name")
-            .agg(F.sum(images).alias("n"), F.count(F.when(snapshot, 1)).alias("s"))
-            .collect()
-        )
-        by_table = {TableId(db, name): (int(n), int(s)) for db, name, n, s in counted}
-        counts = {t.source: by_table.get(t.source, (0, 0))[0] for t in self.tables}
-        snapshots = {t.source: by_table.get(t.source, (0, 0))[1] for t in self.tables}
+        counted = frame.groupBy("database_name", "table_name").agg(*measures).collect()
+        tally = _Tally.of({TableId(r["database_name"], r["table_name"]): r for r in counted})
+        tally.fill(t.source for t in self.tables)
         changes = {}
         for table in self.tables:
             db, name = table.source.database, table.source.table
@@ -214,18 +213,64 @@ class PipelineRun:
             changes[table.source] = typed.select(
                 *[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS
             )
-        return changes, counts, snapshots
+        return changes, tally
+
+
+@dataclass
+class _Tally:
+    """A batch's counts per table, from the aggregate rows of ``_split``."""
+
+    counts: dict[TableId, TableCounts]
+    newest_commit: float | None
+
+    @classmethod
+    def of(cls, rows: dict[TableId, Any]) -> _Tally:
+        counts = {
+            t: TableCounts(int(r["s"]), int(r["i"]), int(r["u"]), int(r["d"]))
+            for t, r in rows.items()
+        }
+        times = [r["t"].timestamp() for r in rows.values() if r["t"] is not None]
+        return cls(counts, max(times) if times else None)
+
+    def fill(self, tables: Any) -> None:
+        for table in tables:
+            self.counts.setdefault(table, TableCounts())
+
+    @property
+    def rows(self) -> dict[TableId, int]:
+        """Changelog rows per table, as a one-table stream has them (an update is two)."""
+        return {t: c.changelog_rows for t, c in self.counts.items()}
+
+
+def _observed(stream: Any) -> Any:
+    """The stream with the metrics Spark's query progress shows under ``observedMetrics``
+    (a Python data source cannot declare custom metrics): rows and changes by kind, and
+    the newest commit time (snapshot rows included: the stream does not know which rows
+    are snapshot rows, the runner's own count does)."""
+    from pyspark.sql import functions as F
+
+    kind = F.col(CHANGE_TYPE)
+    return stream.observe(
+        OBSERVED,
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(kind == "insert", 1)).alias("inserts"),
+        F.count(F.when(kind.isin("update", "update_postimage"), 1)).alias("updates"),
+        F.count(F.when(kind == "delete", 1)).alias("deletes"),
+        F.max(COMMIT_TIMESTAMP).alias("newest_commit_timestamp"),
+    )
 
 
 def prepare(
     definition: PipelineDefinition,
     spark: Any | None = None,
     on_batch: Callable[[BatchReport], None] | None = None,
+    jvm_log: Path | None = None,
 ) -> PipelineRun:
-    """Validate the source server, discover tables, open the sink (creating targets)."""
+    """Validate the source server, discover tables, open the sink (creating targets).
+    Without ``spark``, a local session starts (its JVM's output to ``jvm_log`` if given)."""
     tables = captured_tables(definition.connector, definition.source_config)
     if spark is None:
-        spark = session_for(definition)
+        spark = session_for(definition, jvm_log)
     sink = make_sink(
         definition.sink_type,
         definition.sink_options,
@@ -243,7 +288,27 @@ def prepare(
             "target (a route) is not supported yet"
         )
     sink.open(spark, tables)
-    return PipelineRun(definition, spark, tables, sink, on_batch)
+    probe = SourceProbe(definition.connector, definition.source_config)
+    metrics = pipeline_metrics(definition, [t.source for t in tables], probe)
+    return PipelineRun(definition, spark, tables, sink, probe, metrics, on_batch)
+
+
+def pipeline_metrics(
+    definition: PipelineDefinition, tables: list[TableId], probe: SourceProbe
+) -> PipelineMetrics:
+    """The run's metrics, starting from the totals in the checkpoint; the row estimates
+    are asked for only for tables whose snapshot is not done."""
+    state = load_run_state(definition.settings.checkpoint)
+    states = table_states(state.source_offset)
+    pending = [t for t in tables if states.get(t) != STREAMING]
+    return PipelineMetrics(
+        definition.settings.name,
+        tables,
+        state,
+        probe.estimated_rows(pending) if pending else {},
+        describe_position=probe.describe,
+        log_head=probe.log_head,
+    )
 
 
 def pipeline_id(definition: PipelineDefinition) -> str | None:
@@ -255,11 +320,12 @@ def pipeline_id(definition: PipelineDefinition) -> str | None:
         return None
 
 
-def session_for(definition: PipelineDefinition) -> Any:
+def session_for(definition: PipelineDefinition, jvm_log: Path | None = None) -> Any:
     """The pipeline's local SparkSession. Its JVM starts with SIGTERM ignored, as PySpark
     starts it with SIGINT ignored: a scheduler's SIGTERM to the process group must reach
     only this process, which stops the stream cleanly (the JVM would otherwise exit at
-    once, and the Python side lose it mid-call)."""
+    once, and the Python side lose it mid-call). With ``jvm_log`` the JVM writes its
+    output there, not to the terminal."""
     from sparkcdc.spark.session import local_session
 
     settings = definition.settings
@@ -270,6 +336,7 @@ def session_for(definition: PipelineDefinition) -> Any:
             settings.name,
             master=f"local[{settings.parallelism}]",
             conf=dict(settings.spark_conf),
+            jvm_log=jvm_log,
         )
     finally:
         if previous is not None:

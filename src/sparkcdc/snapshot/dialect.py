@@ -134,6 +134,11 @@ class Dialect(ABC, Generic[P, T]):
     def ensure_available(self, position: P) -> None:
         """Fail with the fix if the log at ``position`` can no longer be read (purged)."""
 
+    def log_bytes(self, start: P, end: P) -> int | None:
+        """Bytes of log in ``(start, end]`` (how far a position is behind the head, for
+        metrics and ``status``), or None if the database cannot tell."""
+        return None
+
     def snapshot_target(self) -> P | None:
         """Batch reads: the position a snapshot is normalised to when not now (verify)."""
         return None

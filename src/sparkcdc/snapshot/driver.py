@@ -85,6 +85,7 @@ class IncrementalSource(Generic[P, T]):
         self._orders: dict[TableId, KeyOrder] = {}
         self._checked_start = False
         self._warned_new = False
+        self.head: P | None = None  #: the log's end when the last batch was planned
 
     # -- driver side -------------------------------------------------------------------
     @property
@@ -141,7 +142,7 @@ class IncrementalSource(Generic[P, T]):
         if not offset.bounded:
             if budget is None:
                 budget = self.settings.rows_per_batch
-            now = self.current_position()
+            now = self.head = self.current_position()
             if cap is not None and cap < now and not unfinished:
                 now = cap
             if now > position:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from sparkcdc.spark.jars import jar_files
@@ -18,15 +22,15 @@ def local_session(
     *,
     master: str = "local[2]",
     conf: Mapping[str, str] | None = None,
+    jvm_log: Path | None = None,
 ) -> Any:
     """Build (or get) a local SparkSession with jars attached and sparkcdc registered.
 
     Jars go through ``spark.jars`` (local files fetched by Maven), never
     ``spark.jars.packages``, which would need Spark to reach a repository at run time.
+    With ``jvm_log``, a JVM started here writes its standard error (Spark's log, the
+    JVM's own warnings, the Python workers' output) to that file instead of the terminal.
     """
-    import os
-    import sys
-
     from pyspark.sql import SparkSession
 
     import sparkcdc
@@ -54,7 +58,26 @@ def local_session(
     )
     for key, value in {**DELTA_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with nullcontext() if jvm_log is None else _stderr_to(jvm_log):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     sparkcdc.register(spark)
     return spark
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """File descriptor 2 points to ``path`` meanwhile: processes started meanwhile (the
+    JVM) keep it; this process gets its own standard error back afterwards."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saved = os.dup(2)
+    sys.stderr.flush()
+    os.dup2(target, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)

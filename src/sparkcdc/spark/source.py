@@ -82,6 +82,12 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return self.source.latest_offset(start, max_rows, cap=self._target)
 
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The log's end when the last batch was planned: Spark's query progress shows it
+        as the source's ``latestOffset``, beside the batch's ``endOffset``."""
+        head = self.source.head
+        return None if head is None else {"log": head.to_json()}
+
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self.source.current_position()
 

@@ -13,7 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.connectors.mysql.binlog.limit import MAX_LOG_PIECES, advance_log, split_log
+from sparkcdc.connectors.mysql.binlog.limit import (
+    MAX_LOG_PIECES,
+    advance_log,
+    range_bytes,
+    split_log,
+)
 from sparkcdc.connectors.mysql.binlog.locate import position_for_gtid, position_for_timestamp
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.binlog.positions import (
@@ -92,6 +97,9 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
 
     def current_position(self) -> BinlogPosition:
         return current_position(self.conn)
+
+    def log_bytes(self, start: BinlogPosition, end: BinlogPosition) -> int:
+        return range_bytes(self.conn, start, end)
 
     def startup_position(self, mode: str) -> BinlogPosition:
         if mode == "latest-offset":

@@ -116,6 +116,9 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         )
         return LsnPosition(lsn_from_text(now))
 
+    def log_bytes(self, start: LsnPosition, end: LsnPosition) -> int:
+        return max(0, end.lsn - start.lsn)
+
     def startup_position(self, mode: str) -> LsnPosition:
         if mode == "committed-offset":
             state = slot_state(self.conn, self.config)

@@ -1,0 +1,66 @@
+"""``sparkcdc status`` for people: a few lines about the pipeline, a table per captured
+table (``--json`` is for scripts)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from sparkcdc.pipeline.status import PipelineStatus
+
+COLOURS = {"streaming": "green", "snapshotting": "yellow", "pending": "yellow"}
+
+
+def status_view(status: PipelineStatus, now: float | None = None) -> RenderableType:
+    now = time.time() if now is None else now
+    lines = [
+        f"pipeline '{status.pipeline}': {status.source} -> {status.sink}, "
+        f"checkpoint {status.checkpoint}",
+        f"last committed batch {status.committed_batch} at {_when(status.committed_at, now)}",
+        f"position {status.position}",
+    ]
+    if status.head is not None:
+        behind = status.bytes_behind
+        lines.append(
+            f"source log ends at {status.head}"
+            + ("" if behind is None else f": {behind:,} bytes behind")
+        )
+    if status.source_error is not None:
+        lines.append(f"source not reachable: {status.source_error}")
+    if status.emit_lag is not None:
+        lines.append(
+            f"last batch with changes: fetch lag {status.fetch_lag:.1f} s, "
+            f"emit lag {status.emit_lag:.1f} s"
+        )
+    if status.newest_commit is not None:
+        lines.append(f"newest change written: committed {_when(status.newest_commit, now)}")
+    table = Table(title=None)
+    for column in ("table", "state", "snapshot", "inserts", "updates", "deletes", "target"):
+        table.add_column(column)
+    for t in status.tables:
+        snapshot = f"{t.snapshot_rows:,} rows"
+        if t.state != "streaming":
+            estimate = "?" if t.estimated_rows is None else f"~{t.estimated_rows:,}"
+            snapshot += f" of {estimate} ({t.snapshot_progress:.0%})"
+        else:
+            snapshot += " (done)"
+        table.add_row(
+            escape(t.table),
+            f"[{COLOURS.get(t.state, 'white')}]{t.state}[/]",
+            snapshot,
+            f"{t.inserts:,}",
+            f"{t.updates:,}",
+            f"{t.deletes:,}",
+            escape(t.target or status.sink),
+        )
+    return Group(*(Text(line) for line in lines), table)
+
+
+def _when(epoch: float, now: float) -> str:
+    stamp = dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{stamp} ({max(0.0, now - epoch):.0f} s ago)"

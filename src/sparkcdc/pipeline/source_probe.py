@@ -1,0 +1,96 @@
+"""Read-only questions to a pipeline's source from the driver: where the log ends now,
+how many bytes a position is behind it, how many rows a table holds (an estimate).
+
+One connection (the connector's driver-side one, as discovery uses), opened on first use
+and shared by the runner's thread and the metrics endpoint's, so calls hold a lock. It
+never writes to the database.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from sparkcdc.core.table import TableId
+from sparkcdc.pipeline.metrics import LogHead
+
+log = logging.getLogger(__name__)
+
+
+class SourceProbe:
+    def __init__(self, connector: Any, config: Any) -> None:
+        self._connector = connector
+        self._config = config
+        self._source: Any = None
+        self._lock = threading.Lock()
+        self.last_error: str | None = None  #: why the last question failed
+
+    @property
+    def _dialect(self) -> Any:
+        if self._source is None:
+            self._source = self._connector.create_source(self._config)
+        return self._source.dialect
+
+    def position(self, offset: str) -> Any:
+        """The log position of a source offset (JSON text); no connection needed."""
+        with self._lock:
+            return self._dialect.position_from_json(json.loads(offset)["log"])
+
+    def describe(self, offset: str) -> str:
+        return str(self.position(offset))
+
+    def estimated_rows(self, tables: Sequence[TableId]) -> dict[TableId, int | None]:
+        """The server's row estimate of each table (None where it cannot be had)."""
+        with self._lock:
+            try:
+                found = self._source_tables()
+                estimates: dict[TableId, int | None] = {}
+                for table_id in tables:
+                    table = found.get(table_id)
+                    if table is None:
+                        estimates[table_id] = None
+                        continue
+                    stats = self._dialect.key_stats(table)
+                    estimates[table_id] = 0 if stats.empty else max(1, stats.approximate_rows)
+                return estimates
+            except Exception as exc:  # estimates only steer the progress display
+                self.last_error = str(exc)
+                log.warning("could not estimate the tables' rows: %s", exc)
+                self._reset()
+                return dict.fromkeys(tables)
+
+    def log_head(self, offset: str) -> LogHead | None:
+        """The server's log end now and how many bytes ``offset``'s position is behind it
+        (None if the server cannot be reached: metrics must not stop the pipeline)."""
+        with self._lock:
+            try:
+                dialect = self._dialect
+                position = dialect.position_from_json(json.loads(offset)["log"])
+                head = dialect.current_position()
+                behind = 0 if head <= position else dialect.log_bytes(position, head)
+                self.last_error = None
+                return LogHead(str(head), behind)
+            except Exception as exc:  # a probe failure is reported, never raised
+                self.last_error = str(exc)
+                log.warning("could not read the source's log position: %s", exc)
+                self._reset()
+                return None
+
+    def _source_tables(self) -> dict[TableId, Any]:
+        self._dialect  # noqa: B018  (opens the source)
+        return dict(self._source.tables)
+
+    def _reset(self) -> None:
+        if self._source is not None:
+            try:
+                self._source.close()
+            except Exception:
+                log.debug("closing the probe's source failed", exc_info=True)
+            self._source = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._reset()

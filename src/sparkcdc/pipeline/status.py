@@ -1,0 +1,145 @@
+"""``sparkcdc status``: where a pipeline is, from its checkpoint and its source, without
+Spark (docs/operations.md).
+
+Read-only and safe while the pipeline runs: Spark's newest ``commits/N`` is the last
+committed batch and ``offsets/N`` its end offset; the run state adds totals; the source
+is asked (read-only) for its log's end and row estimates. If the source cannot be
+reached, the checkpoint's part is still reported, with the error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.core.errors import SparkCdcError
+from sparkcdc.pipeline.batch_report import STREAMING, TableCounts, table_states
+from sparkcdc.pipeline.checkpoint import batch_offset
+from sparkcdc.pipeline.definition import PipelineDefinition
+from sparkcdc.pipeline.metrics import TableMetrics
+from sparkcdc.pipeline.run_state import load_run_state
+from sparkcdc.pipeline.source_probe import SourceProbe
+from sparkcdc.sinks.base import SinkTable
+from sparkcdc.sinks.registry import make_sink
+
+
+class NoCheckpointError(SparkCdcError):
+    """The pipeline has not committed a batch yet."""
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    table: str
+    state: str  #: pending, snapshotting or streaming
+    snapshot_rows: int
+    estimated_rows: int | None
+    snapshot_progress: float  #: 0..1, 1 exactly when the snapshot is done
+    inserts: int
+    updates: int
+    deletes: int
+    target: str | None
+
+
+@dataclass(frozen=True)
+class PipelineStatus:
+    pipeline: str
+    source: str
+    sink: str
+    checkpoint: str
+    committed_batch: int
+    committed_at: float  #: epoch seconds
+    position: str
+    head: str | None
+    bytes_behind: int | None
+    source_error: str | None
+    written_batch: int | None  #: the last batch the sink wrote (run state)
+    written_at: float | None
+    newest_commit: float | None  #: newest log commit time written
+    fetch_lag: float | None  #: of the last batch with log changes
+    emit_lag: float | None
+    tables: list[TableStatus] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def last_commit(checkpoint: Path) -> tuple[int, float] | None:
+    """The newest committed batch of a checkpoint and when it was committed."""
+    commits = checkpoint / "commits"
+    try:
+        ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()]
+    except OSError:
+        return None
+    if not ids:
+        return None
+    batch = max(ids)
+    return batch, (commits / str(batch)).stat().st_mtime
+
+
+def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
+    settings = definition.settings
+    commit = last_commit(settings.checkpoint)
+    offset = None if commit is None else batch_offset(settings.checkpoint, commit[0])
+    if commit is None or offset is None:
+        raise NoCheckpointError(
+            f"pipeline '{settings.name}' has no committed batch in {settings.checkpoint} yet: "
+            f"start it with `sparkcdc run {definition.path}`"
+        )
+    state = load_run_state(settings.checkpoint)
+    states = table_states(offset)
+    probe = SourceProbe(definition.connector, definition.source_config)
+    try:
+        position = probe.describe(offset)
+        head = probe.log_head(offset)
+        pending = [t for t, s in states.items() if s != STREAMING]
+        estimates = probe.estimated_rows(pending) if pending and head is not None else {}
+        error = probe.last_error
+    finally:
+        probe.close()
+    sink = make_sink(definition.sink_type, definition.sink_options, definition.path.parent)
+    tables = []
+    for table, table_state in sorted(states.items()):
+        totals = state.totals.get(table, TableCounts())
+        metrics = TableMetrics(table, table_state, totals, estimates.get(table))
+        tables.append(
+            TableStatus(
+                table=str(table),
+                state=table_state,
+                snapshot_rows=totals.snapshot_rows,
+                estimated_rows=estimates.get(table),
+                snapshot_progress=metrics.snapshot_progress,
+                inserts=totals.inserts,
+                updates=totals.updates,
+                deletes=totals.deletes,
+                target=sink.target_of(SinkTable(table, None, ())),
+            )
+        )
+    sink.close()
+    written = state.batch_id >= 0
+    return PipelineStatus(
+        pipeline=settings.name,
+        source=definition.source_type,
+        sink=definition.sink_type,
+        checkpoint=str(settings.checkpoint),
+        committed_batch=commit[0],
+        committed_at=commit[1],
+        position=position,
+        head=None if head is None else head.position,
+        bytes_behind=None if head is None else head.bytes_behind,
+        source_error=error,
+        written_batch=state.batch_id if written else None,
+        written_at=state.written,
+        newest_commit=state.newest_commit,
+        fetch_lag=state.fetch_lag,
+        emit_lag=state.emit_lag,
+        tables=tables,
+    )
+
+
+def status_json(status: PipelineStatus) -> str:
+    data = status.to_json()
+    data["now"] = time.time()
+    return json.dumps(data, indent=2)

@@ -1,0 +1,64 @@
+"""What ``status`` and ``verify`` print fits where it goes: cut to a terminal's width,
+never cut in a pipe or a file (where scripts and logs read it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparkcdc.cli.commands import output_console, verdict_json, verdict_table
+from sparkcdc.cli.status_view import status_view
+from sparkcdc.core.table import TableId
+from sparkcdc.pipeline.status import PipelineStatus, TableStatus, status_json
+from sparkcdc.verify.compare import Comparison
+from sparkcdc.verify.run import TableVerdict
+
+LONG = "order_lines_with_a_name_longer_than_any_terminal_column_would_show_whole"
+POSITION = "mysql-bin.000123:987654321 (GTID 0-1001-123456789,1-1002-987654321)"
+
+
+def status() -> PipelineStatus:
+    return PipelineStatus(
+        pipeline="shop",
+        source="mysql",
+        sink="delta",
+        checkpoint="/data/checkpoints/shop",
+        committed_batch=41,
+        committed_at=1_700_000_000.0,
+        position=POSITION,
+        head=POSITION,
+        bytes_behind=0,
+        source_error=None,
+        written_batch=41,
+        written_at=1_700_000_000.0,
+        newest_commit=1_699_999_999.0,
+        fetch_lag=0.4,
+        emit_lag=1.2,
+        tables=[
+            TableStatus(f"app.{LONG}", "snapshotting", 500, 2000, 0.25, 0, 0, 0, f"/lake/{LONG}"),
+            TableStatus("app.small", "streaming", 11, None, 1.0, 3, 2, 1, "/lake/small"),
+        ],
+    )
+
+
+def test_status_and_verify_print_whole_values_in_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
+    console = output_console()  # pytest's captured stdout is not a terminal
+    console.print(status_view(status(), now=1_700_000_010.0))
+    verdicts = [TableVerdict(TableId("app", LONG), "equal", POSITION, Comparison(5, 5, 1, 0, 0))]
+    console.print(verdict_table(verdicts))
+    out = capsys.readouterr().out
+    assert out.count(POSITION) == 3
+    assert f"app.{LONG}" in out and f"/lake/{LONG}" in out
+    assert "500 rows of ~2,000 (25%)" in out
+    assert "11 rows (done)" in out
+    assert "last committed batch 41 at 2023-11-14 22:13:20 UTC (10 s ago)" in out
+    assert "…" not in out
+
+
+def test_json_forms_are_complete() -> None:
+    data = json.loads(status_json(status()))
+    assert data["tables"][0]["table"] == f"app.{LONG}"
+    assert data["bytes_behind"] == 0 and data["committed_batch"] == 41
+    verdict = TableVerdict(TableId("app", "t"), "different", POSITION, Comparison(5, 4, 2, 1, 1))
+    assert verdict_json(verdict)["differing_keys"] == 1
