@@ -177,7 +177,13 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
         assert "Traceback" not in output and "Exception" not in output, output
         assert " WARN " not in output, output  # Spark's log is in its own file
         assert "batches in" in output  # the summary
-    assert (scratch / "checkpoint.log").is_file()
+    # the password is in the pipeline file only: not in any log, nor the checkpoint
+    password = mariadb.source_options()["password"]
+    logs = [scratch / "checkpoint.log", *scratch.glob("run-*.log")]
+    state = [p for p in checkpoint.rglob("*") if p.is_file()]
+    assert logs[0].is_file() and state
+    for path in logs + state:
+        assert password.encode() not in path.read_bytes(), path
 
     last = start_run(pipeline, "--available-now")
     assert last.wait(600) == 0, "sparkcdc run --available-now failed"

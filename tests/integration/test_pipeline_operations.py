@@ -41,7 +41,7 @@ path: lake
 ROWS = 2000  # the orders fixture's
 
 
-def status(pipeline: Path) -> tuple[int, dict[str, Any]]:
+def status(pipeline: Path, password: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run(
         [sys.executable, "-m", "sparkcdc.cli.main", "status", str(pipeline), "--json"],
         cwd=ROOT,
@@ -49,6 +49,7 @@ def status(pipeline: Path) -> tuple[int, dict[str, Any]]:
         text=True,
         timeout=120,
     )
+    assert password not in done.stdout + done.stderr
     return done.returncode, json.loads(done.stdout)
 
 
@@ -75,8 +76,9 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
     definition = load_pipeline(pipeline)
     checkpoint = definition.settings.checkpoint
     table = TableId(orders, "orders")
+    password = mariadb.source_options()["password"]
 
-    code, before = status(pipeline)
+    code, before = status(pipeline, password)
     assert code == 1 and "no committed batch" in before["error"]
 
     seen: list[tuple[BatchReport, MetricsSnapshot]] = []
@@ -111,7 +113,7 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
         second = scrape(port)[("sparkcdc_source_idle_seconds", frozenset())]
         assert second >= first + 1.5
 
-        code, running = status(pipeline)
+        code, running = status(pipeline, password)
         assert code == 0, running
         (row,) = running["tables"]
         assert (row["state"], row["snapshot_rows"], row["snapshot_progress"]) == (
@@ -132,7 +134,7 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
         database=orders,
     )
     after_insert = time.time()
-    code, stopped = status(pipeline)
+    code, stopped = status(pipeline, password)
     assert code == 0 and stopped["bytes_behind"] > 0, stopped
     time.sleep(3)
 
@@ -153,5 +155,9 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
         assert samples[("sparkcdc_changes_total", labels | {("kind", "insert")})] == 3
         assert samples[("sparkcdc_snapshot_rows_total", labels)] == ROWS  # across the restart
         assert samples[("sparkcdc_fetch_event_time_lag_seconds", frozenset())] >= 3
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
+            assert password.encode() not in page.read()
     finally:
         again.stop()
+    for path in checkpoint.rglob("*"):
+        assert not path.is_file() or password.encode() not in path.read_bytes(), path

@@ -38,7 +38,7 @@ class LiveConsole:
         self.live = console.is_terminal if live is None else live
         self._progress: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
-        self._started = time.monotonic()
+        self._first_started: float | None = None  #: when the run's first batch began
         self._copying = False  #: some table's snapshot was not done at the last batch
 
     def start(self) -> None:
@@ -67,6 +67,8 @@ class LiveConsole:
             self._progress.start()
 
     def on_batch(self, report: BatchReport) -> None:
+        if self._first_started is None:
+            self._first_started = report.started
         snapshot = self.metrics.snapshot()
         finished = self._copying and snapshot.snapshot_remaining_tables == 0
         self._copying = snapshot.snapshot_remaining_tables > 0
@@ -84,7 +86,7 @@ class LiveConsole:
 
     def _update(self, snapshot: MetricsSnapshot) -> None:
         assert self._progress is not None
-        elapsed = max(1e-3, time.monotonic() - self._started)
+        elapsed = max(1e-3, time.time() - (self._first_started or time.time()))
         done = total = 0
         for table in snapshot.tables:
             task = self._tasks.get(str(table.table))
