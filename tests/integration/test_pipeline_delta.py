@@ -317,3 +317,27 @@ def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
     assert "WRITE" not in operations(spark, target)[1:]  # only the stale rows' own write
     expected = {**table_state(mariadb, orders, "orders"), 10**9: (10**9, "not in source", 1)}
     assert delta_rows(spark, target) == expected
+
+
+def test_a_comma_separated_tables_list_captures_exactly_its_tables(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """Flink CDC's ``tables: db.a, db.b``: both listed tables, not the cross product of
+    namespaces and names, and not the unlisted table of the same database."""
+    mariadb.execute("CREATE TABLE items (id INT PRIMARY KEY, v INT)", database=orders)
+    mariadb.execute("INSERT INTO items VALUES (1, 1)", database=orders)
+    mariadb.execute("INSERT INTO audit (note) VALUES ('x'), ('y')", database=orders)
+    mariadb.execute(f"CREATE DATABASE {orders}_other")
+    mariadb.execute(f"CREATE TABLE {orders}_other.audit (id INT PRIMARY KEY)")
+    tables = f"{orders}.orders, {orders}.audit"
+    definition = load_pipeline(
+        pipeline_file(scratch, mariadb, tables, DELTA_SINK, trigger="available-now")
+    )
+    run = prepare(definition, spark=spark)
+    assert sorted(t.source.table for t in run.tables) == ["audit", "orders"]
+    assert {t.source.database for t in run.tables} == {orders}
+    run.start()
+    run.wait()
+    verdicts = verify_tables(spark, definition, run.sink, run.tables)
+    assert [v.status for v in verdicts] == ["equal", "equal"]
+    assert len(delta_rows(spark, scratch / "lake" / orders / "audit")) == 2

@@ -178,13 +178,17 @@ def test_parse_config_fills_every_attribute_from_its_spec() -> None:
     config = parse_config(EVERY_OPTION)
     for spec in SPECS:
         assert spec.attr is not None
+        if spec.name == "tables":  # computed from database-name and table-name
+            assert config.tables.pairs == ((opts["database-name"], opts["table-name"]),)
+            continue
         expected = opts.groups[spec.name] if spec.prefix else opts[spec.name]
         assert getattr(config, spec.attr) == expected, spec.name
     required = ("hostname", "username", "database-name", "table-name")
     defaults = parse_config({k: EVERY_OPTION[k] for k in required})
     for spec in SPECS:
         assert spec.attr is not None
-        if not (spec.required or spec.prefix or spec.name == "server-id"):
+        given = spec.name in required
+        if not (given or spec.required or spec.prefix or spec.name in ("server-id", "tables")):
             assert getattr(defaults, spec.attr) == spec.default, spec.name
 
 
@@ -240,3 +244,17 @@ def test_pydantic_is_declared_only_if_used() -> None:
         for path in (ROOT / "src").rglob("*.py")
     )
     assert declared == used
+
+
+def test_tables_is_flink_cdcs_comma_separated_list_or_the_pair_of_options() -> None:
+    base = {k: EVERY_OPTION[k] for k in ("hostname", "username")}
+    config = parse_config(base | {"tables": r"shop.orders, app_\d+.t_[0-9]{1,3}, a\.b.\.*"})
+    assert config.matches("shop", "orders") and config.matches("app_7", "t_12")
+    assert config.matches("a.b", "x.y")  # an escaped dot is the regular expression's dot
+    assert not config.matches("shop", "items") and not config.matches("app_7", "orders")
+    with pytest.raises(OptionError, match="either option 'tables' or 'database-name'"):
+        parse_config(base | {"tables": "shop.orders", "table-name": "orders"})
+    with pytest.raises(OptionError, match=r"option 'table-name' is required .*or 'tables'"):
+        parse_config(base | {"database-name": "shop"})
+    with pytest.raises(OptionError, match="'orders' is not one"):
+        parse_config(base | {"tables": "shop.orders, orders"})

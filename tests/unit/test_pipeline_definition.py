@@ -55,7 +55,9 @@ def test_a_valid_file_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     definition = load_pipeline(write(tmp_path, GOOD))
     assert definition.source_type == "mysql" and definition.sink_type == "delta"
     options = definition.stream_options()
-    assert options["database-name"] == "app_db" and options["table-name"] == ".*"
+    assert options["tables"] == "app_db.\\.*"  # Flink CDC's syntax, parsed by the connector
+    assert definition.source_config.matches("app_db", "a.b")
+    assert not definition.source_config.matches("app_db2", "a")
     assert options["password"] == "s3cret" and options["maxRowsPerTrigger"] == "1000"
     assert options["jdbc.properties.sslMode"] == "required"
     assert definition.source_config.server_ids == (5400, 5404)
@@ -82,7 +84,11 @@ def test_available_now_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         (("  trigger-interval: 2s", "  trigger-interval: soon"), 17, "'pipeline.trigger-int"),
         (("  checkpoint: ckpt\n", ""), 14, "'pipeline.checkpoint'.*required"),
         (("sink:", "sinks:"), 11, "'sinks': unknown block"),
-        (("  tables: app_db.\\.*", "  tables: nodot"), 7, "is not 'database.table'"),
+        (
+            ("  tables: app_db.\\.*", "  tables: nodot"),
+            7,
+            "'nodot' is not one: two regular expressions",
+        ),
         (("  server-id: 5400-5404", "  server-id: 9-1"), 8, "'source.server-id'"),
         (("  max-rows-per-trigger: 1000", "  max-rows-per-trigger: 0"), 18, "an integer >= 1"),
     ],

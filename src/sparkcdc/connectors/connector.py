@@ -33,9 +33,6 @@ class Connector(Generic[Config]):
     one_table: Callable[[TableId], dict[str, str]]
     #: The option specs ``parse`` validates against (the README's table is made of them).
     specs: tuple[OptionSpec, ...] = ()
-    #: The options a pipeline's ``tables: namespace.table`` fills (Flink CDC's syntax): the
-    #: namespace (a MySQL database, a PostgreSQL schema) and the table patterns.
-    tables_options: tuple[str, str] = ("database-name", "table-name")
 
     def parse_config(self, options: Mapping[str, str]) -> Config:
         return self.parse(options)
@@ -43,5 +40,9 @@ class Connector(Generic[Config]):
     def create_source(self, config: Config) -> Any:
         return self.create(config)
 
-    def table_options(self, table: TableId) -> dict[str, str]:
-        return self.one_table(table)
+    def one_table_of(self, options: Mapping[str, str], table: TableId) -> dict[str, str]:
+        """``options`` narrowed to capture exactly ``table``: its own table options replace
+        whichever of ``tables`` or the connector's pair of options selected it."""
+        one = self.one_table(table)
+        kept = {k: v for k, v in options.items() if k.lower() not in one and k.lower() != "tables"}
+        return kept | one

@@ -114,7 +114,7 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     source = _strings(doc, "source")
     source_type = _type(doc, "source", source, SOURCE_TYPES)
     found = connector(source_type)
-    source_options = _source_options(doc, source, found.tables_options)
+    source_options = dict(source)
     parse = found.parse_config
     source_config = _checked(doc, "source", lambda: parse(source_options))
     sink = _strings(doc, "sink")
@@ -164,41 +164,6 @@ def _type(doc: YamlDocument, block: str, options: dict[str, str], valid: tuple[s
             f"{block}.type", f"invalid value '{kind}'; valid values: {', '.join(valid)}"
         )
     return kind.lower()
-
-
-def _source_options(
-    doc: YamlDocument, source: dict[str, str], names: tuple[str, str]
-) -> dict[str, str]:
-    """Accept Flink CDC 3.x's ``tables: app_db.\\.*`` (namespace and table regular
-    expressions split at the first unescaped dot; ``\\.`` is the regex ``.``) as well as
-    the connector's own pair of options (``names``: ``database-name`` / ``table-name`` for
-    MySQL, ``schema-name`` / ``table-name`` for PostgreSQL)."""
-    options = dict(source)
-    tables = options.pop("tables", None)
-    if tables is None:
-        return options
-    if names[0] in options or names[1] in options:
-        raise doc.error(
-            "source.tables", f"give either 'tables' or '{names[0]}' and '{names[1]}', not both"
-        )
-    if "," in tables:
-        raise doc.error(
-            "source.tables",
-            f"'{tables}': one 'database.table' pattern is supported; use a regular expression "
-            "such as app_db.(orders|customers) to capture several tables",
-        )
-    match = re.fullmatch(r"((?:[^.\\]|\\.)+)\.(.+)", tables.strip())
-    if match is None:
-        raise doc.error(
-            "source.tables",
-            f"'{tables}' is not 'database.table': two regular expressions separated by the "
-            "first unescaped dot, where '\\.' stands for the regular expression's '.' "
-            "(Flink CDC's syntax), e.g. app_db.\\.*",
-        )
-    # as in Flink CDC, an escaped dot in either part is the regular expression's '.'
-    namespace, table = (part.replace("\\.", ".") for part in match.groups())
-    options[names[0]], options[names[1]] = namespace, table
-    return options
 
 
 def _checked(doc: YamlDocument, block: str, parse: Callable[[], Any]) -> Any:

@@ -37,6 +37,89 @@ def regex(text: str) -> re.Pattern[str]:
         raise ValueError(f"a regular expression ({exc})") from None
 
 
+@dataclass(frozen=True)
+class TablePatterns:
+    """Flink CDC 3.x's ``tables``: comma-separated ``namespace.table`` pairs of regular
+    expressions (``app_db.\\.*, shop.orders_[0-9]+``). Each pair splits at its first
+    unescaped dot; an escaped dot (``\\.``) in either part is the regular expression's
+    ``.``. A table is captured when any pair matches both of its names whole."""
+
+    text: str
+    pairs: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]
+
+    def matches(self, namespace: str, table: str) -> bool:
+        return any(n.fullmatch(namespace) and t.fullmatch(table) for n, t in self.pairs)
+
+
+def table_patterns(text: str) -> TablePatterns:
+    """Parse ``tables``; commas inside ``{}``, ``[]`` or ``()`` belong to a pattern."""
+    items, depth, current = [], 0, ""
+    escaped = False
+    for char in text:
+        if escaped:
+            current, escaped = current + char, False
+            continue
+        if char == "\\":
+            escaped = True
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth = max(0, depth - 1)
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    items.append(current)
+    pairs = []
+    for item in (i.strip() for i in items):
+        match = re.fullmatch(r"((?:[^.\\]|\\.)+)\.(.+)", item)
+        if match is None:
+            raise ValueError(
+                f"comma-separated 'namespace.table' patterns; '{item}' is not one: two "
+                "regular expressions separated by the first unescaped dot, where '\\.' "
+                "stands for the regular expression's '.' (Flink CDC's syntax), e.g. app_db.\\.*"
+            )
+        namespace, table = (part.replace("\\.", ".") for part in match.groups())
+        pairs.append((regex(namespace), regex(table)))
+    return TablePatterns(text.strip(), tuple(pairs))
+
+
+def tables_spec(names: tuple[str, str]) -> OptionSpec:
+    """``tables``, instead of the connector's pair of options ``names``."""
+    return OptionSpec(
+        "tables",
+        table_patterns,
+        doc="instead of "
+        + " and ".join(f"`{n}`" for n in names)
+        + ": comma-separated `namespace.table` pairs of regular expressions, Flink CDC's "
+        r"pipeline syntax (`app_db.\.*, shop.orders_[0-9]+`; `\.` is the regular "
+        "expression's `.`)",
+        attr="tables",
+    )
+
+
+def capture_patterns(opts: Options, names: tuple[str, str], context: str) -> TablePatterns:
+    """The tables to capture: ``tables``, or the connector's pair ``names`` (a namespace
+    and a table pattern), never both."""
+    given: TablePatterns | None = opts["tables"]
+    pair = [opts[n] for n in names]
+    if given is not None:
+        if any(p is not None for p in pair):
+            raise OptionError(
+                f"{context}: give either option 'tables' or '{names[0]}' and '{names[1]}', not both"
+            )
+        return given
+    for name, pattern in zip(names, pair, strict=True):
+        if pattern is None:
+            raise OptionError(
+                f"{context}: option '{name}' is required (or 'tables', comma-separated "
+                "'namespace.table' patterns)"
+            )
+    namespace, table = pair
+    return TablePatterns(f"{namespace.pattern}.{table.pattern}", ((namespace, table),))
+
+
 def metadata_parser(columns: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
     """``metadata.list``: a comma-separated subset of the connector's ``columns``."""
 

@@ -30,9 +30,7 @@ def table_schema(
     from pyspark.sql.types import StructType
 
     found = connector(source)
-    one = found.table_options(TableId(database, table))
-    single = {k: v for k, v in options.items() if k.lower() not in one}
-    single |= {**one, "metadata.list": ""}
+    single = found.one_table_of(options, TableId(database, table)) | {"metadata.list": ""}
     schema = spark.read.format(found.format).options(**single).load().schema
     return StructType([f for f in schema.fields if f.name not in CHANGE_COLUMNS])
 

@@ -61,12 +61,7 @@ def verify_tables(
 def source_at(spark: Any, definition: PipelineDefinition, table: TableId, position: str) -> Any:
     """One source table as of a log position, as a batch DataFrame of its columns."""
     found = definition.connector
-    one_table = found.table_options(table)
-    options = {
-        k: v
-        for k, v in definition.source_options.items()
-        if k.lower() not in _STREAM_ONLY and k.lower() not in one_table
-    }
-    options |= one_table | {"scan.snapshot.position": position}
+    stream = {k: v for k, v in definition.source_options.items() if k.lower() not in _STREAM_ONLY}
+    options = found.one_table_of(stream, table) | {"scan.snapshot.position": position}
     frame = spark.read.format(found.format).options(**options).load()
     return frame.drop(*CHANGE_COLUMNS)

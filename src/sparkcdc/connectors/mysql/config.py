@@ -34,12 +34,15 @@ from sparkcdc.snapshot.options import (
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
     SourceConfig,
+    TablePatterns,
+    capture_patterns,
     check_shared,
     code,
     metadata_parser,
     position_parser,
     regex,
     startup_mode_spec,
+    tables_spec,
 )
 
 #: ``scan.startup.mode`` values beyond the shared ones, with what each does.
@@ -99,10 +102,10 @@ SPECS: tuple[OptionSpec, ...] = (
         attr="username",
     ),
     PASSWORD,
+    tables_spec(("database-name", "table-name")),
     OptionSpec(
         "database-name",
         regex,
-        required=True,
         hint="a regular expression of databases",
         doc="regular expression, matched against whole database names",
         attr="database_name",
@@ -110,7 +113,6 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "table-name",
         regex,
-        required=True,
         hint="a regular expression of tables",
         doc="regular expression, matched against whole table names; several matches give "
         "the envelope",
@@ -224,8 +226,9 @@ class MySqlSourceConfig(SourceConfig):
     port: int
     username: str
     password: Secret
-    database_name: re.Pattern[str]
-    table_name: re.Pattern[str]
+    database_name: re.Pattern[str] | None
+    table_name: re.Pattern[str] | None
+    tables: TablePatterns
     server_ids: tuple[int, int]
     server_time_zone: ZoneInfo | None
     specific_file: str | None
@@ -243,7 +246,7 @@ class MySqlSourceConfig(SourceConfig):
         return low + index % (high - low + 1)
 
     def matches(self, database: str, table: str) -> bool:
-        return bool(self.database_name.fullmatch(database) and self.table_name.fullmatch(table))
+        return self.tables.matches(database, table)
 
     def __repr__(self) -> str:
         return f"MySqlSourceConfig({self.username}@{self.hostname}:{self.port})"
@@ -271,6 +274,7 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
             "(epoch milliseconds)"
         )
     check_shared(opts, "mysql-cdc")
+    tables = capture_patterns(opts, ("database-name", "table-name"), "mysql-cdc")
     # Spark lower-cases option keys: match the property names case-insensitively
     canonical = {k.lower(): k for k in TLS_PROPERTIES}
     tls = {
@@ -291,7 +295,9 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
     if server_ids is None:  # Flink picks a random id in 5400-6400; we need a range per reader
         low = random.randint(5400, 6400)
         server_ids = (low, low + 63)
-    return build_config(MySqlSourceConfig, SPECS, opts, server_ids=server_ids, tls=tls)
+    return build_config(
+        MySqlSourceConfig, SPECS, opts, server_ids=server_ids, tls=tls, tables=tables
+    )
 
 
 def one_table_options(table: TableId) -> dict[str, str]:

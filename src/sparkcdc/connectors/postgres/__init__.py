@@ -27,5 +27,4 @@ CONNECTOR = Connector(
     create=_create,
     one_table=one_table_options,
     specs=SPECS,
-    tables_options=("schema-name", "table-name"),
 )

@@ -36,12 +36,15 @@ from sparkcdc.snapshot.options import (
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
     SourceConfig,
+    TablePatterns,
+    capture_patterns,
     check_shared,
     code,
     metadata_parser,
     position_parser,
     regex,
     startup_mode_spec,
+    tables_spec,
 )
 
 #: ``scan.startup.mode`` values beyond the shared ones.
@@ -113,10 +116,10 @@ SPECS: tuple[OptionSpec, ...] = (
         doc="the database to capture (one database, its exact name)",
         attr="database",
     ),
+    tables_spec(("schema-name", "table-name")),
     OptionSpec(
         "schema-name",
         regex,
-        required=True,
         hint="a regular expression of schemas",
         doc="regular expression, matched against whole schema names",
         attr="schema_name",
@@ -124,7 +127,6 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "table-name",
         regex,
-        required=True,
         hint="a regular expression of tables",
         doc="regular expression, matched against whole table names; several matches give "
         "the envelope (whose `database_name` is the table's schema)",
@@ -240,8 +242,9 @@ class PostgresSourceConfig(SourceConfig):
     username: str
     password: Secret
     database: str
-    schema_name: re.Pattern[str]
-    table_name: re.Pattern[str]
+    schema_name: re.Pattern[str] | None
+    table_name: re.Pattern[str] | None
+    tables: TablePatterns
     slot_name: str
     plugin: str
     publication_name: str
@@ -253,7 +256,7 @@ class PostgresSourceConfig(SourceConfig):
     tls: Mapping[str, str] = field(default_factory=dict)
 
     def matches(self, schema: str, table: str) -> bool:
-        return bool(self.schema_name.fullmatch(schema) and self.table_name.fullmatch(table))
+        return self.tables.matches(schema, table)
 
     def __repr__(self) -> str:
         return (
@@ -266,6 +269,7 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> Postgres
     """Parse ``postgres-cdc`` options (Spark lower-cases keys; lookups are case-insensitive)."""
     opts = parse_options(raw, SPECS, context="postgres-cdc")
     check_shared(opts, "postgres-cdc")
+    tables = capture_patterns(opts, ("schema-name", "table-name"), "postgres-cdc")
     tls = {k.lower(): v for k, v in opts.groups.get("jdbc.properties.", {}).items()}
     unknown = [k for k in tls if k not in TLS_PROPERTIES]
     if unknown:
@@ -279,7 +283,9 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> Postgres
             f"'{tls['sslmode']}'. Valid values: {', '.join(SSL_MODES)}"
         )
     publication = opts["publication.name"] or opts["slot.name"]
-    return build_config(PostgresSourceConfig, SPECS, opts, tls=tls, publication_name=publication)
+    return build_config(
+        PostgresSourceConfig, SPECS, opts, tls=tls, publication_name=publication, tables=tables
+    )
 
 
 def one_table_options(table: TableId) -> dict[str, str]:
