@@ -14,9 +14,10 @@ cover and selectable with ``decoder="reference"`` for tests.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Literal
 
+from sparkcdc.connectors.mysql.binlog.ddl_guard import CONSEQUENCES, tables_removed
 from sparkcdc.connectors.mysql.binlog.position import POS_BITS, BinlogPosition, file_index
 from sparkcdc.connectors.mysql.binlog.rowdecode import FastRowDecoder, WireColumn
 from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import (
@@ -24,6 +25,7 @@ from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import (
     ColumnSink,
     ColumnSinks,
 )
+from sparkcdc.connectors.mysql.binlog.table_drift import table_map_drift
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import replication_settings, retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
@@ -146,6 +148,35 @@ class FastPath:
         )
 
 
+def check_table_map(mapped: Any, table: CapturedTable, file: str, event: Any) -> None:
+    """Stop at a table map that no longer describes ``table`` (table_drift.py)."""
+    if mapped is None:
+        return
+    drift = table_map_drift([WireColumn.from_library(c) for c in mapped.columns], table)
+    if drift is not None:
+        at = f"{file}:{event.packet.log_pos - event.packet.event_size}"
+        raise SchemaError(
+            f"the columns of {table.table_id} changed while captured ({drift}; binlog "
+            f"{at}): schema changes are not followed yet. Start the stream again from a new "
+            "checkpoint (a new snapshot)"
+        )
+
+
+def check_statement(event: Any, captured: Collection[tuple[str, str]], file: str) -> None:
+    """Stop at a statement that removes or renames a captured table (ddl_guard.py)."""
+    default = event.schema.decode("utf-8", "replace") if event.schema else ""
+    removed = tables_removed(event.query, default, captured)
+    if removed is not None:
+        kind, names = removed
+        at = f"{file}:{event.packet.log_pos - event.packet.event_size}"
+        tables = ", ".join(f"{db}.{table}" for db, table in names)
+        raise SchemaError(
+            f"{kind} of {tables} (binlog {at}: {event.query.strip()[:200]}): "
+            f"{CONSEQUENCES[kind]}, and such changes are not followed yet. Start the stream "
+            "again from a new checkpoint (a new snapshot)"
+        )
+
+
 def read_changes(
     config: MySqlSourceConfig,
     tables: Mapping[TableId, CapturedTable],
@@ -183,7 +214,7 @@ def read_change_blocks(
         return
     from pymysql.err import OperationalError
     from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.event import MariadbGtidEvent, RotateEvent
+    from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
     kinds: dict[type, BlockKind] = {
@@ -207,6 +238,7 @@ def read_change_blocks(
             DeleteRowsEvent,
             MariadbGtidEvent,
             RotateEvent,
+            QueryEvent,  # DDL (MariaDB writes no BEGIN query: a GTID event starts a trx)
         ],
         only_schemas=sorted({t.database for t in tables}),
         only_tables=sorted({t.table for t in tables}),
@@ -218,6 +250,7 @@ def read_change_blocks(
     # dataclass __eq__), its row decoder and its sink's types; None: not captured
     routes: dict[tuple[str, str], tuple[TableId, RowDecoder, list[Any] | None] | None] = {}
     by_names = {(t.database, t.table): t for t in tables}
+    checked: dict[int, Any] = {}  # table id -> the table map object found to match
     index = -1  # of the block this event makes
     try:
         for event in stream:
@@ -231,6 +264,9 @@ def read_change_blocks(
                 break
             if isinstance(event, MariadbGtidEvent):
                 gtid = event.gtid
+                continue
+            if isinstance(event, QueryEvent):
+                check_statement(event, by_names.keys(), file)
                 continue
             names = (event.schema, event.table)
             route = routes.get(names, _UNSEEN)
@@ -248,6 +284,10 @@ def read_change_blocks(
             if route is None:
                 continue
             table_id, row_decoder, sink_types = route
+            mapped = event.table_map.get(event.table_id)
+            if checked.get(event.table_id) is not mapped:
+                check_table_map(mapped, tables[table_id], file, event)
+                checked[event.table_id] = mapped
             index += 1
             if index < skip:
                 continue

@@ -1,0 +1,82 @@
+"""Statements in the binlog that remove or rename a captured table's rows without row
+events: TRUNCATE, DROP TABLE / DATABASE, RENAME TABLE and ALTER TABLE ... RENAME.
+
+In ROW format they are QUERY events, so a row-event reader would pass them by and the
+changelog would keep rows the table no longer has, or lose the table's later changes
+under its new name. Until such changes are followed (docs/design.md, "Schema changes")
+the stream stops at them with the statement's position and the way out. Column changes
+need no statement parsing: the next table map shows them (table_drift.py).
+
+Recognised by their leading keywords after comments are removed; names are bare or
+backtick-quoted, optionally qualified, resolved against the statement's default database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+#: Quoted names and strings (kept: a '#' inside a name is not a comment), or a comment.
+_COMMENT = re.compile(
+    r"(`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*')|/\*.*?\*/|--[ \t][^\n]*|#[^\n]*", re.S
+)
+_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT})?"
+_LIST = rf"{_NAME}(?:\s*,\s*{_NAME})*"
+_TRUNCATE = re.compile(rf"truncate\s+(?:table\s+)?({_NAME})", re.I)
+_DROP = re.compile(rf"drop\s+tables?\s+(?:if\s+exists\s+)?({_LIST})", re.I)
+_DROP_DATABASE = re.compile(rf"drop\s+(?:database|schema)\s+(?:if\s+exists\s+)?({_IDENT})", re.I)
+_RENAME = re.compile(
+    rf"rename\s+tables?\s+({_NAME}\s+to\s+{_NAME}(?:\s*,\s*{_NAME}\s+to\s+{_NAME})*)", re.I
+)
+_ALTER_RENAME = re.compile(
+    rf"alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_NAME})\s.*?"
+    rf"\brename\s+(?:to\s+|as\s+)?(?!(?:column|index|key)\b)({_NAME})",
+    re.I | re.S,
+)
+_NAMES = re.compile(_NAME)
+_IDENTS = re.compile(_IDENT)
+
+#: What each statement kind does to the changelog if passed by.
+CONSEQUENCES = {
+    "TRUNCATE": "the changelog would keep the rows it removed",
+    "DROP": "the changelog would keep the rows it removed",
+    "RENAME": "the table's later changes would be missed under its new name",
+}
+
+
+def tables_removed(
+    statement: str, default_database: str, captured: Collection[tuple[str, str]]
+) -> tuple[str, list[tuple[str, str]]] | None:
+    """The statement's kind (TRUNCATE, DROP, RENAME) and the captured ``(database,
+    table)`` names it affects, or None when it affects none."""
+    text = _COMMENT.sub(lambda m: m.group(1) or " ", statement).strip()
+    found: list[tuple[str, str]] = []
+    kind = ""
+    if match := _TRUNCATE.match(text):
+        kind, found = "TRUNCATE", [_resolve(match.group(1), default_database)]
+    elif match := _DROP.match(text):
+        kind = "DROP"
+        found = [_resolve(n, default_database) for n in _NAMES.findall(match.group(1))]
+    elif match := _DROP_DATABASE.match(text):
+        database = _unquote(match.group(1))
+        kind, found = "DROP", [t for t in captured if t[0] == database]
+    elif match := _RENAME.match(text):
+        names = _NAMES.findall(match.group(1))
+        kind = "RENAME"
+        found = [_resolve(n, default_database) for n in names[::2]]  # the old names
+    elif match := _ALTER_RENAME.match(text):
+        kind, found = "RENAME", [_resolve(match.group(1), default_database)]
+    hit = [t for t in found if t in captured]
+    return (kind, hit) if hit else None
+
+
+def _resolve(name: str, default_database: str) -> tuple[str, str]:
+    parts = [_unquote(p) for p in _IDENTS.findall(name)]
+    return (default_database, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+
+
+def _unquote(identifier: str) -> str:
+    if identifier.startswith("`"):
+        return identifier[1:-1].replace("``", "`")
+    return identifier
