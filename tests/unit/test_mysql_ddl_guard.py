@@ -42,7 +42,7 @@ def test_statements(statement: str, expected: tuple[str, list[tuple[str, str]]] 
 
 names = st.text(
     st.sampled_from("ab`'#-/* .,é")
-    | st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    | st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
     min_size=1,
     max_size=12,
 )
