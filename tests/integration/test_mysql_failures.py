@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sparkcdc.connectors.mysql.binlog.reader import read_changes_with_retries
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.embedded import EmbeddedMariaDB
+from tests.conformance.test_conformance import read_all, retried, through
+from tests.support.changelog import ChangelogReplayer
+from tests.support.mariadb_writes import table_state
 from tests.support.tcp_proxy import CuttableProxy
 
 
@@ -49,6 +56,59 @@ def test_binlog_read_survives_killed_connections(mariadb: EmbeddedMariaDB, mysql
         proxy.close()
     assert proxy.cuts >= 3
     assert got == clean and len(clean) == 600
+
+
+@pytest.mark.timeout(300)
+def test_a_stalled_network_fails_reads_which_are_retried_never_hang(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """Connections that stay open but go silent (a stalled middlebox or server): every
+    MySQL read (chunks, log) gives up after ``connect.timeout`` and is retried; nothing is
+    lost or repeated. Without read timeouts this test hangs."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mysql_db)
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO t VALUES (%s, 0)", [(i,) for i in range(3000)])
+    proxy = CuttableProxy(mariadb.port, chunk=1024, pause=0.004)
+    base = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "t",
+        "server-id": "7200-7210",
+        "scan.incremental.snapshot.chunk.size": "500",
+        "connect.timeout": "2s",
+        "connect.max-retries": "5",
+    }
+    planner = MySqlCdcSource(parse_config(base))
+    executor = through(MySqlCdcSource(parse_config({**base, "port": str(proxy.port)})), planner)
+    replayer = ChangelogReplayer(lambda r: r["id"], ("id", "v"))
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def freeze_repeatedly() -> None:
+        for _ in range(4):
+            if done.wait(0.3):
+                return
+            proxy.freeze()
+
+    stalls = threading.Thread(target=freeze_repeatedly, daemon=True)
+    try:
+        offset = planner.initial_offset()
+        stalls.start()
+        for n in range(100):
+            if n == 2:
+                mariadb.execute("UPDATE t SET v = v + 1 WHERE id < 1500", database=mysql_db)
+            end = planner.latest_offset(offset, 1000)
+            if end == offset:
+                break
+            specs = planner.partitions(offset, end)
+            replayer.apply_batch(retried(partial(read_all, executor, specs), failures))
+            offset = end
+    finally:
+        done.set()
+        proxy.close()
+        planner.close()
+    assert proxy.freezes >= 2
+    assert replayer.state == table_state(mariadb, mysql_db, "t")
 
 
 def test_restart_after_binlog_purge_names_the_missing_file(spark: Any, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""A loopback TCP proxy that forwards slowly and can cut every open connection: a network
-failure on demand, for tests of reconnects."""
+"""A loopback TCP proxy that forwards slowly and can cut or freeze every open connection:
+a network failure or a stall on demand, for tests of reconnects and read timeouts."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ class CuttableProxy:
         self._listener = socket.create_server(("127.0.0.1", self.port))
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
-        self.cuts = 0
+        self._frozen: set[socket.socket] = set()
+        self._closed = threading.Event()
+        self.cuts = self.freezes = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -39,6 +41,9 @@ class CuttableProxy:
     def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(self.chunk):
+                if source in self._frozen:  # a stall: nothing more is forwarded, ever
+                    self._closed.wait()
+                    return
                 sink.sendall(data)
                 time.sleep(self.pause)
         for s in (source, sink):
@@ -64,6 +69,15 @@ class CuttableProxy:
                 s.close()
         self.cuts += 1
 
+    def freeze(self) -> None:
+        """Stop forwarding on every connection open now, leaving it open: both ends see a
+        healthy, silent connection (keepalives are answered by this host). New
+        connections still work."""
+        with self._lock:
+            self._frozen.update(self._sockets)
+        self.freezes += 1
+
     def close(self) -> None:
         self._listener.close()
+        self._closed.set()
         self.cut()

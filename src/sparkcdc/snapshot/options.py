@@ -46,6 +46,8 @@ class TablePatterns:
 
     text: str
     pairs: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]
+    #: How messages name it: the option(s) it came from, with their values.
+    label: str = ""
 
     def matches(self, namespace: str, table: str) -> bool:
         return any(n.fullmatch(namespace) and t.fullmatch(table) for n, t in self.pairs)
@@ -82,7 +84,7 @@ def table_patterns(text: str) -> TablePatterns:
             )
         namespace, table = (part.replace("\\.", ".") for part in match.groups())
         pairs.append((regex(namespace), regex(table)))
-    return TablePatterns(text.strip(), tuple(pairs))
+    return TablePatterns(text.strip(), tuple(pairs), f"tables '{text.strip()}'")
 
 
 def tables_spec(names: tuple[str, str]) -> OptionSpec:
@@ -117,7 +119,8 @@ def capture_patterns(opts: Options, names: tuple[str, str], context: str) -> Tab
                 "'namespace.table' patterns)"
             )
     namespace, table = pair
-    return TablePatterns(f"{namespace.pattern}.{table.pattern}", ((namespace, table),))
+    label = f"{names[0]} '{namespace.pattern}' and {names[1]} '{table.pattern}'"
+    return TablePatterns(f"{namespace.pattern}.{table.pattern}", ((namespace, table),), label)
 
 
 def metadata_parser(columns: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
@@ -245,9 +248,11 @@ CONNECT_TIMEOUT = OptionSpec(
     parse_duration,
     30.0,
     default_doc="30s",
-    doc="timeout of a connection attempt (whole seconds, at least 1), also the read timeout "
-    "of change log connections: a silent network fails (and is retried) instead of hanging "
-    "a task",
+    doc="timeout of a connection attempt (whole seconds, at least 1); also how long a "
+    "MySQL read may wait for the server (log, chunk and planning connections): a stalled "
+    "network or server fails the read, which is retried, instead of hanging a task. "
+    "PostgreSQL connections use it as the TCP user timeout with keepalives, which catch a "
+    "dead network but not a peer that stays up and silent",
     attr="connect_timeout",
 )
 CONNECT_MAX_RETRIES = OptionSpec(

@@ -57,6 +57,9 @@ def connect(
         "user": config.username,
         "password": config.password.reveal(),
         "connect_timeout": max(1, int(config.connect_timeout)),
+        # a stalled network or server must fail the read (and be retried), not hang it
+        "read_timeout": max(1, int(config.connect_timeout)),
+        "write_timeout": max(1, int(config.connect_timeout)),
         "charset": "utf8mb4",
         "conv": snapshot_conversions(text_values),
         "autocommit": True,

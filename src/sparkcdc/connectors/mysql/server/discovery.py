@@ -44,9 +44,9 @@ def discover_tables(conn: Any, config: MySqlSourceConfig) -> list[CapturedTable]
     ]
     if not ids:
         raise SourceConfigurationError(
-            f"no table matches '{config.tables.text}' (database and table patterns are "
-            f"regular expressions matched against whole names) that user '{config.username}' "
-            "can see; check the names and that the user has SELECT on them"
+            f"no table matches {config.tables.label} (both are regular expressions matched "
+            f"against the whole name) that user '{config.username}' can see; check the names "
+            "and that the user has SELECT on them"
         )
     tables, problems = [], []
     for table_id in ids:

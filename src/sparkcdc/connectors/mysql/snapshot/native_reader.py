@@ -192,6 +192,7 @@ def connect_native(config: MySqlSourceConfig) -> NativeConnection:
             config.username,
             config.password.reveal(),
             connect_timeout=max(1, int(config.connect_timeout)),
+            read_timeout=max(1, int(config.connect_timeout)),  # a stall fails, is retried
             **tls_arguments(config),
         )
         raw.query("SET time_zone = '+00:00'")

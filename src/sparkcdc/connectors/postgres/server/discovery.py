@@ -76,8 +76,8 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
     ]
     if not found:
         raise SourceConfigurationError(
-            f"no table of database '{config.database}' matches '{config.tables.text}' "
-            "(schema and table patterns are regular expressions matched against whole names)"
+            f"no table of database '{config.database}' matches {config.tables.label} "
+            "(both are regular expressions matched against whole names)"
         )
     parents = [str(t) for _, t, kind, _ in found if kind == "p"]
     if parents:
