@@ -8,6 +8,7 @@ import json
 import urllib.request
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
@@ -16,6 +17,7 @@ from rich.console import Console
 from sparkcdc.cli.live import LiveConsole, batch_line
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import BatchReport, TableCounts, table_states
+from sparkcdc.pipeline.checkpoint import CheckpointError, ensure_writable
 from sparkcdc.pipeline.metrics import LogHead, PipelineMetrics
 from sparkcdc.pipeline.prometheus import serve_metrics
 from sparkcdc.pipeline.run_state import RunState, load_run_state, save_run_state
@@ -273,3 +275,13 @@ def test_batch_line_escapes_rich_markup_in_names() -> None:
     metrics = PipelineMetrics("p", [TableId("[b]", "t")], RunState(), {})
     line = batch_line(report(0, 0, {}, offset()), metrics.snapshot(), with_snapshot=True)
     assert line.startswith("batch 0: 0 changes")
+
+
+def test_an_unwritable_checkpoint_is_refused_up_front(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(CheckpointError, match=r"pipeline.checkpoint: cannot write to .*a-file"):
+        ensure_writable(blocker / "checkpoint")
+    ensure_writable(tmp_path / "fresh" / "checkpoint")  # created
+    assert (tmp_path / "fresh" / "checkpoint").is_dir()
+    assert list((tmp_path / "fresh" / "checkpoint").iterdir()) == []  # no test file left
