@@ -13,6 +13,7 @@ from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
+from sparkcdc.pipeline.status import pipeline_status
 from tests.support.pipelines import committed_offsets, snapshot_done, wait_until
 from tests.support.postgres_writes import POSTGRES_WRITES
 from tests.support.random_writer import RandomWriter
@@ -157,6 +158,13 @@ def test_postgres_to_delta_with_concurrent_writes_then_verify(
         )
         first = committed_offsets(definition.settings.checkpoint)[0]["log"]["lsn"]
         assert lsn_from_text(str(confirmed)) > lsn_from_text(first)
+        # sparkcdc status, read-only, against the stopped pipeline and its server
+        status = pipeline_status(definition)
+        assert status.source_error is None and status.bytes_behind is not None
+        assert {(t.table, t.state, t.snapshot_progress) for t in status.tables} == {
+            (f"{SCHEMA}.orders", "streaming", 1.0),
+            (f"{SCHEMA}.prices", "streaming", 1.0),
+        }
     finally:
         drop_slot(postgres, pg_db)
 
