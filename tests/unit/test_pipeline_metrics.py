@@ -15,12 +15,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
 from sparkcdc.cli.live import LiveConsole, batch_line
+from sparkcdc.core.folders import UnwritableFolderError, ensure_writable
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import BatchReport, TableCounts, table_states
-from sparkcdc.pipeline.checkpoint import CheckpointError, ensure_writable
 from sparkcdc.pipeline.metrics import LogHead, PipelineMetrics
 from sparkcdc.pipeline.prometheus import serve_metrics
 from sparkcdc.pipeline.run_state import RunState, load_run_state, save_run_state
+from sparkcdc.sinks.registry import make_sink
 
 ORDERS, ITEMS = TableId("shop", "orders"), TableId("shop", "items")
 
@@ -277,11 +278,14 @@ def test_batch_line_escapes_rich_markup_in_names() -> None:
     assert line.startswith("batch 0: 0 changes")
 
 
-def test_an_unwritable_checkpoint_is_refused_up_front(tmp_path: Path) -> None:
+def test_an_unwritable_checkpoint_or_delta_path_is_refused_up_front(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    with pytest.raises(CheckpointError, match=r"pipeline.checkpoint: cannot write to .*a-file"):
-        ensure_writable(blocker / "checkpoint")
-    ensure_writable(tmp_path / "fresh" / "checkpoint")  # created
+    with pytest.raises(UnwritableFolderError, match=r"pipeline.checkpoint: cannot write to"):
+        ensure_writable(blocker / "checkpoint", "pipeline.checkpoint")
+    sink = make_sink("delta", {"path": str(blocker / "lake")})
+    with pytest.raises(UnwritableFolderError, match=r"sink.path: cannot write to .*a-file"):
+        sink.open(None, [])  # before Spark is asked anything
+    ensure_writable(tmp_path / "fresh" / "checkpoint", "pipeline.checkpoint")  # created
     assert (tmp_path / "fresh" / "checkpoint").is_dir()
     assert list((tmp_path / "fresh" / "checkpoint").iterdir()) == []  # no test file left

@@ -18,8 +18,8 @@ from rich.table import Table
 
 from sparkcdc.cli.live import LiveConsole, log_to
 from sparkcdc.cli.status_view import status_view
+from sparkcdc.core.folders import ensure_writable
 from sparkcdc.pipeline.batch_report import BatchReport
-from sparkcdc.pipeline.checkpoint import ensure_writable
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
 from sparkcdc.pipeline.prometheus import serve_metrics
 from sparkcdc.pipeline.runner import prepare
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         definition = dataclasses.replace(definition, settings=settings)
     console = Console(stderr=True)
     log_file = None if args.verbose else Path(args.log_file or log_path(definition))
-    ensure_writable(definition.settings.checkpoint)
+    ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
     if log_file is not None:
         ensure_writable(log_file.parent, "--log-file")
     log_to(console, log_file)

@@ -10,29 +10,7 @@ across restarts from the same checkpoint and changes when the checkpoint is rese
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
-
-from sparkcdc.core.errors import SparkCdcError
-
-
-class CheckpointError(SparkCdcError):
-    """The checkpoint folder cannot be written."""
-
-
-def ensure_writable(folder: Path, what: str = "pipeline.checkpoint") -> None:
-    """Create ``folder`` if needed and prove a file can be written in it, before Spark
-    starts: an unwritable checkpoint would otherwise fail deep inside the first batch."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".sparkcdc-write-test-"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise CheckpointError(
-            f"{what}: cannot write to {folder} ({reason}); give a folder this user can "
-            "write with space left (it holds the pipeline's only state)"
-        ) from None
 
 
 def batch_offset(checkpoint: Path, batch_id: int) -> str | None:

@@ -21,9 +21,10 @@ from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.core.errors import OptionError, SparkCdcError
+from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
-from sparkcdc.pipeline.checkpoint import batch_offset, ensure_writable, query_id
+from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.run_state import load_run_state, save_run_state
@@ -268,7 +269,7 @@ def prepare(
 ) -> PipelineRun:
     """Validate the source server, discover tables, open the sink (creating targets).
     Without ``spark``, a local session starts (its JVM's output to ``jvm_log`` if given)."""
-    ensure_writable(definition.settings.checkpoint)
+    ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
     tables = captured_tables(definition.connector, definition.source_config)
     if spark is None:
         spark = session_for(definition, jvm_log)

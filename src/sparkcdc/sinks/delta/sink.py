@@ -24,6 +24,7 @@ from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.core.errors import SparkCdcError
+from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
@@ -58,6 +59,8 @@ class DeltaSink(Sink):
 
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         from delta.tables import DeltaTable
+
+        ensure_writable(self.config.path, "sink.path")
 
         self.tables = {t.source: t for t in tables}
         names = target_names(tables, self.config.table_name)

@@ -1,0 +1,29 @@
+"""Local folders the pipeline must write (checkpoint, log file, Delta targets), checked
+before anything starts: an unwritable one would otherwise fail deep inside the first batch
+with a traceback from Spark or Python."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from sparkcdc.core.errors import SparkCdcError
+
+
+class UnwritableFolderError(SparkCdcError):
+    """A folder sparkcdc must write to cannot be written."""
+
+
+def ensure_writable(folder: Path, what: str) -> None:
+    """Create ``folder`` if needed and prove a file can be written in it; ``what`` names
+    the option that gave it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".sparkcdc-write-test-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UnwritableFolderError(
+            f"{what}: cannot write to {folder} ({reason}); give a folder this user can "
+            "write, with space left"
+        ) from None
