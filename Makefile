@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set up what they need.
-.PHONY: setup demo test lint unit integration services clean
+.PHONY: setup demo test lint unit integration faults services clean
 
 VENV := .venv/bin
 
@@ -22,6 +22,9 @@ unit: setup
 
 integration: setup
 	$(VENV)/python -m pytest -m integration
+
+faults: setup  # the fault suite's long form (CI runs the short form within `make test`)
+	SPARKCDC_FAULT_KILLS=50 $(VENV)/python -m pytest -m faults -s
 
 services: setup
 	$(VENV)/python -m sparkcdc.embedded

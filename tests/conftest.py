@@ -1,8 +1,8 @@
 """Test harness: real services on loopback, started once per test session and only when used.
 
-Tests under ``tests/integration`` and ``tests/conformance`` are marked ``integration``;
-everything else is a fast unit test needing no server. A service that cannot start is an
-error, never a skip.
+Tests under ``tests/integration``, ``tests/conformance`` and ``tests/faults`` are marked
+``integration``; everything else is a fast unit test needing no server. A service that
+cannot start is an error, never a skip.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
 
 #: Tests under these folders need real services (the conformance suite too).
-SERVICE_DIRS = (Path(__file__).parent / "integration", Path(__file__).parent / "conformance")
+SERVICE_DIRS = tuple(Path(__file__).parent / d for d in ("integration", "conformance", "faults"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -41,6 +41,7 @@ class RandomWriter(threading.Thread):
         self.rng, self.key_space = random.Random(seed), key_space
         self.stop_event = threading.Event()
         self.limit = 4000
+        self.pause = 0.002  #: seconds between transactions
         self.transactions = 0
         self.error: BaseException | None = None
 
@@ -53,7 +54,7 @@ class RandomWriter(threading.Thread):
                         self.one(cur)
                     cur.execute("COMMIT")
                     self.transactions += 1
-                    self.stop_event.wait(0.002)
+                    self.stop_event.wait(self.pause)
         except BaseException as exc:  # surfaced by the test
             self.error = exc
 

@@ -1,0 +1,133 @@
+"""The fault suite: ``sparkcdc run`` killed (SIGKILL) at random moments, again and again,
+while random writes (several statements per transaction, key moves, two tables) go on;
+then ``--available-now`` and the targets must equal the source, with ``verify`` agreeing.
+
+Short form in CI (``SPARKCDC_FAULT_KILLS``, default 3 kills per sink); the long form runs
+by hand: ``make faults`` (50 kills per sink). Each run prints its figures.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.runner import prepare
+from sparkcdc.verify.run import verify_tables
+from tests.integration.test_mysql_source import orders
+from tests.support.mariadb_writes import mariadb_writer, table_state
+from tests.support.pipelines import committed_offsets, pipeline_file, wait_until
+
+__all__ = ["orders"]  # the fixture, re-used
+
+ROOT = Path(__file__).resolve().parents[2]
+KILLS = int(os.environ.get("SPARKCDC_FAULT_KILLS", "3"))
+
+
+def batches(checkpoint: Path) -> int:
+    return len(committed_offsets(checkpoint)) if (checkpoint / "commits").exists() else 0
+
+
+def start_run(pipeline: Path, *extra: str) -> subprocess.Popen[bytes]:
+    log = pipeline.parent / f"run-{time.monotonic_ns()}.log"
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparkcdc.cli.main", "run", str(pipeline), *extra],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+    )
+
+
+def reached(checkpoint: Path, wanted: int, run: subprocess.Popen[bytes]) -> Callable[[], bool]:
+    return lambda: batches(checkpoint) >= wanted or run.poll() is not None
+
+
+def target_rows(
+    sink: str, spark: Any, scratch: Path, pg: Any, db: str, table: str
+) -> dict[Any, tuple[Any, ...]]:
+    if sink == "delta":
+        rows = spark.read.format("delta").load(str(scratch / "lake" / db / table)).collect()
+        return {r[0]: tuple(r) for r in rows}
+    postgres, pg_db = pg
+    with postgres.connect(pg_db) as conn:
+        found = conn.execute(f'SELECT * FROM "{db}"."{table}"').fetchall()
+    return {r[0]: tuple(r) for r in found}
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(600 + 120 * KILLS)
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_sigkill_again_and_again_loses_and_repeats_nothing(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    orders: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = random.Random(KILLS * 7919 + len(sink))
+    if sink == "delta":
+        block = "type: delta\npath: lake"
+    else:
+        monkeypatch.setenv("TARGET_PASSWORD", postgres.password)
+        block = (
+            f"type: jdbc\nurl: postgresql://{postgres.host}:{postgres.port}/{pg_db}\n"
+            f"username: {postgres.user}\npassword: ${{TARGET_PASSWORD}}\n"
+            'table-name: "{database}.{table}"'
+        )
+    pipeline = pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", block, max_rows=1000)
+    checkpoint = scratch / "checkpoint"
+    writer = mariadb_writer(mariadb, orders, seed=KILLS, key_space=9000)
+    writer.limit = 10**9
+    writer.pause = 0.05  # ~20 transactions/s: the final catch-up stays short, kills many
+    writer.start()
+    started = time.monotonic()
+    survived = 0
+    try:
+        for _ in range(KILLS):
+            before = batches(checkpoint)
+            run = start_run(pipeline)
+            # at a random moment: before the first new batch, or during one of the next few
+            wait_until(reached(checkpoint, before + rng.randint(0, 3), run), "batches")
+            time.sleep(rng.uniform(0.0, 1.5))
+            assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
+            survived += 1
+    finally:
+        writer.stop()
+    last = start_run(pipeline, "--available-now")
+    assert last.wait(900) == 0, "sparkcdc run --available-now failed (see run-*.log)"
+
+    pg = (postgres, pg_db)
+    checked = 0
+    for table in ("orders", "audit"):
+        source = table_state(mariadb, orders, table)
+        assert target_rows(sink, spark, scratch, pg, orders, table) == source, table
+        checked += len(source)
+    definition = load_pipeline(pipeline)
+    prepared = prepare(definition, spark=spark)
+    try:
+        verdicts = verify_tables(spark, definition, prepared.sink, prepared.tables)
+    finally:
+        prepared.sink.close()
+        prepared.probe.close()
+    assert [v.status for v in verdicts] == ["equal", "equal"]
+    print(
+        f"\nfault suite [{sink}]: {survived} SIGKILLs survived, {batches(checkpoint)} batches "
+        f"committed, {writer.transactions} source transactions, {checked} rows checked equal, "
+        f"{time.monotonic() - started:.0f} s"
+    )
