@@ -57,12 +57,14 @@ def target_rows(
     sink: str, spark: Any, scratch: Path, pg: Any, db: str, table: str
 ) -> dict[Any, tuple[Any, ...]]:
     if sink == "delta":
-        rows = spark.read.format("delta").load(str(scratch / "lake" / db / table)).collect()
-        return {r[0]: tuple(r) for r in rows}
-    postgres, pg_db = pg
-    with postgres.connect(pg_db) as conn:
-        found = conn.execute(f'SELECT * FROM "{db}"."{table}"').fetchall()
-    return {r[0]: tuple(r) for r in found}
+        found = spark.read.format("delta").load(str(scratch / "lake" / db / table)).collect()
+    else:
+        postgres, pg_db = pg
+        with postgres.connect(pg_db) as conn:
+            found = conn.execute(f'SELECT * FROM "{db}"."{table}"').fetchall()
+    keyed = {r[0]: tuple(r) for r in found}
+    assert len(keyed) == len(found), f"duplicate keys in the target of {table}"
+    return keyed
 
 
 @pytest.mark.faults
