@@ -24,10 +24,9 @@ from sparkcdc.verify.run import verify_tables
 from tests.integration.test_mysql_source import orders
 from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import (
-    at_or_after,
     committed_offsets,
-    master_position,
     pipeline_file,
+    run_until_caught_up,
     run_while_writing,
     snapshot_done,
     wait_until,
@@ -283,25 +282,20 @@ def operations(spark: Any, path: Path) -> list[str]:
 def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
     spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
 ) -> None:
-    def run_until_caught_up(folder: Path) -> Path:
+    def capture_into(folder: Path) -> Path:
         definition = load_pipeline(pipeline_file(folder, mariadb, f"{orders}.orders", DELTA_SINK))
-        checkpoint = definition.settings.checkpoint
         run = prepare(definition, spark=spark)
-        run.start()
-        try:
-            wait_until(lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "it")
-            mariadb.execute("UPDATE orders SET qty = qty + 1 WHERE id = 3", database=orders)
-            file, pos = master_position(mariadb)
-            wait_until(
-                lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
-                "the update",
-            )
-        finally:
-            run.stop()
+        run_until_caught_up(
+            run,
+            mariadb,
+            lambda: mariadb.execute(
+                "UPDATE orders SET qty = qty + 1 WHERE id = 3", database=orders
+            ),
+        )
         return folder / "lake" / orders / "orders"
 
     # a target of this pipeline alone: snapshot batches are appends, the log's a MERGE
-    path = run_until_caught_up(scratch)
+    path = capture_into(scratch)
     done = operations(spark, path)
     assert done.count("WRITE") >= 4 and "MERGE" in done, done
     assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
@@ -313,7 +307,7 @@ def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
         [(0, "stale", 1), (10**9, "not in source", 1)], "id long, name string, qty int"
     )
     stale.write.format("delta").save(str(other / "lake" / orders / "orders"))
-    target = run_until_caught_up(other)
+    target = capture_into(other)
     assert "WRITE" not in operations(spark, target)[1:]  # only the stale rows' own write
     expected = {**table_state(mariadb, orders, "orders"), 10**9: (10**9, "not in source", 1)}
     assert delta_rows(spark, target) == expected
@@ -349,19 +343,11 @@ def test_traffic_of_tables_not_captured_moves_the_committed_position(
     """No heartbeat needed: while only other tables change, batches with no rows still
     commit the log's new end, so a restart never re-reads that stretch."""
     pipeline = pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK)
-    definition = load_pipeline(pipeline)
-    checkpoint = definition.settings.checkpoint
-    run = prepare(definition, spark=spark)
-    run.start()
-    try:
-        wait_until(lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "it")
+    run = prepare(load_pipeline(pipeline), spark=spark)
+
+    def audit_rows() -> None:
         with mariadb.connect(orders) as conn, conn.cursor() as cur:
             cur.executemany("INSERT INTO audit (note) VALUES (%s)", [("x",)] * 2000)
-        file, pos = master_position(mariadb)
-        wait_until(
-            lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
-            "the position past the audit rows",
-        )
-    finally:
-        run.stop()
+
+    run_until_caught_up(run, mariadb, audit_rows)  # its end: past the audit rows
     assert all(c.changes == 0 for r in run.batches for c in r.counts.values())

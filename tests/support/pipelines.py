@@ -80,19 +80,17 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -
         time.sleep(0.2)
 
 
-def run_while_writing(
-    run: Any, mariadb: EmbeddedMariaDB, writer: Any, after_snapshot: Callable[[], None]
+def run_until_caught_up(
+    run: Any, mariadb: EmbeddedMariaDB, after_snapshot: Callable[[], object]
 ) -> None:
-    """Start ``writer`` and the pipeline; once the snapshot is committed stop the writer,
-    call ``after_snapshot``, and wait until the pipeline has caught up with the binlog."""
+    """Start the pipeline; once the snapshot is committed call ``after_snapshot``, wait
+    until a committed offset is at or past the binlog's end then, and stop the pipeline."""
     checkpoint = run.definition.settings.checkpoint
-    writer.start()
     run.start()
     try:
         wait_until(
             lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
         )
-        writer.stop()
         after_snapshot()
         file, pos = master_position(mariadb)
         wait_until(
@@ -101,4 +99,20 @@ def run_while_writing(
         )
     finally:
         run.stop()
+
+
+def run_while_writing(
+    run: Any, mariadb: EmbeddedMariaDB, writer: Any, after_snapshot: Callable[[], None]
+) -> None:
+    """Start ``writer`` and the pipeline; once the snapshot is committed stop the writer,
+    call ``after_snapshot``, and wait until the pipeline has caught up with the binlog."""
+
+    def then() -> None:
+        writer.stop()
+        after_snapshot()
+
+    writer.start()
+    try:
+        run_until_caught_up(run, mariadb, then)
+    finally:
         writer.stop()
