@@ -123,7 +123,7 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
     definition = load_pipeline(pipeline)
     prepared = prepare(definition, spark=spark)
     try:
-        verdicts = verify_tables(spark, definition, prepared.sink, prepared.tables)
+        verdicts = verify_tables(spark, definition, prepared.sink, prepared.targets)
     finally:
         prepared.sink.close()
         prepared.probe.close()

@@ -63,7 +63,7 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
     lake = scratch / "lake" / orders
     assert delta_rows(spark, lake / "orders") == table_state(mariadb, orders, "orders")
     assert delta_rows(spark, lake / "audit") == table_state(mariadb, orders, "audit")
-    verdicts = verify_tables(spark, definition, run.sink, run.tables)
+    verdicts = verify_tables(spark, definition, run.sink, run.targets)
     assert [(str(v.table), v.status) for v in verdicts] == [
         (f"{orders}.audit", "equal"),
         (f"{orders}.orders", "equal"),
@@ -71,13 +71,13 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
 
     # the source moves on: verify still compares at the target's position
     mariadb.execute("UPDATE orders SET qty = qty + 1", database=orders)
-    assert all(v.status == "equal" for v in verify_tables(spark, definition, run.sink, run.tables))
+    assert all(v.status == "equal" for v in verify_tables(spark, definition, run.sink, run.targets))
 
     # somebody else changes the target: verify names the keys
     some = sorted(table_state(mariadb, orders, "orders"))[:2]
     spark.sql(f"DELETE FROM delta.`{lake / 'orders'}` WHERE id = {some[0]}")
     spark.sql(f"UPDATE delta.`{lake / 'orders'}` SET qty = -1 WHERE id = {some[1]}")
-    verdict = {str(v.table): v for v in verify_tables(spark, definition, run.sink, run.tables)}
+    verdict = {str(v.table): v for v in verify_tables(spark, definition, run.sink, run.targets)}
     bad = verdict[f"{orders}.orders"]
     assert bad.status == "different" and bad.comparison is not None
     assert bad.comparison.differing_keys == 2
@@ -191,7 +191,7 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
     assert delta_rows(spark, lake) == table_state(mariadb, orders, "orders")
     definition = load_pipeline(pipeline)
     run = prepare(definition, spark=spark)
-    assert [v.status for v in verify_tables(spark, definition, run.sink, run.tables)] == ["equal"]
+    assert [v.status for v in verify_tables(spark, definition, run.sink, run.targets)] == ["equal"]
 
 
 def test_append_mode_keeps_every_change(
@@ -332,7 +332,7 @@ def test_a_comma_separated_tables_list_captures_exactly_its_tables(
     assert {t.source.database for t in run.tables} == {orders}
     run.start()
     run.wait()
-    verdicts = verify_tables(spark, definition, run.sink, run.tables)
+    verdicts = verify_tables(spark, definition, run.sink, run.targets)
     assert [v.status for v in verdicts] == ["equal", "equal"]
     assert len(delta_rows(spark, scratch / "lake" / orders / "audit")) == 2
 

@@ -21,8 +21,10 @@ def pipeline_file(
     trigger: str = "300ms",
     max_rows: int = 500,
     extra_source: str = "",
+    blocks: str = "",
 ) -> Path:
-    """A pipeline file capturing ``tables`` (``db.regex``) into ``sink`` (a YAML block body)."""
+    """A pipeline file capturing ``tables`` (``db.regex``) into ``sink`` (a YAML block body),
+    with ``blocks`` (more top-level blocks: transform, route) at its end."""
     options = mariadb.source_options()
     text = f"""\
 source:
@@ -43,7 +45,7 @@ pipeline:
   checkpoint: checkpoint
   trigger-interval: {trigger}
   max-rows-per-trigger: {max_rows}
-"""
+{blocks}"""
     path = folder / "pipeline.yaml"
     path.write_text(text, encoding="utf-8")
     return path

@@ -29,9 +29,15 @@ from sparkcdc.verify.run import TableVerdict
 
 def validate(args: argparse.Namespace) -> int:
     definition = load_pipeline(args.pipeline)
+    rules = [
+        f"{len(found)} {name}{'' if len(found) == 1 else 's'}"
+        for name, found in (("transform", definition.transforms), ("route", definition.routes))
+        if found
+    ]
     Console().print(
         f"[green]ok[/green]: {definition.path}: {definition.source_type} -> "
-        f"{definition.sink_type}, checkpoint {definition.settings.checkpoint}"
+        f"{definition.sink_type}{''.join(f', {r}' for r in rules)}, "
+        f"checkpoint {definition.settings.checkpoint}"
     )
     return 0
 
@@ -157,7 +163,7 @@ def verify_pipeline(
 
     run = prepare(definition, spark, jvm_log=jvm_log)
     try:
-        return verify_tables(run.spark, definition, run.sink, run.tables)
+        return verify_tables(run.spark, definition, run.sink, run.targets)
     finally:
         run.sink.close()
         run.probe.close()

@@ -33,6 +33,9 @@ class Connector(Generic[Config]):
     one_table: Callable[[TableId], dict[str, str]]
     #: The option specs ``parse`` validates against (the README's table is made of them).
     specs: tuple[OptionSpec, ...] = ()
+    #: Config -> the name above a table's namespace (transforms' ``__namespace_name__``):
+    #: PostgreSQL's database; None where tables have no such level (MySQL).
+    namespace: Callable[[Config], str | None] = lambda _config: None
 
     def parse_config(self, options: Mapping[str, str]) -> Config:
         return self.parse(options)

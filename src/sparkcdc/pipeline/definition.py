@@ -18,10 +18,13 @@ from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
+from sparkcdc.pipeline.rules import RouteRule, TransformRule, load_routes, load_transforms
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
 from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
 
 BLOCKS = ("source", "sink", "pipeline")
+#: Optional blocks: lists of rules (pipeline/rules.py).
+RULE_BLOCKS = ("transform", "route")
 AVAILABLE_NOW = "available-now"
 
 PIPELINE_SPECS = (
@@ -86,11 +89,18 @@ class PipelineDefinition:
     #: Sink options as given (values as strings), validated by the sink type.
     sink_options: Mapping[str, str]
     settings: PipelineSettings
+    transforms: tuple[TransformRule, ...] = ()
+    routes: tuple[RouteRule, ...] = ()
 
     @property
     def connector(self) -> Connector[Any]:
         """The source type's connector: its Spark format and how to build the source."""
         return connector(self.source_type)
+
+    @property
+    def namespace(self) -> str | None:
+        """What transforms see as ``__namespace_name__``."""
+        return self.connector.namespace(self.source_config)
 
     def stream_options(self) -> dict[str, str]:
         """Options for the connector's Spark format, including the pipeline's read limit."""
@@ -104,9 +114,13 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     """Load and validate a pipeline file (no connections are opened)."""
     doc = load_yaml(path)
     data = doc.data
-    unknown = [k for k in data if k not in BLOCKS]
+    unknown = [k for k in data if k not in BLOCKS + RULE_BLOCKS]
     if unknown:
-        raise doc.error(str(unknown[0]), f"unknown block; a pipeline file has {', '.join(BLOCKS)}")
+        raise doc.error(
+            str(unknown[0]),
+            f"unknown block; a pipeline file has {', '.join(BLOCKS)} "
+            f"(and optionally {', '.join(RULE_BLOCKS)})",
+        )
     for block in BLOCKS:
         if not isinstance(data.get(block), dict):
             what = "is missing" if block not in data else "must be a mapping of keys to values"
@@ -129,6 +143,8 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
         sink_type=sink_type,
         sink_options=sink,
         settings=settings,
+        transforms=load_transforms(doc),
+        routes=load_routes(doc),
     )
 
 

@@ -28,8 +28,10 @@ from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.run_state import load_run_state, save_run_state
+from sparkcdc.pipeline.shaping import shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.tables import captured_tables
+from sparkcdc.pipeline.targets import Target, plan_targets
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
 
@@ -50,7 +52,11 @@ class PipelineRun:
 
     definition: PipelineDefinition
     spark: Any
+    #: The captured tables (what the source reads, and what metrics count by).
     tables: list[SinkTable]
+    #: What the sink writes: each captured table's own target, or the targets that
+    #: transform and route rules make of them.
+    targets: list[Target]
     sink: Sink
     probe: SourceProbe
     metrics: PipelineMetrics
@@ -152,14 +158,19 @@ class PipelineRun:
             version = None if offset is None else self.probe.position(offset).version
             changes, tally = self._split(frame, version)
             fetched = time.time()
+            rows = tally.rows
+            snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
+            namespace = self.definition.namespace
             batch = MicroBatch(
                 pipeline=self._pipeline_id,
                 batch_id=batch_id,
-                changes=changes,
+                changes={t.table.source: to_target(changes, t, namespace) for t in self.targets},
                 source_offset=offset,
-                row_counts=tally.rows,
+                # counts before filters: an upper bound, which is all sinks need (skip a
+                # target with 0; all of a target's rows are snapshot rows when both agree)
+                row_counts={t.table.source: _summed(t, rows) for t in self.targets},
                 snapshot_version=version,
-                snapshot_counts={t: c.snapshot_rows for t, c in tally.counts.items()},
+                snapshot_counts={t.table.source: _summed(t, snapshot_rows) for t in self.targets},
             )
             self.sink.write(batch)
         finally:
@@ -215,6 +226,10 @@ class PipelineRun:
                 *[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS
             )
         return changes, tally
+
+
+def _summed(target: Target, counts: dict[TableId, int]) -> int:
+    return sum(counts.get(s.table.source, 0) for s in target.sources)
 
 
 @dataclass
@@ -279,20 +294,27 @@ def prepare(
         definition.path.parent,
         pipeline_id=pipeline_id(definition),
     )
-    shared = shared_targets(sink, tables)
+    targets = plan_targets(
+        tables,
+        definition.routes,
+        definition.transforms,
+        shaped_schema(spark, definition.namespace),
+        definition.namespace,
+    )
+    shared = shared_targets(sink, [t.table for t in targets])
     if shared:
         target, sources = next(iter(shared.items()))
         raise OptionError(
             f"sink: option 'table-name' writes {', '.join(str(s) for s in sources)} into one "
             f"target ({target}); their changes would collide (keys of different tables "
             "overwrite each other, or a batch is skipped as a replay). Give each table its own "
-            "target with the {database} and {table} placeholders; merging tables into one "
-            "target (a route) is not supported yet"
+            "target with the {database} and {table} placeholders, or merge tables on purpose "
+            "with a route block (docs/pipelines.md)"
         )
-    sink.open(spark, tables)
+    sink.open(spark, [t.table for t in targets])
     probe = SourceProbe(definition.connector, definition.source_config)
     metrics = pipeline_metrics(definition, [t.source for t in tables], probe)
-    return PipelineRun(definition, spark, tables, sink, probe, metrics, on_batch)
+    return PipelineRun(definition, spark, tables, targets, sink, probe, metrics, on_batch)
 
 
 def pipeline_metrics(

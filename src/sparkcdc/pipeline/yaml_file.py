@@ -33,12 +33,15 @@ class YamlDocument:
 
     def error(self, key: str, message: str) -> PipelineFileError:
         """An error pointing at ``key`` (a dotted path); at its parent if it is absent."""
+        return PipelineFileError(f"{self.where(key)}: '{key}': {message}")
+
+    def where(self, key: str) -> str:
+        """``file:line`` of ``key``, or of its nearest parent that has a line."""
         probe = key
         while probe and probe not in self.lines:
             probe = probe.rpartition(".")[0]
         line = self.lines.get(probe)
-        where = f"{self.path}:{line}" if line else str(self.path)
-        return PipelineFileError(f"{where}: '{key}': {message}")
+        return f"{self.path}:{line}" if line else str(self.path)
 
 
 def load_yaml(path: str | Path) -> YamlDocument:
@@ -72,6 +75,14 @@ def load_yaml(path: str | Path) -> YamlDocument:
 
 
 def _collect_lines(node: yaml.Node, prefix: str, lines: dict[str, int]) -> None:
+    """Lines of mapping keys (``sink.path``) and of list items (``route[0]``, and their
+    keys ``route[0].sink-table``)."""
+    if isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            key = f"{prefix.removesuffix('.')}[{index}]"
+            lines[key] = item.start_mark.line + 1
+            _collect_lines(item, key + ".", lines)
+        return
     if not isinstance(node, yaml.MappingNode):
         return
     for key_node, value_node in node.value:

@@ -34,6 +34,9 @@ class SinkTable:
     schema: Any
     #: Primary-key column names, in key order: what upserts match on.
     key: tuple[str, ...]
+    #: Columns a new target is partitioned by (a transform's ``partition-keys``; sinks
+    #: that have no partitions ignore them).
+    partition_keys: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:

@@ -17,7 +17,9 @@ from typing import Any
 from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.definition import PipelineDefinition
-from sparkcdc.sinks.base import Sink, SinkTable
+from sparkcdc.pipeline.shaping import to_target
+from sparkcdc.pipeline.targets import Target
+from sparkcdc.sinks.base import Sink
 from sparkcdc.verify.compare import Comparison, compare_tables
 
 #: Source options that make no sense for a one-off snapshot read of one table.
@@ -35,11 +37,14 @@ class TableVerdict:
 
 
 def verify_tables(
-    spark: Any, definition: PipelineDefinition, sink: Sink, tables: Sequence[SinkTable]
+    spark: Any, definition: PipelineDefinition, sink: Sink, targets: Sequence[Target]
 ) -> list[TableVerdict]:
+    """One verdict per target: its rows against its source tables' rows at the target's
+    offset (shaped and merged as the pipeline writes them)."""
     verdicts = []
     dialect = definition.connector.create_source(definition.source_config).dialect
-    for table in tables:
+    for target in targets:
+        table = target.table
         snapshot = sink.snapshot(spark, table)
         if snapshot.source_offset is None:
             verdicts.append(TableVerdict(table.source, "empty", "-"))
@@ -47,11 +52,15 @@ def verify_tables(
         offset = json.loads(snapshot.source_offset)
         log = offset["log"]
         position = str(dialect.position_from_json(log))
-        progress = offset.get("tables", {}).get(table.source.key, {})
-        if not progress.get("done", False):
+        progress = offset.get("tables", {})
+        if not all(progress.get(s.table.source.key, {}).get("done", False) for s in target.sources):
             verdicts.append(TableVerdict(table.source, "snapshotting", position))
             continue
-        source = source_at(spark, definition, table.source, json.dumps(log))
+        frames = {
+            s.table.source: source_at(spark, definition, s.table.source, json.dumps(log))
+            for s in target.sources
+        }
+        source = to_target(frames, target, definition.namespace)
         comparison = compare_tables(source, snapshot.rows, table.key, table.columns)
         status = "equal" if comparison.equal else "different"
         verdicts.append(TableVerdict(table.source, status, position, comparison))

@@ -27,4 +27,5 @@ CONNECTOR = Connector(
     create=_create,
     one_table=one_table_options,
     specs=SPECS,
+    namespace=lambda config: config.database,
 )

@@ -72,6 +72,8 @@ class DeltaSink(Sink):
                 self._check_existing(spark, table, path, schema)
                 continue
             builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+            if table.partition_keys:
+                builder = builder.partitionedBy(*table.partition_keys)
             # an append target's own columns are the change feed's reserved names (and an
             # append-only history needs no feed of its own)
             if self.config.change_data_feed and self.upsert:

@@ -1,0 +1,141 @@
+"""Applying transforms and routes to Spark DataFrames: the batch's changelogs, and the
+source rows ``verify`` reads.
+
+Shaping works image by image: the filter is evaluated on every row of the changelog, so an
+update whose new image leaves the filter keeps only its pre-image (which removes the key
+from an upsert target) and an update that enters it keeps only its post-image. A plain
+table read (no change columns) is shaped as if every row were an insert.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, ChangeType
+from sparkcdc.pipeline.projection import EVENT_TYPE, NAMESPACE, SCHEMA, TABLE
+from sparkcdc.pipeline.rules import TransformRule
+from sparkcdc.pipeline.targets import Target, TargetSource
+from sparkcdc.pipeline.yaml_file import PipelineFileError
+from sparkcdc.sinks.base import SinkTable
+
+
+def shape(frame: Any, source: TargetSource, namespace: str | None) -> Any:
+    """``frame`` (rows of ``source``'s table, with or without change columns) after its
+    transform: filtered, projected, change columns kept last."""
+    rule = source.transform
+    if rule is None:
+        return frame
+    return _transformed(frame, source.table, rule, namespace)
+
+
+def to_target(frames: dict[Any, Any], target: Target, namespace: str | None) -> Any:
+    """The rows of ``target``: each of its tables' frame (keyed by source table id)
+    shaped, conformed to the target's schema, and unioned."""
+    if target.as_captured:
+        return frames[target.table.source]
+    parts = [
+        conform(shape(frames[s.table.source], s, namespace), target.table) for s in target.sources
+    ]
+    return reduce(lambda a, b: a.unionByName(b), parts)
+
+
+def conform(frame: Any, table: SinkTable) -> Any:
+    """``frame`` with exactly ``table``'s columns in its order and types (NULL where the
+    frame lacks one), then whatever change columns it has."""
+    from pyspark.sql import functions as F
+
+    have = {f.name: f.dataType for f in frame.schema.fields}
+    columns = []
+    for field in table.schema.fields:
+        if field.name not in have:
+            columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+        elif have[field.name] != field.dataType:
+            columns.append(F.col(f"`{field.name}`").cast(field.dataType).alias(field.name))
+        else:
+            columns.append(F.col(f"`{field.name}`"))
+    return frame.select(*columns, *[c for c in CHANGE_COLUMNS if c in have])
+
+
+def shaped_schema(spark: Any, namespace: str | None) -> Any:
+    """``(table, rule) -> StructType``: what the rule makes of the table's rows, analysed by
+    Spark on an empty frame; an expression Spark rejects fails naming the rule's line."""
+
+    def schema_of(table: SinkTable, rule: TransformRule) -> Any:
+        empty = spark.createDataFrame([], table.schema)
+        try:
+            return _transformed(empty, table, rule, namespace).schema
+        except Exception as exc:
+            if not _is_analysis_error(exc):
+                raise
+        raise _first_rejected(empty, table, rule, namespace)
+
+    return schema_of
+
+
+def _transformed(frame: Any, table: SinkTable, rule: TransformRule, namespace: str | None) -> Any:
+    rows = frame.withColumns(_metadata(frame, table, namespace))
+    if rule.filter:
+        rows = rows.where(rule.filter)
+    return rows.selectExpr(*_items(table, rule), *[c for c in CHANGE_COLUMNS if c in frame.columns])
+
+
+def _items(table: SinkTable, rule: TransformRule) -> list[str]:
+    """The projection as Spark ``selectExpr`` texts (``*``: the table's own columns)."""
+    own = [f"`{c}`" for c in table.columns]
+    if not rule.projection:
+        return own
+    texts: list[str] = []
+    for item in rule.projection:
+        texts.extend(own if item.star else [item.text])
+    return texts
+
+
+def _metadata(frame: Any, table: SinkTable, namespace: str | None) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    if CHANGE_TYPE in frame.columns:
+        kind = F.col(CHANGE_TYPE)
+        event = reduce(
+            lambda acc, t: acc.when(kind == t.value, F.lit(t.row_kind)),
+            list(ChangeType)[1:],
+            F.when(kind == ChangeType.INSERT.value, F.lit(ChangeType.INSERT.row_kind)),
+        )
+    else:
+        event = F.lit(ChangeType.INSERT.row_kind)
+    return {
+        NAMESPACE: F.lit(namespace).cast("string"),
+        SCHEMA: F.lit(table.source.database),
+        TABLE: F.lit(table.source.table),
+        EVENT_TYPE: event,
+    }
+
+
+def _first_rejected(
+    empty: Any, table: SinkTable, rule: TransformRule, namespace: str | None
+) -> PipelineFileError:
+    """The error naming the first of the rule's expressions Spark cannot analyse."""
+    rows = empty.withColumns(_metadata(empty, table, namespace))
+    checks = [("filter", rule.filter)] if rule.filter else []
+    checks += [("projection", text) for text in _items(table, rule)]
+    for what, text in checks:
+        try:
+            rows.where(text) if what == "filter" else rows.selectExpr(text)
+        except Exception as exc:
+            if not _is_analysis_error(exc):
+                raise
+            reason = str(exc).strip().splitlines()[0]
+            return PipelineFileError(
+                f"{rule.where}: transform of {table.source}: {what} '{text}' is rejected by "
+                f"Spark: {reason}"
+            )
+    return PipelineFileError(
+        f"{rule.where}: transform of {table.source}: Spark rejects the projection as a whole "
+        "(two output columns with one name?)"
+    )
+
+
+def _is_analysis_error(exc: Exception) -> bool:
+    from pyspark.errors import AnalysisException
+
+    return isinstance(exc, AnalysisException)

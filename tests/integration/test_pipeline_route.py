@@ -1,0 +1,204 @@
+"""route + transform end to end: three MariaDB shards with different columns and
+overlapping keys, written to while the pipeline snapshots and streams, merged into one
+Delta table and one PostgreSQL table; each target equals the union computed here from the
+shards, and ``verify`` agrees."""
+
+from __future__ import annotations
+
+import random
+import threading
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.runner import prepare
+from sparkcdc.pipeline.yaml_file import PipelineFileError
+from sparkcdc.verify.run import verify_tables
+from tests.support.pipelines import pipeline_file, run_until_caught_up
+
+SHARDS = {
+    "shard_1": ("id BIGINT PRIMARY KEY", "name VARCHAR(64)", "qty INT"),
+    "shard_2": ("id BIGINT PRIMARY KEY", "name VARCHAR(64)", "qty BIGINT", "note TEXT"),
+    "shard_3": ("id INT PRIMARY KEY", "qty INT", "price DECIMAL(8,2)"),
+}
+#: The merged target: shard_1's columns, the projection's source_table, then what the
+#: other shards add (tables in name order); id and qty widened to BIGINT.
+COLUMNS = ("id", "name", "qty", "source_table", "note", "price")
+
+RULES = """\
+transform:
+  - source-table: {db}.shard_[0-9]+
+    projection: \\*, __table_name__ AS source_table
+    filter: qty % 7 <> 3
+    primary-keys: id, source_table
+    description: rows move in and out of the filter as qty changes
+route:
+  - source-table: {db}.shard_[0-9]+
+    sink-table: {db}.merged
+"""
+
+
+class ShardWriter(threading.Thread):
+    """Random inserts, updates (qty + 1: rows cross the filter), key moves and deletes on
+    the three shards, one to three statements per transaction, across shards; at most
+    ``limit`` transactions (a pipeline slower than the writer would never end its snapshot)."""
+
+    limit = 1500
+
+    def __init__(self, mariadb: EmbeddedMariaDB, db: str, seed: int) -> None:
+        super().__init__(daemon=True)
+        self.mariadb, self.db, self.rng = mariadb, db, random.Random(seed)
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with self.mariadb.connect(self.db) as conn, conn.cursor() as cur:
+                for _ in range(self.limit):
+                    if self.stopping.is_set():
+                        break
+                    cur.execute("BEGIN")
+                    for _ in range(self.rng.randint(1, 3)):
+                        self.one(cur)
+                    cur.execute("COMMIT")
+                    self.stopping.wait(0.003)
+        except BaseException as exc:
+            self.error = exc
+
+    def one(self, cur: Any) -> None:
+        shard = self.rng.choice(sorted(SHARDS))
+        k, op = self.rng.randrange(1500), self.rng.random()
+        if op < 0.35:
+            cur.execute(insert(shard) + " ON DUPLICATE KEY UPDATE qty = qty + 1", values(shard, k))
+        elif op < 0.75:
+            cur.execute(f"UPDATE {shard} SET qty = qty + 1 WHERE id = %s", (k,))
+        elif op < 0.85:
+            cur.execute(f"UPDATE IGNORE {shard} SET id = %s WHERE id = %s", (k + 1, k))
+        else:
+            cur.execute(f"DELETE FROM {shard} WHERE id = %s", (k,))
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(60)
+        if self.error:
+            raise self.error
+
+
+def insert(shard: str) -> str:
+    width = len(SHARDS[shard])
+    return f"INSERT INTO {shard} VALUES ({', '.join(['%s'] * width)})"
+
+
+def values(shard: str, k: int) -> tuple[Any, ...]:
+    if shard == "shard_1":
+        return (k, f"one-{k}", k % 40)
+    if shard == "shard_2":
+        return (k, f"two-{k}", k % 30, f"note {k}")
+    return (k, k % 20, Decimal(k) / 4)
+
+
+@pytest.fixture
+def shards(mariadb: EmbeddedMariaDB, mysql_db: str) -> str:
+    """Three shards whose keys overlap (every shard has ids 0, 2, 4, ...)."""
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        for shard, columns in SHARDS.items():
+            cur.execute(f"CREATE TABLE {shard} ({', '.join(columns)})")
+            cur.executemany(insert(shard), [values(shard, k) for k in range(0, 1500, 2)])
+        conn.commit()
+    return mysql_db
+
+
+def expected(mariadb: EmbeddedMariaDB, db: str) -> dict[tuple[Any, str], tuple[Any, ...]]:
+    """The merged target, computed from the shards without Spark: rows whose qty passes
+    the filter, every shard's columns placed by name, NULL where a shard has none."""
+    merged = {}
+    for shard in SHARDS:
+        names = [c.split()[0] for c in SHARDS[shard]]
+        for row in mariadb.execute(f"SELECT * FROM {shard}", database=db):
+            by_name = dict(zip(names, row, strict=True)) | {"source_table": shard}
+            if by_name["qty"] % 7 != 3:
+                merged[(row[0], shard)] = tuple(by_name.get(c) for c in COLUMNS)
+    return merged
+
+
+def target_rows(found: list[Any]) -> dict[tuple[Any, str], tuple[Any, ...]]:
+    keyed = {(r[0], r[3]): tuple(r) for r in found}
+    assert len(keyed) == len(found), "duplicate keys in the merged target"
+    return keyed
+
+
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_three_shards_merge_into_one_target_under_concurrent_writes(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    shards: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if sink == "delta":
+        block = "type: delta\npath: lake"
+    else:
+        monkeypatch.setenv("TARGET_PASSWORD", postgres.password)
+        block = (
+            f"type: jdbc\nurl: postgresql://{postgres.host}:{postgres.port}/{pg_db}\n"
+            f"username: {postgres.user}\npassword: ${{TARGET_PASSWORD}}\n"
+            'table-name: "{database}.{table}"'
+        )
+    path = pipeline_file(
+        scratch, mariadb, f"{shards}.shard_[0-9]+", block, blocks=RULES.format(db=shards)
+    )
+    definition = load_pipeline(path)
+    run = prepare(definition, spark=spark)
+    (target,) = run.targets
+    assert target.table.columns == COLUMNS and target.table.key == ("id", "source_table")
+    writer = ShardWriter(mariadb, shards, seed=len(sink))
+    writer.start()
+
+    def then() -> None:
+        writer.stop()
+        mariadb.execute("UPDATE shard_2 SET qty = 3 WHERE id = 2", database=shards)  # leaves
+        mariadb.execute(  # enters (or is new)
+            "INSERT INTO shard_3 VALUES (4, 4, 1) ON DUPLICATE KEY UPDATE qty = 4", database=shards
+        )
+
+    try:
+        run_until_caught_up(run, mariadb, then)
+    finally:
+        writer.stop()
+
+    if sink == "delta":
+        frame = spark.read.format("delta").load(str(scratch / "lake" / shards / "merged"))
+        types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+        assert types["id"] == "bigint" and types["price"] == "decimal(8,2)"
+        found = frame.select(*COLUMNS).collect()
+    else:
+        with postgres.connect(pg_db) as conn:
+            found = conn.execute(f'SELECT {", ".join(COLUMNS)} FROM "{shards}".merged').fetchall()
+    rows = target_rows(found)
+    assert rows == expected(mariadb, shards)
+    assert (2, "shard_2") not in rows and (4, "shard_3") in rows
+    assert {k[1] for k in rows} == set(SHARDS)
+    verdicts = verify_tables(spark, definition, run.sink, run.targets)
+    assert [(str(v.table), v.status) for v in verdicts] == [(f"{shards}.merged", "equal")]
+
+
+def test_an_expression_spark_rejects_names_the_rule_line(
+    spark: Any, mariadb: EmbeddedMariaDB, shards: str, scratch: Path
+) -> None:
+    rules = RULES.format(db=shards).replace(
+        "\\*, __table_name__", "\\*, qty * nope, __table_name__"
+    )
+    path = pipeline_file(scratch, mariadb, f"{shards}.shard_[0-9]+", "type: console", blocks=rules)
+    with pytest.raises(PipelineFileError) as info:
+        prepare(load_pipeline(path), spark=spark)
+    message = str(info.value)
+    line = path.read_text().splitlines().index(f"  - source-table: {shards}.shard_[0-9]+") + 1
+    assert f"{path}:{line}: transform of {shards}.shard_1: projection 'qty * nope'" in message
+    assert "nope" in message and "UNRESOLVED_COLUMN" in message
