@@ -35,6 +35,7 @@ transform:
     projection: \\*, __table_name__ AS source_table
     filter: qty % 7 <> 3
     primary-keys: id, source_table
+    partition-keys: source_table
     description: rows move in and out of the filter as qty changes
 route:
   - source-table: {db}.shard_[0-9]+
@@ -177,6 +178,8 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
         frame = spark.read.format("delta").load(str(scratch / "lake" / shards / "merged"))
         types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
         assert types["id"] == "bigint" and types["price"] == "decimal(8,2)"
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{scratch / 'lake' / shards / 'merged'}`")
+        assert detail.first()["partitionColumns"] == ["source_table"]
         found = frame.select(*COLUMNS).collect()
     else:
         with postgres.connect(pg_db) as conn:
