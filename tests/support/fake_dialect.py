@@ -58,6 +58,7 @@ class FakeSettings:
     metadata: tuple[str, ...] = ()
     max_rows_per_trigger: int | None = None
     startup_mode: str = "initial"
+    newly_added_tables: bool = False
 
 
 def key_of(row: Row) -> Any:
@@ -75,6 +76,8 @@ class FakeDatabase(Dialect[Count, FakeTable]):
     now: int = 0
     snapshot_at: Callable[[int, int], int] = lambda target, now: now
     log_piece: int = 3
+    #: Tables that exist but do not match the (imagined) table options: not discovered.
+    hidden: frozenset[TableId] = frozenset()
     format_name = "fake-cdc"
 
     @property
@@ -95,7 +98,7 @@ class FakeDatabase(Dialect[Count, FakeTable]):
 
     # -- the dialect ------------------------------------------------------------------------
     def discover(self) -> list[FakeTable]:
-        return [FakeTable(t) for t in sorted(self.initial)]
+        return [FakeTable(t) for t in sorted(self.initial) if t not in self.hidden]
 
     def key_order(self, table: FakeTable) -> KeyOrder:
         return KeyOrder()

@@ -16,9 +16,11 @@ import pickle
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.chunks import Chunk, KeyStats, plan_chunks
@@ -44,8 +46,11 @@ def interleaved(
     return merged
 
 
-def replay(consumer: Consumer, rows: list[dict[str, Any]], envelope: bool) -> None:
-    """Apply one batch's changelog rows in ``_commit_version`` order, as sinks do."""
+def replay(
+    consumer: Consumer, rows: list[dict[str, Any]], envelope: bool, typed: TableId = A
+) -> None:
+    """Apply one batch's changelog rows in ``_commit_version`` order, as sinks do (a
+    stream that is not an envelope has the rows of table ``typed``)."""
     images = []
     for r in rows:
         if envelope:
@@ -58,7 +63,7 @@ def replay(consumer: Consumer, rows: list[dict[str, Any]], envelope: bool) -> No
         else:
             row = (r["k"], r["v"])
             plus = r["_change_type"] in ("insert", "update_postimage")
-            images.append((r["_commit_version"], plus, A, row))
+            images.append((r["_commit_version"], plus, typed, row))
     # a key's pre-image/delete sorts before its post-image/insert of the same version
     for _, plus, table, row in sorted(images, key=lambda i: (i[0], i[1])):
         assert row is not None
@@ -138,3 +143,77 @@ def test_plan_chunks_empty_table_is_one_open_chunk() -> None:
     assert plan_chunks(None, False, KeyStats(None, None, 0), 10, 5, None, lambda lo, n: 1) == [
         Chunk(None, None)
     ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories(), histories(), st.data())
+def test_a_table_added_between_restarts_is_snapshotted_while_the_other_goes_on(
+    first: tuple[list[dict[int, Row]], list[RowChange]],
+    second: tuple[list[dict[int, Row]], list[RowChange]],
+    data: st.DataObject,
+) -> None:
+    """``scan.newly-added-table.enabled``: B exists (and changes) all along but matches the
+    options only after a restart; from that restart it is snapshotted while A continues
+    from the checkpoint, and both replay to their tables at every batch boundary. A later
+    restart that no longer matches A drops A from the offset and B goes on."""
+    log = interleaved(data, first[1], second[1])
+    config = FakeSettings(
+        chunk_size=data.draw(st.integers(1, 8), label="chunk size"),
+        rows_per_batch=data.draw(st.integers(1, 40), label="rows per batch"),
+        newly_added_tables=True,
+    )
+    db = FakeDatabase(log, {A: first[0][0], B: second[0][0]}, config, hidden=frozenset({B}))
+    db.snapshot_at = lambda target, now: data.draw(st.integers(0, now), label="snapshot at S")
+    max_rows = data.draw(st.none() | st.integers(1, 12), label="maxRowsPerTrigger")
+    restarts = sorted(data.draw(st.lists(st.integers(0, 12), min_size=2, max_size=2)))
+    source = IncrementalSource(db)
+    offset = source.initial_offset()
+    consumer: Consumer = {}
+    for number in range(1_000):
+        if number == restarts[0] and db.hidden:  # B matches from now on
+            db.hidden = frozenset()
+            source = IncrementalSource(db)
+        elif number == restarts[1] and not db.hidden and len(log) % 2:  # A no longer does
+            db.hidden = frozenset({A})
+            source = IncrementalSource(db)
+            consumer.pop(A, None)
+        db.now = data.draw(st.integers(db.now, len(log)), label="writes before planning")
+        end = source.latest_offset(offset, max_rows)
+        if end == offset:
+            if db.now == len(log) and number > restarts[1]:
+                break
+            db.now = min(db.now + 1, len(log))
+            continue
+        specs = source.partitions(offset, end)
+        db.now = data.draw(st.integers(db.now, len(log)), label="writes while reading")
+        rows = [
+            row
+            for spec in specs
+            for batch in source.read(pickle.loads(pickle.dumps(spec)))
+            for row in pa.Table.from_batches([batch]).to_pylist()
+        ]
+        replay(consumer, rows, source.envelope, next(iter(source.tables)))
+        offset = end
+        typed = source._offset(offset)
+        assert set(typed.tables) == set(source.tables)
+        order = source.dialect.key_order(FakeTable(A))
+        for table, progress in typed.tables.items():
+            state = db.state(table, typed.log.n)
+            expected = {k: r for k, r in state.items() if order.emitted(k, progress)}
+            assert consumer.get(table, {}) == expected, f"{table} at {typed.log}"
+    else:
+        raise AssertionError("the source never caught up")
+    for table in source.tables:
+        assert consumer.get(table, {}) == db.state(table, len(log))
+
+
+def test_without_the_option_new_tables_are_left_out_and_missing_ones_fail() -> None:
+    rows = {1: (1, 1)}
+    db = FakeDatabase([], {A: rows, B: rows}, FakeSettings(), hidden=frozenset({B}))
+    offset = IncrementalSource(db).initial_offset()
+    db.hidden = frozenset()
+    grown = IncrementalSource(db)
+    assert set(grown._offset(offset).tables) == {A}  # warned, not captured
+    db.hidden = frozenset({A})
+    with pytest.raises(SchemaError, match=r"scan\.newly-added-table\.enabled"):
+        IncrementalSource(db)._offset(offset)

@@ -84,6 +84,14 @@ def parse_float(minimum: float | None = None) -> Parser:
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
 
 
+def parse_bool(text: str) -> bool:
+    """``true`` or ``false`` (any case)."""
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("true or false")
+    return lowered == "true"
+
+
 def parse_duration(text: str) -> float:
     """Seconds from Flink-style durations: ``30s``, ``500ms``, ``5min``, ``1h`` or plain seconds."""
     raw = text.strip().lower().replace(" ", "")

@@ -75,6 +75,8 @@ class SourceSettings(Protocol):
     def metadata(self) -> tuple[str, ...]: ...  # metadata.list
     @property
     def max_rows_per_trigger(self) -> int | None: ...  # maxRowsPerTrigger
+    @property
+    def newly_added_tables(self) -> bool: ...  # scan.newly-added-table.enabled
 
 
 class LogStream(Iterable[ChangeBlock], Protocol):

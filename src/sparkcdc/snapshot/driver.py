@@ -212,28 +212,58 @@ class IncrementalSource(Generic[P, T]):
         return self.partitions(start, self.latest_offset(bounded, None))
 
     def _offset(self, data: Offset) -> SourceOffset[P]:
-        """An offset's typed form. A checkpointed table that is no longer captured fails
-        with the fix; a table matched since the checkpoint was made is not captured
-        (warned)."""
+        """An offset's typed form, for the tables captured now. Tables that match since
+        the checkpoint was made, or match no more, are reconciled as
+        ``scan.newly-added-table.enabled`` says (see :meth:`_reconcile`)."""
         offset = SourceOffset.from_json(data, self.dialect.position_from_json)
-        gone = sorted(str(t) for t in set(offset.tables) - set(self.tables))
-        if gone:
-            raise SchemaError(
-                f"the checkpoint captures {', '.join(gone)}, which 'database-name'/'table-name' "
-                "no longer match (dropped, renamed or options changed). Removing tables from a "
-                "running capture is not supported yet: restore the table or the options, or "
-                "start a new checkpoint"
-            )
-        new = sorted(str(t) for t in set(self.tables) - set(offset.tables))
-        if new and not self._warned_new:
+        gone = sorted(set(offset.tables) - set(self.tables))
+        new = sorted(set(self.tables) - set(offset.tables))
+        if not gone and not new:
+            return offset
+        return self._reconcile(offset, gone, new)
+
+    def _reconcile(
+        self, offset: SourceOffset[P], gone: list[TableId], new: list[TableId]
+    ) -> SourceOffset[P]:
+        """With ``scan.newly-added-table.enabled``, a new table starts its snapshot at this
+        offset like any table of an ``initial`` start (its chunks are normalised to batch
+        ends; its log changes are emitted once its cursor covers their keys), so the
+        others go on from the checkpoint and nothing is read twice; a table that no longer
+        matches is dropped from the offset. Without it, new tables are not captured
+        (warned once) and a missing one fails with the fix."""
+        names = ", ".join(str(t) for t in gone)
+        if not self.settings.newly_added_tables:
+            if gone:
+                raise SchemaError(
+                    f"the checkpoint captures {names}, which the table options no longer "
+                    "match (dropped, renamed or options changed): restore the table or the "
+                    "options, set 'scan.newly-added-table.enabled' to 'true' to stop "
+                    "capturing it (its target keeps its rows), or start a new checkpoint"
+                )
+            if not self._warned_new:
+                self._warned_new = True
+                log.warning(
+                    "tables %s match the table options but were not there when the checkpoint "
+                    "was made: they are not captured (set 'scan.newly-added-table.enabled' to "
+                    "'true' to snapshot them while the others continue)",
+                    ", ".join(str(t) for t in new),
+                )
+            return offset
+        tables = {t: p for t, p in offset.tables.items() if t not in gone}
+        tables.update({t: TableProgress() for t in new})
+        if not self._warned_new:
             self._warned_new = True
-            log.warning(
-                "tables %s match 'database-name'/'table-name' but were not there when the "
-                "checkpoint was made: they are not captured (adding tables to a running "
-                "capture is not supported yet; start a new checkpoint to include them)",
-                ", ".join(new),
-            )
-        return offset
+            if new:
+                log.info(
+                    "newly added tables %s: snapshotting them while the others continue from "
+                    "the checkpoint",
+                    ", ".join(str(t) for t in new),
+                )
+            if gone:
+                log.warning(
+                    "tables %s are no longer captured (their targets keep their rows)", names
+                )
+        return SourceOffset(offset.log, tables, offset.bounded)
 
     def _order(self, table_id: TableId) -> KeyOrder:
         if table_id not in self._orders:

@@ -22,6 +22,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import (
     Options,
     OptionSpec,
+    parse_bool,
     parse_duration,
     parse_float,
     parse_int,
@@ -271,6 +272,16 @@ HEARTBEAT_INTERVAL = OptionSpec(
     doc="accepted; not used yet",
     attr="heartbeat_interval",
 )
+NEWLY_ADDED_TABLES = OptionSpec(
+    "scan.newly-added-table.enabled",
+    parse_bool,
+    False,
+    doc="on a restart from a checkpoint, snapshot the tables that match now but did not "
+    "when the checkpoint was made (while the others continue from it), and forget the "
+    "tables that no longer match (their targets keep their rows); `false`: new tables "
+    "are not captured (warned) and a table that no longer matches fails the restart",
+    attr="newly_added_tables",
+)
 MAX_ROWS_PER_TRIGGER = OptionSpec(
     "maxRowsPerTrigger",
     parse_int(1),
@@ -295,6 +306,7 @@ SHARED_SPECS: tuple[OptionSpec, ...] = (
     CONNECT_TIMEOUT,
     CONNECT_MAX_RETRIES,
     HEARTBEAT_INTERVAL,
+    NEWLY_ADDED_TABLES,
     MAX_ROWS_PER_TRIGGER,
 )
 
@@ -315,6 +327,7 @@ class SourceConfig:
     connect_timeout: float
     connect_max_retries: int
     heartbeat_interval: float
+    newly_added_tables: bool
     max_rows_per_trigger: int | None
 
 

@@ -30,6 +30,7 @@ from sparkcdc.snapshot.options import (
     FETCH_SIZE,
     HEARTBEAT_INTERVAL,
     MAX_ROWS_PER_TRIGGER,
+    NEWLY_ADDED_TABLES,
     PASSWORD,
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
@@ -185,6 +186,7 @@ SPECS: tuple[OptionSpec, ...] = (
     CONNECT_TIMEOUT,
     CONNECT_MAX_RETRIES,
     HEARTBEAT_INTERVAL,
+    NEWLY_ADDED_TABLES,
     OptionSpec(
         "metadata.list",
         metadata_parser(METADATA_COLUMNS),

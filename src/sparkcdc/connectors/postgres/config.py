@@ -32,6 +32,7 @@ from sparkcdc.snapshot.options import (
     FACTOR_UPPER,
     FETCH_SIZE,
     MAX_ROWS_PER_TRIGGER,
+    NEWLY_ADDED_TABLES,
     PASSWORD,
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
@@ -177,6 +178,7 @@ SPECS: tuple[OptionSpec, ...] = (
     FACTOR_LOWER,
     CONNECT_TIMEOUT,
     CONNECT_MAX_RETRIES,
+    NEWLY_ADDED_TABLES,
     OptionSpec(
         "heartbeat.interval",
         parse_duration,

@@ -10,16 +10,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sparkcdc.core.errors import OptionError
-from sparkcdc.core.options import OptionSpec, parse_options
+from sparkcdc.core.options import OptionSpec, parse_bool, parse_options
 
 CHANGELOG_MODES = ("upsert", "append")
-
-
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError("true or false")
-    return lowered == "true"
 
 
 SPECS = (
@@ -43,7 +36,7 @@ SPECS = (
     ),
     OptionSpec(
         "change-data-feed",
-        _bool,
+        parse_bool,
         True,
         doc="create `upsert` targets with `delta.enableChangeDataFeed` (downstream readers "
         "get the target's own change feed; `append` targets already are a change history)",
