@@ -88,17 +88,21 @@ def run_until_caught_up(
     """Start the pipeline; once the snapshot is committed call ``after_snapshot``, wait
     until a committed offset is at or past the binlog's end then, and stop the pipeline."""
     checkpoint = run.definition.settings.checkpoint
+
+    def committed(reached: Callable[[dict[str, Any]], bool]) -> Callable[[], bool]:
+        def check() -> bool:
+            if not run.query.isActive:  # failed: say why instead of timing out
+                raise AssertionError(f"the pipeline stopped: {run.query.exception()}")
+            return any(reached(o) for o in committed_offsets(checkpoint))
+
+        return check
+
     run.start()
     try:
-        wait_until(
-            lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
-        )
+        wait_until(committed(snapshot_done), "the snapshot")
         after_snapshot()
         file, pos = master_position(mariadb)
-        wait_until(
-            lambda: any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint)),
-            "the pipeline to catch up",
-        )
+        wait_until(committed(lambda o: at_or_after(o, file, pos)), "the pipeline to catch up")
     finally:
         run.stop()
 

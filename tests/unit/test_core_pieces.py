@@ -137,3 +137,21 @@ def test_table_keys_round_trip_whatever_the_names(database: str, table: str) -> 
 def test_plain_table_keys_read_as_written() -> None:
     assert TableId("app", "orders").key == "app.orders"
     assert TableId.from_key("a\\.b.c") == TableId("a.b", "c")
+
+
+def test_spark_names_and_strings_are_quoted_whole() -> None:
+    from sparkcdc.core.identifiers import quoted, sql_string
+    from sparkcdc.sinks.delta.sink import folder_name
+
+    assert quoted("a`b c") == "`a``b c`"
+    assert sql_string("it's \\ done") == "'it\\'s \\\\ done'"
+    assert folder_name("a/b`c") == "a_b_c"
+    assert [folder_name(n) for n in (".", "..", "")] == ["_.", "_..", "_"]
+
+
+@given(st.text())
+def test_quoted_names_parse_back(name: str) -> None:
+    from sparkcdc.core.identifiers import quoted
+
+    inner = quoted(name)[1:-1]
+    assert inner.replace("``", "`") == name and "`" not in inner.replace("``", "")

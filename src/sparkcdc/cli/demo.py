@@ -24,6 +24,7 @@ from rich.table import Table
 
 from sparkcdc.cli.live import LiveConsole, log_to
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import BatchReport
 
@@ -255,5 +256,5 @@ def _all_copied(report: BatchReport) -> bool:
 
 
 def _latest_version(spark: Any, path: str) -> int:
-    row = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").agg({"version": "max"}).collect()[0]
+    row = spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)}").agg({"version": "max"}).collect()[0]
     return int(row[0])

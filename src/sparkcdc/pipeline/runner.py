@@ -22,6 +22,7 @@ from typing import Any
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.folders import ensure_writable
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
 from sparkcdc.pipeline.checkpoint import batch_offset, query_id
@@ -211,7 +212,7 @@ class PipelineRun:
             table = self.tables[0]
             (row,) = frame.agg(*measures).collect()
             tally = _Tally.of({table.source: row})
-            columns = [f"`{c}`" for c in table.columns] + list(CHANGE_COLUMNS)
+            columns = [quoted(c) for c in table.columns] + list(CHANGE_COLUMNS)
             return {table.source: frame.select(*columns)}, tally
         from sparkcdc.spark.envelope import unpack_table
 
@@ -223,7 +224,7 @@ class PipelineRun:
             db, name = table.source.database, table.source.table
             typed = unpack_table(frame, db, name, table.schema)
             changes[table.source] = typed.select(
-                *[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS
+                *[quoted(c) for c in table.columns], *CHANGE_COLUMNS
             )
         return changes, tally
 

@@ -13,6 +13,7 @@ from functools import reduce
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, ChangeType
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.pipeline.projection import EVENT_TYPE, NAMESPACE, SCHEMA, TABLE
 from sparkcdc.pipeline.rules import TransformRule
 from sparkcdc.pipeline.targets import Target, TargetSource
@@ -51,9 +52,9 @@ def conform(frame: Any, table: SinkTable) -> Any:
         if field.name not in have:
             columns.append(F.lit(None).cast(field.dataType).alias(field.name))
         elif have[field.name] != field.dataType:
-            columns.append(F.col(f"`{field.name}`").cast(field.dataType).alias(field.name))
+            columns.append(F.col(quoted(field.name)).cast(field.dataType).alias(field.name))
         else:
-            columns.append(F.col(f"`{field.name}`"))
+            columns.append(F.col(quoted(field.name)))
     return frame.select(*columns, *[c for c in CHANGE_COLUMNS if c in have])
 
 
@@ -82,7 +83,7 @@ def _transformed(frame: Any, table: SinkTable, rule: TransformRule, namespace: s
 
 def _items(table: SinkTable, rule: TransformRule) -> list[str]:
     """The projection as Spark ``selectExpr`` texts (``*``: the table's own columns)."""
-    own = [f"`{c}`" for c in table.columns]
+    own = [quoted(c) for c in table.columns]
     if not rule.projection:
         return own
     texts: list[str] = []

@@ -137,10 +137,14 @@ def shared_targets(sink: Sink, tables: Sequence[SinkTable]) -> dict[str, list[Ta
     return {t: sources for t, sources in by_target.items() if len(sources) > 1}
 
 
-def target_names(tables: Sequence[SinkTable], pattern: str) -> Mapping[TableId, str]:
-    """Target table names from a pattern with ``{database}`` and ``{table}`` placeholders."""
+def target_names(
+    tables: Sequence[SinkTable], pattern: str, part: Callable[[str], str] = str
+) -> Mapping[TableId, str]:
+    """Target table names from a pattern with ``{database}`` and ``{table}`` placeholders,
+    each filled with ``part`` of the source name (a sink's escaping)."""
     return {
-        t.source: pattern.format(database=t.source.database, table=t.source.table) for t in tables
+        t.source: pattern.format(database=part(t.source.database), table=part(t.source.table))
+        for t in tables
     }
 
 

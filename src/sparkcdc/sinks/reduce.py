@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.identifiers import quoted
 
 DELETED = "_deleted"
 
@@ -30,9 +31,10 @@ def last_change_per_key(changes: Any, key: Sequence[str], columns: Sequence[str]
 
     order = F.struct(F.col(COMMIT_VERSION), change_rank(F.col(CHANGE_TYPE)).alias("rank"))
     image = F.struct(
-        *[F.col(c) for c in columns],
+        *[F.col(quoted(c)) for c in columns],
         F.col(COMMIT_VERSION),
         (change_rank(F.col(CHANGE_TYPE)) == 0).alias(DELETED),
     )
-    last = changes.groupBy(*[F.col(k) for k in key]).agg(F.max_by(image, order).alias("_last"))
+    keys = [F.col(quoted(k)) for k in key]
+    last = changes.groupBy(*keys).agg(F.max_by(image, order).alias("_last"))
     return last.select("_last.*")

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkcdc.core.identifiers import quoted
+
 #: How many differing keys to list per table (all are counted).
 SAMPLE_KEYS = 20
 
@@ -47,15 +49,15 @@ def compare_tables(
     from pyspark.sql import functions as F
 
     types = {f.name: f.dataType for f in source.schema.fields}
-    target = target.select(*[F.col(f"`{c}`").cast(types[c]).alias(c) for c in columns])
-    source = source.select(*[F.col(f"`{c}`") for c in columns])
-    key_cols = [F.col(f"`{k}`") for k in key]
+    target = target.select(*[F.col(quoted(c)).cast(types[c]).alias(c) for c in columns])
+    source = source.select(*[F.col(quoted(c)) for c in columns])
+    key_cols = [F.col(quoted(k)) for k in key]
 
     def hashed(frame: Any) -> Any:
         return frame.select(
             *key_cols,
             F.pmod(F.xxhash64(*key_cols), F.lit(chunks)).alias("_chunk"),
-            F.xxhash64(*[F.col(f"`{c}`") for c in columns]).alias("_hash"),
+            F.xxhash64(*[F.col(quoted(c)) for c in columns]).alias("_hash"),
         ).persist()
 
     left, right = hashed(source), hashed(target)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.console.config import ConsoleSinkConfig
@@ -50,7 +51,7 @@ class ConsoleSink(Sink):
             columns = self.tables[table_id].columns
             ordered = changes.orderBy(COMMIT_VERSION, change_rank(F.col(CHANGE_TYPE)))
             prefix = self._prefix(table_id)
-            for row in ordered.select(*[f"`{c}`" for c in columns], CHANGE_TYPE).toLocalIterator():
+            for row in ordered.select(*[quoted(c) for c in columns], CHANGE_TYPE).toLocalIterator():
                 values = tuple(row)
                 print(prefix + format_change(values[-1], values[:-1]), file=self.out)
         self.out.flush()

@@ -25,10 +25,29 @@ from typing import Any
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.folders import ensure_writable
+from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+
+#: Characters Delta refuses in column names unless the table maps columns by name.
+_UNSTORABLE = set(" ,;{}()\n\t=")
+#: Table properties of a table whose columns are mapped by name (Delta's column mapping).
+_COLUMN_MAPPING = {
+    "delta.columnMapping.mode": "name",
+    "delta.minReaderVersion": "2",
+    "delta.minWriterVersion": "5",
+}
+
+
+def folder_name(name: str) -> str:
+    """A source name as one folder name: path separators and backticks (which Delta's own
+    path identifiers cannot take) become ``_``, and ``.`` / ``..`` cannot climb out of
+    ``path``. Two names that become equal are refused as one shared target."""
+    safe = name.replace("/", "_").replace("\\", "_").replace("`", "_")
+    return f"_{safe}" if safe in (".", "..", "") else safe
+
 
 #: The table property naming the pipeline whose rows alone the table holds (appends safe).
 APPENDS_FOR = "sparkcdc.appends-for"
@@ -54,7 +73,7 @@ class DeltaSink(Sink):
         return self.paths[table]
 
     def target_of(self, table: SinkTable) -> str:
-        (name,) = target_names([table], self.config.table_name).values()
+        (name,) = target_names([table], self.config.table_name, folder_name).values()
         return str((self.config.path / name).resolve())
 
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
@@ -63,13 +82,16 @@ class DeltaSink(Sink):
         ensure_writable(self.config.path, "sink.path")
 
         self.tables = {t.source: t for t in tables}
-        names = target_names(tables, self.config.table_name)
+        names = target_names(tables, self.config.table_name, folder_name)
         self.paths = {t: str(self.config.path / name) for t, name in names.items()}
         for table in tables:
             path = self.paths[table.source]
             schema = self._target_schema(table)
-            if DeltaTable.isDeltaTable(spark, path):
+            exists = DeltaTable.isDeltaTable(spark, path)
+            if exists:
                 self._check_existing(spark, table, path, schema)
+            self._check_backticks(spark, table, path if exists else None)
+            if exists:
                 continue
             builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
             if table.partition_keys:
@@ -78,6 +100,9 @@ class DeltaSink(Sink):
             # append-only history needs no feed of its own)
             if self.config.change_data_feed and self.upsert:
                 builder = builder.property("delta.enableChangeDataFeed", "true")
+            if any(_UNSTORABLE & set(f.name) for f in schema.fields):
+                for key, value in _COLUMN_MAPPING.items():
+                    builder = builder.property(key, value)
             builder.execute()
 
     def _target_schema(self, table: SinkTable) -> Any:
@@ -91,6 +116,26 @@ class DeltaSink(Sink):
                 StructField(COMMIT_TIMESTAMP, TimestampType(), True),
             ]
         return StructType(fields)
+
+    def _check_backticks(self, spark: Any, table: SinkTable, existing: str | None) -> None:
+        """Delta's MERGE into a table with a change data feed cannot name a column that has
+        a backtick (it fails with INVALID_ATTRIBUTE_NAME_SYNTAX); say so before the first
+        batch, with the way out."""
+        odd = [f.name for f in table.schema.fields if "`" in f.name]
+        if not odd or not self.upsert:
+            return
+        if existing is None:
+            feed = self.config.change_data_feed
+        else:
+            detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted(existing)}").first()
+            feed = (detail["properties"] or {}).get("delta.enableChangeDataFeed") == "true"
+        if feed:
+            raise SparkCdcError(
+                f"{table.source} has column(s) {', '.join(odd)} with a backtick, which Delta's "
+                "MERGE cannot write into a table with a change data feed: set "
+                "'change-data-feed: false' in the sink block (for a new target), or rename the "
+                "column"
+            )
 
     def _check_existing(self, spark: Any, table: SinkTable, path: str, schema: Any) -> None:
         existing = {f.name: f.dataType for f in spark.read.format("delta").load(path).schema}
@@ -136,7 +181,7 @@ class DeltaSink(Sink):
         # offset of the table's last complete batch
         with _commit_options(spark, batch, app=SNAPSHOT_APP, offset=not merged):
             rows = changes.where(batch.is_snapshot_row())
-            rows.select(*[f"`{c}`" for c in table.columns]).write.format("delta").mode(
+            rows.select(*[quoted(c) for c in table.columns]).write.format("delta").mode(
                 "append"
             ).save(self.target_path(table.source))
         if merged:
@@ -153,12 +198,15 @@ class DeltaSink(Sink):
             return known
         path = self.target_path(table.source)
         ((properties, files),) = (
-            spark.sql(f"DESCRIBE DETAIL delta.`{path}`").select("properties", "numFiles").collect()
+            spark.sql(f"DESCRIBE DETAIL delta.{quoted(path)}")
+            .select("properties", "numFiles")
+            .collect()
         )
         owner = (properties or {}).get(APPENDS_FOR)
         if owner != pipeline and files == 0:
             spark.sql(
-                f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{APPENDS_FOR}' = '{pipeline}')"
+                f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES "
+                f"({sql_string(APPENDS_FOR)} = {sql_string(pipeline)})"
             )
             owner = pipeline
         self._appends[table.source] = owner == pipeline
@@ -168,8 +216,8 @@ class DeltaSink(Sink):
         from delta.tables import DeltaTable
 
         last = last_change_per_key(changes, table.key, table.columns)
-        matches = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in table.key)
-        values: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in table.columns}
+        matches = " AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in table.key)
+        values: dict[str, Any] = {quoted(c): f"s.{quoted(c)}" for c in table.columns}
         target = DeltaTable.forPath(spark, self.target_path(table.source))
         (
             target.alias("t")
@@ -181,7 +229,7 @@ class DeltaSink(Sink):
         )
 
     def _append(self, table: SinkTable, changes: Any) -> None:
-        rows = changes.select(*[f"`{c}`" for c in table.columns], *CHANGE_COLUMNS)
+        rows = changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
         rows.write.format("delta").mode("append").save(self.target_path(table.source))
 
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
@@ -192,7 +240,7 @@ class DeltaSink(Sink):
             )
         path = self.target_path(table.source)
         history = (
-            spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
+            spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)}")
             .select("version", "userMetadata")
             .orderBy("version", ascending=False)
             .limit(1000)
@@ -205,7 +253,7 @@ class DeltaSink(Sink):
         offsets = [m["source_offset"] for m in ours if m.get("source_offset")]
         offset = offsets[0] if offsets else None
         rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
-        return TargetSnapshot(rows.select(*[f"`{c}`" for c in table.columns]), offset)
+        return TargetSnapshot(rows.select(*[quoted(c) for c in table.columns]), offset)
 
 
 @contextmanager

@@ -36,6 +36,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
 from sparkcdc.core.errors import SchemaError, SparkCdcError
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.jdbc.config import MAX_IDENTIFIER, JdbcSinkConfig
 
@@ -223,7 +224,7 @@ class Dialect(ABC):
         because PySpark renders TimestampType in the driver's local zone."""
         from pyspark.sql import functions as F
 
-        column = F.col("`" + field.name.replace("`", "``") + "`")
+        column = F.col(quoted(field.name))
         return F.unix_micros(column) if _is(field.dataType, "TimestampType") else column
 
     def to_target(self, field: Any) -> Converter | None:

@@ -11,6 +11,7 @@ Schema changes are not applied (messages carry the row as it is).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,9 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
+
+#: What Kafka allows as a topic name.
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 class KafkaSink(Sink):
@@ -34,6 +38,15 @@ class KafkaSink(Sink):
                 f"kafka sink: tables {keyless} have no primary key; Kafka messages are keyed "
                 "by it (so one key's changes stay in order)"
             )
+        for table in tables:
+            topic = self.config.topic_of(table.source)
+            if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+                raise OptionError(
+                    f"kafka sink: the topic of {table.source} would be '{topic}', which Kafka "
+                    "does not allow (1 to 249 characters of a-z, A-Z, 0-9, '.', '_', '-'). "
+                    "Name the topics with option 'topic' or a 'topic-pattern' without the "
+                    "placeholder that brings those characters"
+                )
         self.tables = {t.source: t for t in tables}
 
     def target_of(self, table: SinkTable) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.formats.changelog_arrow import METADATA_FIELDS
 
 #: ``to_json`` options giving exactly row_json's layout: NULLs written, microsecond
@@ -53,7 +54,7 @@ def json_field(field: Any, column: Any = None) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType
 
-    value = F.col(f"`{field.name}`") if column is None else column
+    value = F.col(quoted(field.name)) if column is None else column
     if isinstance(field.dataType, DecimalType):
         value = value.cast("string")  # plain text: Spark never uses exponents here
     return value.alias(field.name)

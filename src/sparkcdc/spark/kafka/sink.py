@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.spark.kafka.codec import (
     ROW_KINDS,
     WRITE_OPTIONS,
@@ -82,7 +83,7 @@ def kafka_records(
     if not key:
         raise ValueError("key: the primary key columns are needed to partition by key")
     names = data_columns(df)
-    schema = df.select(*[F.col(f"`{n}`") for n in names]).schema
+    schema = df.select(*[F.col(quoted(n)) for n in names]).schema
     data = row_struct(schema)
     ct = F.col(CHANGE_TYPE)
     staged = df.select(
