@@ -28,7 +28,7 @@ from tests.support.pipelines import (
 DATABASE = "sp ace`bt'q\"ü"
 TABLE = "ord`ers 'x\" ñ"
 #: Delta stores the middle two only with column mapping (set by the sink).
-COLUMNS = ("i`d", "na me", "a,b;c=(d)", "qté")
+COLUMNS = ("i`d", "na me", "a,b;c=(d)", "qté %s%%")
 
 
 def q(name: str) -> str:

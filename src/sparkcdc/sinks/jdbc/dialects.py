@@ -92,7 +92,9 @@ class Dialect(ABC):
 
     @abstractmethod
     def quote(self, name: str) -> str:
-        """A quoted identifier, '%' doubled (both drivers use %s placeholders)."""
+        """A quoted identifier, '%' doubled (both drivers use %s placeholders). Statements
+        holding one are always executed with parameters (``()`` when there are none):
+        without any, neither driver turns ``%%`` back into ``%``."""
 
     def table_sql(self, qualifier: str | None, name: str) -> str:
         quoted = self.quote(name)
@@ -311,7 +313,7 @@ class PostgresDialect(Dialect):
     def ensure_qualifier(self, cur: Any, qualifier: str) -> None:
         cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (qualifier,))
         if cur.fetchone() is None:
-            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self.quote(qualifier)}")
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self.quote(qualifier)}", ())
 
     def existing_columns(self, cur: Any, qualifier: str, name: str) -> list[str] | None:
         cur.execute(
@@ -479,7 +481,7 @@ class MySqlDialect(Dialect):
             "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (qualifier,)
         )
         if cur.fetchone() is None:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.quote(qualifier)}")
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.quote(qualifier)}", ())
 
     def existing_columns(self, cur: Any, qualifier: str, name: str) -> list[str] | None:
         cur.execute(

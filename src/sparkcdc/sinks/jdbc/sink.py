@@ -249,7 +249,7 @@ class JdbcSink(Sink):
             sql = f"SELECT {select} FROM {self.dialect.table_sql(target.qualifier, target.name)}"
             batches = []
             with self._streaming_cursor(conn) as cur:
-                cur.execute(sql)
+                cur.execute(sql, ())
                 while chunk := cur.fetchmany(READ_BATCH_ROWS):
                     columns = list(zip(*chunk, strict=True))
                     arrays = [
@@ -270,7 +270,7 @@ class JdbcSink(Sink):
     def _read_offset(self, cur: Any) -> str | None:
         pipeline = self.pipeline
         if pipeline is None:
-            cur.execute(f"SELECT pipeline FROM {self._offsets_sql}")
+            cur.execute(f"SELECT pipeline FROM {self._offsets_sql}", ())
             names = sorted(str(r[0]) for r in cur.fetchall())
             if len(names) > 1:
                 raise SinkError(
@@ -327,7 +327,7 @@ class JdbcSink(Sink):
         existing = self.dialect.existing_columns(cur, qualifier, offsets.table)
         if existing is None:
             self.dialect.ensure_qualifier(cur, qualifier)
-            cur.execute(self.dialect.create_offsets_sql(table_sql))
+            cur.execute(self.dialect.create_offsets_sql(table_sql), ())
             return table_sql
         self._check_columns(f"offsets table {qualifier}.{offsets.table}", existing, OFFSET_COLUMNS)
         self.dialect.check_engine(cur, qualifier, offsets.table)
@@ -338,7 +338,7 @@ class JdbcSink(Sink):
         existing = self.dialect.existing_columns(cur, qualifier, target.name)
         if existing is None:
             self.dialect.ensure_qualifier(cur, qualifier)
-            cur.execute(self.dialect.create_table_sql(target))
+            cur.execute(self.dialect.create_table_sql(target), ())
             log.info("jdbc sink: created target table %s for %s", target, target.source)
             return
         self._check_columns(f"target table {target}", existing, target.columns)

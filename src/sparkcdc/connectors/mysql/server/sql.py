@@ -6,8 +6,11 @@ from sparkcdc.core.table import TableId
 
 
 def quote(name: str) -> str:
-    """A backtick-quoted identifier; backticks inside the name are doubled."""
-    return "`" + name.replace("`", "``") + "`"
+    """A backtick-quoted identifier; backticks inside the name are doubled, and so is
+    ``%``: a statement holding one is always run with parameters (``()`` when it has
+    none), so the driver's ``%s`` formatting turns ``%%`` back into ``%`` and a name
+    like ``a%s`` cannot be taken for a placeholder."""
+    return "`" + name.replace("`", "``").replace("%", "%%") + "`"
 
 
 def quote_table(table: TableId) -> str:

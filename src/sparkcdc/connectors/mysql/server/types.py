@@ -32,6 +32,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.connectors.mysql.server.sql import quote
+
 #: Converts one driver value (``None`` included) to the canonical value.
 Converter = Callable[[Any], Any]
 
@@ -265,7 +267,7 @@ def snapshot_select_expression(col: MySqlColumn) -> str:
     The server prints FLOAT with 6 significant digits (123456789 -> '123457000'), losing the
     stored float32 value that the binlog carries. Widening to DOUBLE prints it exactly.
     """
-    name = "`" + col.name.replace("`", "``") + "`"
+    name = quote(col.name)
     return f"CAST({name} AS DOUBLE) AS {name}" if col.data_type == "float" else name
 
 

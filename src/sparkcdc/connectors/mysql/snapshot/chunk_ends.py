@@ -32,7 +32,7 @@ def key_stats(conn: Any, table: CapturedTable) -> KeyStats:
     """Minimum and maximum of the chunk key, and the server's row estimate."""
     key = _key_value(table)
     ((low, high),) = query(
-        conn, f"SELECT MIN({key}), MAX({key}) FROM {quote_table(table.table_id)}"
+        conn, f"SELECT MIN({key}), MAX({key}) FROM {quote_table(table.table_id)}", ()
     )
     rows = query(
         conn,
