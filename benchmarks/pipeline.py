@@ -1,7 +1,11 @@
-"""The main job's initial load: a sparkcdc pipeline into Delta against what a Spark user
-does instead, on the same table in one run.
+"""The main job's initial load: a sparkcdc pipeline into Delta (or a PostgreSQL table)
+against what a Spark user does instead, on the same table in one run.
 
     .venv/bin/python -m benchmarks.pipeline [--rows N] [--max-rows-per-trigger N]
+    .venv/bin/python -m benchmarks.pipeline --sink postgres   # JDBC target
+
+With ``--sink postgres`` both write into a private PostgreSQL: the baseline with Spark's
+JDBC writer (``write.jdbc``, ``batchsize`` 10000), the pipeline with its JDBC sink.
 
 Loads ``bench.orders`` (docs/stack-notes.md's table) into a private MariaDB, then, in one
 SparkSession (``local[--cores]``):
@@ -42,9 +46,15 @@ from sparkcdc.embedded import EmbeddedMariaDB
 
 def baseline(spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, path: Path) -> float:
     """Seconds of ``spark.read.format("jdbc")`` -> ``write.format("delta")``."""
-    options = db.source_options()
     started = time.perf_counter()
-    (
+    jdbc_read(spark, db, rows, partitions).write.format("delta").save(str(path))
+    return time.perf_counter() - started
+
+
+def jdbc_read(spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int) -> Any:
+    """What a Spark user reads the table with: ``spark.read.format("jdbc")``."""
+    options = db.source_options()
+    return (
         spark.read.format("jdbc")
         # the jdbc:mysql scheme makes Spark quote with backticks (its MySQL dialect)
         .option("url", f"jdbc:mysql://{db.host}:{db.port}/{DATABASE}?permitMysqlScheme")
@@ -58,19 +68,39 @@ def baseline(spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, path: 
         .option("numPartitions", str(partitions))
         .option("fetchsize", "10000")
         .load()
-        .write.format("delta")
-        .save(str(path))
+    )
+
+
+def baseline_postgres(
+    spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, pg: Any, database: str
+) -> float:
+    """Seconds of ``spark.read.format("jdbc")`` -> ``write.jdbc`` into PostgreSQL."""
+    started = time.perf_counter()
+    (
+        jdbc_read(spark, db, rows, partitions)
+        .write.format("jdbc")
+        .option("url", f"jdbc:postgresql://{pg.host}:{pg.port}/{database}")
+        .option("driver", "org.postgresql.Driver")
+        .option("user", pg.user)
+        .option("password", pg.password)
+        .option("dbtable", "baseline_orders")
+        .option("batchsize", "10000")
+        .save()
     )
     return time.perf_counter() - started
 
 
-def pipeline(spark: Any, db: EmbeddedMariaDB, folder: Path, max_rows: int | None) -> float:
-    """Seconds of the pipeline's ``--available-now`` run into Delta (after ``prepare``)."""
+def pipeline(
+    spark: Any, db: EmbeddedMariaDB, folder: Path, max_rows: int | None, sink: str = ""
+) -> float:
+    """Seconds of the pipeline's ``--available-now`` run (after ``prepare``) into Delta, or
+    into the sink block ``sink``."""
     from sparkcdc.pipeline.definition import load_pipeline
     from sparkcdc.pipeline.runner import prepare
 
     options = db.source_options()
     limit = f"  max-rows-per-trigger: {max_rows}\n" if max_rows else ""
+    sink = sink or "  type: delta\n  path: lake"
     text = f"""\
 source:
   type: mysql
@@ -80,8 +110,7 @@ source:
   password: "{options["password"]}"
   tables: {DATABASE}.{TABLE}
 sink:
-  type: delta
-  path: lake
+{sink}
 pipeline:
   name: bench-pipeline
   checkpoint: checkpoint
@@ -115,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--max-rows-per-trigger", type=int, default=None, help="the pipeline's read limit"
     )
+    parser.add_argument("--sink", choices=("delta", "postgres"), default="delta")
     parser.add_argument("--buffer-pool", default="2G")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -125,32 +155,35 @@ def main(argv: Sequence[str] | None = None) -> None:
                 populate_orders(db, args.rows)
                 count, size = warm_buffer_pool(db)
             spark, session = spark_session(args.cores)
+            setup = [
+                ("table", f"{DATABASE}.{TABLE}: {count:,} rows, {size:.0f} MiB"),
+                ("spark", f"local[{args.cores}], session start {session:.1f} s"),
+            ]
             with tempfile.TemporaryDirectory() as tmp:
-                folder = Path(tmp)
-                with memory.phase("baseline: jdbc -> delta"):
-                    jdbc = baseline(spark, db, args.rows, args.jdbc_partitions, folder / "jdbc")
-                with memory.phase("sparkcdc pipeline -> delta"):
-                    ours = pipeline(spark, db, folder, args.max_rows_per_trigger)
-                lake = folder / "lake" / DATABASE / TABLE
-                written = spark.read.format("delta").load(str(lake)).count()
-                print_kv(
-                    "Set-up",
-                    [
-                        ("table", f"{DATABASE}.{TABLE}: {count:,} rows, {size:.0f} MiB"),
-                        ("spark", f"local[{args.cores}], session start {session:.1f} s"),
-                        ("pipeline's Delta table", f"{written:,} rows; {history(spark, lake)}"),
-                    ],
-                )
+                if args.sink == "postgres":
+                    jdbc, ours, written = _into_postgres(spark, db, Path(tmp), args, memory)
+                    setup.append(("pipeline's PostgreSQL table", f"{written:,} rows"))
+                else:
+                    jdbc, ours, written, how = _into_delta(spark, db, Path(tmp), args, memory)
+                    setup.append(("pipeline's Delta table", f"{written:,} rows; {how}"))
+                print_kv("Set-up", setup)
                 if written != args.rows:
                     print(f"WARNING: the pipeline wrote {written:,} rows, not {args.rows:,}")
+                target = "PostgreSQL" if args.sink == "postgres" else "Delta"
+                writer = "write.jdbc" if args.sink == "postgres" else "delta"
                 base = Figure(
-                    f"spark.read.format('jdbc') ({args.jdbc_partitions} partitions) -> delta",
+                    f"spark.read.format('jdbc') ({args.jdbc_partitions} partitions) -> {writer}",
                     args.rows,
                     jdbc,
                 )
                 print_figures(
-                    f"Initial load of {args.rows:,} rows into Delta (ratio: to the JDBC read)",
-                    [base, Figure("sparkcdc pipeline --available-now -> delta", args.rows, ours)],
+                    f"Initial load of {args.rows:,} rows into {target} (ratio: to the JDBC read)",
+                    [
+                        base,
+                        Figure(
+                            f"sparkcdc pipeline --available-now -> {args.sink}", args.rows, ours
+                        ),
+                    ],
                     base,
                 )
             spark.stop()
@@ -158,6 +191,40 @@ def main(argv: Sequence[str] | None = None) -> None:
             db.stop()
         print_process_report(memory)
     print(f"\nTotal wall time {time.perf_counter() - started:.0f} s")
+
+
+def _into_delta(
+    spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
+) -> tuple[float, float, int, str]:
+    with memory.phase("baseline: jdbc -> delta"):
+        jdbc = baseline(spark, db, args.rows, args.jdbc_partitions, folder / "jdbc")
+    with memory.phase("sparkcdc pipeline -> delta"):
+        ours = pipeline(spark, db, folder, args.max_rows_per_trigger)
+    lake = folder / "lake" / DATABASE / TABLE
+    written = spark.read.format("delta").load(str(lake)).count()
+    return jdbc, ours, written, history(spark, lake)
+
+
+def _into_postgres(
+    spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
+) -> tuple[float, float, int]:
+    from sparkcdc.embedded import EmbeddedPostgres
+
+    pg = EmbeddedPostgres().start()
+    try:
+        database = pg.create_database("bench_target")
+        with memory.phase("baseline: jdbc -> write.jdbc"):
+            jdbc = baseline_postgres(spark, db, args.rows, args.jdbc_partitions, pg, database)
+        sink = (
+            f"  type: jdbc\n  url: postgresql://{pg.host}:{pg.port}/{database}\n"
+            f'  username: {pg.user}\n  password: "{pg.password}"'
+        )
+        with memory.phase("sparkcdc pipeline -> postgres"):
+            ours = pipeline(spark, db, folder, args.max_rows_per_trigger, sink)
+        ((written,),) = pg.execute(f"SELECT count(*) FROM {TABLE}", dbname=database)
+        return jdbc, ours, int(written)
+    finally:
+        pg.stop()
 
 
 if __name__ == "__main__":

@@ -192,6 +192,89 @@ def test_changes_land_once_in_created_targets(spark: Any, target: TargetDb) -> N
         sink.close()
 
 
+def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
+    spark: Any, target: TargetDb
+) -> None:
+    """Snapshot rows (inserts at the batch's snapshot version) go in with COPY on
+    PostgreSQL when the target holds the pipeline's rows only, every type intact, next to
+    the batch's log changes; a key someone else put there fails the batch instead of
+    being overwritten; a target with other rows is upserted."""
+    schema = schema_of(ORDERS_SCHEMA)
+    table = SinkTable(ORDERS, schema, ("id",))
+    sink = target.sink()
+    sink.open(spark, [table])
+
+    def batch(
+        batch_id: int, rows: list[tuple[Any, ...]], version: int, pipeline: str = "p1"
+    ) -> MicroBatch:
+        snapshot = sum(1 for r in rows if r[-2:] == ("insert", version))
+        return MicroBatch(
+            pipeline,
+            batch_id,
+            {ORDERS: changelog(spark, schema, rows)},
+            f'{{"pos": {batch_id}}}',
+            row_counts={ORDERS: len(rows)},
+            snapshot_version=version,
+            snapshot_counts={ORDERS: snapshot},
+        )
+
+    try:
+        first = [(*order(i, f"s{i}"), "insert", 100) for i in range(1, 6)]
+        sink.write(batch(0, first, 100))
+        second = [
+            (*order(1, "s1"), "update_preimage", 150),  # a log change of a copied key
+            (*order(1, "s1-new"), "update_postimage", 150),
+            (*order(2, "s2"), "delete", 160),
+            *[(*order(i, f"s{i}"), "insert", 200) for i in range(6, 9)],  # snapshot rows
+        ]
+        sink.write(batch(1, second, 200))
+        got = {r[0]: tuple(r) for r in target.rows("orders")}
+        assert {k: v[1] for k, v in got.items()} == {
+            1: "s1-new",
+            3: "s3",
+            4: "s4",
+            5: "s5",
+            6: "s6",
+            7: "s7",
+            8: "s8",
+        }
+        reread = {r["id"]: tuple(r) for r in sink.snapshot(spark, table).rows.collect()}
+        assert reread[7] == spark_row(order(7, "s7"))
+        marked = target.family == "postgresql"
+        comments = (
+            target.query("SELECT obj_description('orders'::regclass, 'pg_class')")
+            if marked
+            else [(None,)]
+        )
+        assert comments == [("sparkcdc.appends-for=p1" if marked else None,)]
+        # somebody else's row where the snapshot's next key goes
+        target.query(
+            f"INSERT INTO {'orders' if marked else '`orders`'} (id, name) VALUES (9, 'theirs')"
+        )
+        third = [(*order(9, "s9"), "insert", 300)]
+        if marked:
+            with pytest.raises(Exception, match="duplicate key"):
+                sink.write(batch(2, third, 300))
+            assert target.offsets() == [("p1", 1, '{"pos": 1}')]  # nothing of it stayed
+        else:
+            sink.write(batch(2, third, 300))
+            assert {r[0]: r[1] for r in target.rows("orders")}[9] == "s9"
+    finally:
+        sink.close()
+
+    # a target that holds other rows is not marked: its snapshot rows are upserted
+    other = target.sink(**{"table-name": "others"})
+    other.open(spark, [table])
+    try:
+        target.query(
+            f"INSERT INTO {'others' if marked else '`others`'} (id, name) VALUES (1, 'theirs')"
+        )
+        other.write(batch(0, [(*order(1, "ours"), "insert", 100)], 100, pipeline="p2"))
+        assert {r[0]: r[1] for r in target.rows("others")} == {1: "ours"}
+    finally:
+        other.close()
+
+
 def spark_row(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """Values as Spark hands them back: instants as naive local times."""
     return tuple(

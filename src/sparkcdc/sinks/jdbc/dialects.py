@@ -30,7 +30,7 @@ binary                    bytea                LONGBLOB; key columns VARBINARY(n
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
@@ -200,6 +200,24 @@ class Dialect(ABC):
         table = self.table_sql(target.qualifier, target.name)
         return f"DELETE FROM {table} WHERE {left} IN ({items})"
 
+    def copy_rows(self, cur: Any, target: Target, rows: Iterator[Sequence[Any]]) -> int | None:
+        """Bulk-load ``rows`` (all columns, driver values) into ``target``, or None when
+        the target family has no bulk path (the caller then upserts)."""
+        del cur, target, rows
+        return None
+
+    def owner(self, cur: Any, target: Target) -> str | None:
+        """The pipeline ``target`` is marked as holding the rows of only (None: unmarked,
+        or a family without marks)."""
+        del cur, target
+        return None
+
+    def mark_owner(self, cur: Any, target: Target, pipeline: str) -> bool:
+        """Mark ``target`` as holding ``pipeline``'s rows only, if it is empty; whether it
+        is marked now."""
+        del cur, target, pipeline
+        return False
+
     def rows_per_statement(self, params_per_row: int) -> int:
         return max(1, min(self.config.batch_size, self.max_parameters // max(1, params_per_row)))
 
@@ -261,6 +279,11 @@ def _epoch_micros(micros: int) -> datetime:
 
 
 # ------------------------------------------------------------------------------------------
+
+
+#: A PostgreSQL target's comment while it holds one pipeline's rows only (then the
+#: snapshot's rows, whose keys it cannot have, are bulk-loaded with COPY).
+OWNER_MARK = "sparkcdc.appends-for="
 
 
 class PostgresDialect(Dialect):
@@ -380,6 +403,41 @@ class PostgresDialect(Dialect):
             f"INSERT INTO {table_sql} (pipeline, batch_id, updated_at) VALUES (%s, -1, now()) "
             "ON CONFLICT (pipeline) DO NOTHING"
         )
+
+    def copy_rows(self, cur: Any, target: Target, rows: Iterator[Sequence[Any]]) -> int | None:
+        columns = ", ".join(self.quote(c) for c in target.columns)
+        table = self.table_sql(target.qualifier, target.name)
+        count = 0
+        with cur.copy(f"COPY {table} ({columns}) FROM STDIN", ()) as copy:
+            for row in rows:
+                copy.write_row(row)
+                count += 1
+        return count
+
+    def owner(self, cur: Any, target: Target) -> str | None:
+        cur.execute(
+            "SELECT obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+            (target.qualifier, target.name),
+        )
+        row = cur.fetchone()
+        comment = str(row[0]) if row and row[0] else ""
+        return comment.removeprefix(OWNER_MARK) if comment.startswith(OWNER_MARK) else None
+
+    def mark_owner(self, cur: Any, target: Target, pipeline: str) -> bool:
+        from psycopg import sql
+
+        table = self.table_sql(target.qualifier, target.name)
+        cur.execute(f"SELECT EXISTS (SELECT 1 FROM {table})", ())
+        if cur.fetchone()[0]:
+            return False
+        statement = sql.SQL("COMMENT ON TABLE {}.{} IS {}").format(
+            sql.Identifier(str(target.qualifier)),
+            sql.Identifier(target.name),
+            sql.Literal(OWNER_MARK + pipeline),
+        )
+        cur.execute(statement)
+        return True
 
     def update_offsets_sql(self, table_sql: str) -> str:
         return (

@@ -8,7 +8,10 @@ Each micro-batch is applied in ONE target transaction, for all tables at once:
 2. per table, reduce the changes to the last change per key
    (:func:`~sparkcdc.sinks.reduce.last_change_per_key`), stream the keys to delete and
    then the rows to upsert to the driver with ``toLocalIterator`` (a batch never has to fit
-   in driver memory), and send them as multi-row deletes and upserts;
+   in driver memory), and send them as multi-row deletes and upserts. On PostgreSQL the
+   batch's snapshot rows (keys the pipeline never emitted) skip the reduction and go in
+   with ``COPY`` when the target holds this pipeline's rows only (its comment names the
+   pipeline, set when the sink found it empty);
 3. record the batch id and the source offset in the offsets row, and commit.
 
 A crash anywhere before the commit leaves the target as it was; a crash after it makes the
@@ -60,6 +63,8 @@ class JdbcSink(Sink):
         self._conn: Any = None
         self._targets: dict[TableId, Target] = {}
         self._offsets_sql = ""
+        #: Targets known to hold this pipeline's rows only (snapshot rows bulk-loaded).
+        self._owned: dict[TableId, bool] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -124,9 +129,14 @@ class JdbcSink(Sink):
                     return
                 counts = []
                 for table_id, changes in batch.changes.items():
-                    deleted, upserted = self._apply(cur, self._targets[table_id], changes)
-                    if deleted or upserted:
-                        counts.append(f"{table_id}: {upserted} upserted, {deleted} deleted")
+                    if not batch.has_changes(table_id):
+                        continue
+                    target = self._targets[table_id]
+                    copied, deleted, upserted = self._write_table(cur, target, changes, batch)
+                    if copied or deleted or upserted:
+                        counts.append(
+                            f"{table_id}: {copied} copied, {upserted} upserted, {deleted} deleted"
+                        )
                 cur.execute(
                     self.dialect.update_offsets_sql(self._offsets_sql),
                     (batch.batch_id, batch.source_offset, batch.pipeline),
@@ -134,6 +144,7 @@ class JdbcSink(Sink):
             conn.commit()
         except BaseException:
             self._discard()  # rolls back: nothing of this batch stays
+            self._owned.clear()  # a mark set in this transaction is gone too
             raise
         log.info(
             "jdbc sink: pipeline %s batch %d applied (%s)",
@@ -146,6 +157,43 @@ class JdbcSink(Sink):
         cur.execute(self.dialect.insert_offsets_row_sql(self._offsets_sql), (pipeline,))
         cur.execute(self.dialect.lock_offsets_sql(self._offsets_sql), (pipeline,))
         return int(cur.fetchone()[0])
+
+    def _write_table(
+        self, cur: Any, target: Target, changes: Any, batch: MicroBatch
+    ) -> tuple[int, int, int]:
+        """One table's batch: its snapshot rows bulk-loaded when the target holds this
+        pipeline's rows only (their keys cannot be there yet, and a key that is there
+        anyway fails the batch on the target's key instead of being overwritten), the
+        rest applied as deletes and upserts. Returns (copied, deleted, upserted)."""
+        snapshot = batch.snapshot_rows(target.source)
+        if not snapshot or not self._owns(cur, target, batch.pipeline):
+            return (0, *self._apply(cur, target, changes))
+        fields = list(target.schema.fields)
+        converters = [self.dialect.to_target(f) for f in fields]
+        rows = changes.where(batch.is_snapshot_row()).select(
+            *[self.dialect.select_for_write(f) for f in fields]
+        )
+        values = (
+            [v if c is None else c(v) for c, v in zip(converters, row, strict=True)]
+            for row in rows.toLocalIterator()
+        )
+        copied = self.dialect.copy_rows(cur, target, values)
+        if copied is None:  # no bulk path: upsert everything
+            return (0, *self._apply(cur, target, changes))
+        total = batch.row_counts.get(target.source, 0) if batch.row_counts else None
+        if total is not None and total <= snapshot:
+            return copied, 0, 0
+        return (copied, *self._apply(cur, target, changes.where(~batch.is_snapshot_row())))
+
+    def _owns(self, cur: Any, target: Target, pipeline: str) -> bool:
+        """Whether ``target`` holds ``pipeline``'s rows only: marked for it, or empty and
+        marked now (inside the batch's transaction)."""
+        known = self._owned.get(target.source)
+        if known is None:
+            owner = self.dialect.owner(cur, target)
+            known = owner == pipeline or self.dialect.mark_owner(cur, target, pipeline)
+            self._owned[target.source] = known
+        return known
 
     def _apply(self, cur: Any, target: Target, changes: Any) -> tuple[int, int]:
         """Deletes, then upserts, of one table's batch; returns their counts."""
