@@ -29,7 +29,12 @@ from sparkcdc.spark.kafka.source import read_kafka
 from sparkcdc.verify.run import verify_tables
 from tests.integration.test_mysql_source import orders
 from tests.support.mariadb_writes import mariadb_writer, table_state
-from tests.support.pipelines import committed_offsets, pipeline_file, wait_until
+from tests.support.pipelines import (
+    committed_offsets,
+    pipeline_file,
+    postgres_sink_block,
+    wait_until,
+)
 
 __all__ = ["orders"]  # the fixture, re-used
 
@@ -112,12 +117,7 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
             f'value.format: upsert\ntopic-pattern: "{topic}.{{table}}"'
         )
     else:
-        monkeypatch.setenv("TARGET_PASSWORD", postgres.password)
-        block = (
-            f"type: jdbc\nurl: postgresql://{postgres.host}:{postgres.port}/{pg_db}\n"
-            f"username: {postgres.user}\npassword: ${{TARGET_PASSWORD}}\n"
-            'table-name: "{database}.{table}"'
-        )
+        block = postgres_sink_block(postgres, pg_db, monkeypatch)
     pipeline = pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", block, max_rows=1000)
     checkpoint = scratch / "checkpoint"
     writer = mariadb_writer(mariadb, orders, seed=KILLS, key_space=9000)

@@ -20,6 +20,7 @@ from sparkcdc.verify.run import verify_tables
 from tests.support.pipelines import (
     committed_offsets,
     pipeline_file,
+    postgres_sink_block,
     run_until_caught_up,
     snapshot_done,
     wait_until,
@@ -93,12 +94,7 @@ def test_odd_names_into_delta_and_postgres(
     if sink == "delta":
         block = "type: delta\npath: lake\nchange-data-feed: false"
     else:
-        monkeypatch.setenv("TARGET_PASSWORD", postgres.password)
-        block = (
-            f"type: jdbc\nurl: postgresql://{postgres.host}:{postgres.port}/{pg_db}\n"
-            f"username: {postgres.user}\npassword: ${{TARGET_PASSWORD}}\n"
-            'table-name: "{database}.{table}"'
-        )
+        block = postgres_sink_block(postgres, pg_db, monkeypatch)
     run = pipeline(spark, mariadb, scratch, block)
     run_until_caught_up(run, mariadb, lambda: change(mariadb))
     if sink == "delta":  # backticks cannot be in Delta's path identifiers: folder names say _

@@ -18,7 +18,7 @@ from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
 from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.verify.run import verify_tables
-from tests.support.pipelines import pipeline_file, run_until_caught_up
+from tests.support.pipelines import pipeline_file, postgres_sink_block, run_until_caught_up
 
 SHARDS = {
     "shard_1": ("id BIGINT PRIMARY KEY", "name VARCHAR(64)", "qty INT"),
@@ -146,12 +146,7 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
     if sink == "delta":
         block = "type: delta\npath: lake"
     else:
-        monkeypatch.setenv("TARGET_PASSWORD", postgres.password)
-        block = (
-            f"type: jdbc\nurl: postgresql://{postgres.host}:{postgres.port}/{pg_db}\n"
-            f"username: {postgres.user}\npassword: ${{TARGET_PASSWORD}}\n"
-            'table-name: "{database}.{table}"'
-        )
+        block = postgres_sink_block(postgres, pg_db, monkeypatch)
     path = pipeline_file(
         scratch, mariadb, f"{shards}.shard_[0-9]+", block, blocks=RULES.format(db=shards)
     )

@@ -51,6 +51,17 @@ pipeline:
     return path
 
 
+def postgres_sink_block(postgres: Any, database: str, monkeypatch: Any) -> str:
+    """A ``jdbc`` sink block into ``database`` on the harness's PostgreSQL, one schema per
+    source database (the password through the environment, as users are told to)."""
+    monkeypatch.setenv("TARGET_PASSWORD", postgres.password)
+    return (
+        f"type: jdbc\nurl: postgresql://{postgres.host}:{postgres.port}/{database}\n"
+        f"username: {postgres.user}\npassword: ${{TARGET_PASSWORD}}\n"
+        'table-name: "{database}.{table}"'
+    )
+
+
 def committed_offsets(checkpoint: Path) -> list[dict[str, Any]]:
     """The source offsets of the batches Spark has committed, oldest first."""
     commits = sorted(int(p.name) for p in (checkpoint / "commits").glob("[0-9]*"))

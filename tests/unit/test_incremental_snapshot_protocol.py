@@ -76,6 +76,32 @@ def replay(
             del state[row[0]]
 
 
+def read_on_executor(source: IncrementalSource[Any, Any], specs: list[Any]) -> list[Any]:
+    """The batch's rows, each partition read from a pickled copy of its spec (as Spark
+    ships it to an executor)."""
+    return [
+        row
+        for spec in specs
+        for batch in source.read(pickle.loads(pickle.dumps(spec)))
+        for row in pa.Table.from_batches([batch]).to_pylist()
+    ]
+
+
+def check_emitted(
+    source: IncrementalSource[Any, Any], db: FakeDatabase, consumer: Consumer, offset: Any
+) -> list[TableId]:
+    """The invariant at a batch boundary: every table's replay equals its rows as of the
+    offset's log position, for the keys the offset says were emitted. Returns the
+    offset's tables."""
+    typed = source._offset(offset)
+    order = source.dialect.key_order(FakeTable(A))
+    for table, progress in typed.tables.items():
+        state = db.state(table, typed.log.n)
+        expected = {k: r for k, r in state.items() if order.emitted(k, progress)}
+        assert consumer.get(table, {}) == expected, f"{table} at {typed.log}"
+    return list(typed.tables)
+
+
 @settings(max_examples=200, deadline=None)
 @given(histories(), histories(), st.data())
 def test_replayed_changelog_equals_source_at_every_batch(
@@ -109,20 +135,10 @@ def test_replayed_changelog_equals_source_at_every_batch(
         planner = IncrementalSource(db) if data.draw(st.booleans(), label="replan") else source
         specs = planner.partitions(offset, end)
         db.now = data.draw(st.integers(db.now, len(log)), label="writes while reading")
-        rows = [
-            row
-            for spec in specs
-            for batch in source.read(pickle.loads(pickle.dumps(spec)))
-            for row in pa.Table.from_batches([batch]).to_pylist()
-        ]
+        rows = read_on_executor(source, specs)
         replay(consumer, rows, envelope=two)
         offset = end
-        typed = source._offset(offset)
-        order = source.dialect.key_order(FakeTable(A))
-        for table, progress in typed.tables.items():
-            state = db.state(table, typed.log.n)
-            expected = {k: r for k, r in state.items() if order.emitted(k, progress)}
-            assert consumer.get(table, {}) == expected, f"{table} at {typed.log}"
+        check_emitted(source, db, consumer, offset)
     else:
         raise AssertionError("the source never caught up")
     for table in initial:
@@ -186,21 +202,10 @@ def test_a_table_added_between_restarts_is_snapshotted_while_the_other_goes_on(
             continue
         specs = source.partitions(offset, end)
         db.now = data.draw(st.integers(db.now, len(log)), label="writes while reading")
-        rows = [
-            row
-            for spec in specs
-            for batch in source.read(pickle.loads(pickle.dumps(spec)))
-            for row in pa.Table.from_batches([batch]).to_pylist()
-        ]
+        rows = read_on_executor(source, specs)
         replay(consumer, rows, source.envelope, next(iter(source.tables)))
         offset = end
-        typed = source._offset(offset)
-        assert set(typed.tables) == set(source.tables)
-        order = source.dialect.key_order(FakeTable(A))
-        for table, progress in typed.tables.items():
-            state = db.state(table, typed.log.n)
-            expected = {k: r for k, r in state.items() if order.emitted(k, progress)}
-            assert consumer.get(table, {}) == expected, f"{table} at {typed.log}"
+        assert set(check_emitted(source, db, consumer, offset)) == set(source.tables)
     else:
         raise AssertionError("the source never caught up")
     for table in source.tables:
