@@ -405,10 +405,16 @@ class PostgresDialect(Dialect):
         )
 
     def copy_rows(self, cur: Any, target: Target, rows: Iterator[Sequence[Any]]) -> int | None:
-        columns = ", ".join(self.quote(c) for c in target.columns)
-        table = self.table_sql(target.qualifier, target.name)
+        from psycopg import sql
+
+        # composed, not formatted: COPY takes no parameters, so '%' must stay single
+        statement = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
+            sql.Identifier(str(target.qualifier)),
+            sql.Identifier(target.name),
+            sql.SQL(", ").join(sql.Identifier(c) for c in target.columns),
+        )
         count = 0
-        with cur.copy(f"COPY {table} ({columns}) FROM STDIN", ()) as copy:
+        with cur.copy(statement) as copy:
             for row in rows:
                 copy.write_row(row)
                 count += 1
