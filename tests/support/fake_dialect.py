@@ -59,6 +59,7 @@ class FakeSettings:
     max_rows_per_trigger: int | None = None
     startup_mode: str = "initial"
     newly_added_tables: bool = False
+    envelope: bool = False
 
 
 def key_of(row: Row) -> Any:

@@ -22,11 +22,14 @@ def run_batches(
     between: Callable[[int], None] | None = None,
     write_batches: int = 25,
     max_batches: int = 1_000,
+    ends: list[Offset] | None = None,
 ) -> Offset:
     """Run micro-batches until the source has nothing new; return the last offset.
 
     ``between(n)`` runs after each of the first ``write_batches`` batches (e.g. to write
-    to the source while it is read); after that the source must catch up.
+    to the source while it is read); after that the source must catch up. ``ends`` gets
+    each batch's end offset once the batch is read (what Spark would have committed when
+    the next planning fails).
     """
     offset = start if start is not None else source.initial_offset()
     shipped = pickle.dumps(source)  # what executors get: no connection, no caches
@@ -41,6 +44,8 @@ def run_batches(
                 rows.extend(pa.Table.from_batches([batch]).to_pylist())
         on_batch(rows)
         offset = end
+        if ends is not None:
+            ends.append(end)
         if between is not None and n < write_batches:
             between(n)
     raise AssertionError("the source never caught up")

@@ -21,3 +21,17 @@ class SchemaError(SparkCdcError):
 
 class PositionLostError(SparkCdcError):
     """A recorded log position no longer exists on the server (binlog purged)."""
+
+
+#: Starts the message of :class:`RestartForSchemaError`: how a pipeline runner recognises
+#: it in the error Spark reports (it arrives as text through the JVM).
+RESTART_FOR_SCHEMA = "[sparkcdc: restart for schema change]"
+
+
+class RestartForSchemaError(SchemaError):
+    """A one-table stream reached rows whose columns differ from the stream's, which a
+    Spark query cannot change: the query stops at them, and a restarted query continues
+    there with the new columns (the convention of Delta's streaming source)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"{RESTART_FOR_SCHEMA} {detail}")

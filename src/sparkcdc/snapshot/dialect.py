@@ -27,6 +27,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.schema_change import SchemaChange
 
 P = TypeVar("P", bound=LogPosition)
 
@@ -77,6 +78,8 @@ class SourceSettings(Protocol):
     def max_rows_per_trigger(self) -> int | None: ...  # maxRowsPerTrigger
     @property
     def newly_added_tables(self) -> bool: ...  # scan.newly-added-table.enabled
+    @property
+    def envelope(self) -> bool: ...  # scan.envelope.enabled
 
 
 class LogStream(Iterable[ChangeBlock], Protocol):
@@ -169,6 +172,25 @@ class Dialect(ABC, Generic[P, T]):
     def split_log(self, start: P, end: P) -> list[P]:
         """``[start, cut..., end]``: transaction boundaries cutting a log range into
         pieces that executors decode in parallel (just ``[start, end]`` is always right)."""
+
+    #: Whether :meth:`schema_change` and the table JSON are implemented: then every table's
+    #: offset entry carries its columns from the start.
+    follows_schema_changes: bool = False
+
+    def schema_change(
+        self, start: P, end: P, tables: Mapping[TableId, T]
+    ) -> SchemaChange[P, T] | None:
+        """The first change of the columns of one of ``tables`` (their shapes as of
+        ``start``) in ``(start, end]``, or None. Connectors that do not follow schema
+        changes answer None and stop at them while reading the log (their table check)."""
+        return None
+
+    def table_to_json(self, table: T) -> dict[str, Any]:
+        """A table's columns as JSON, for the offset (with :meth:`schema_change`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not follow schema changes")
+
+    def table_from_json(self, data: Mapping[str, Any]) -> T:
+        raise NotImplementedError(f"{type(self).__name__} does not follow schema changes")
 
     def check_readers(self, count: int) -> None:
         """A batch reads with ``count`` concurrent log readers; warn if the database

@@ -10,6 +10,7 @@ on the database goes through :class:`~sparkcdc.snapshot.dialect.Dialect`; the Sp
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import logging
@@ -20,7 +21,7 @@ from typing import Any, Generic
 
 import pyarrow as pa
 
-from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.errors import RestartForSchemaError, SchemaError
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import (
@@ -37,6 +38,7 @@ from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.planner import ChunkPlanner
 from sparkcdc.snapshot.progress import TableProgress
+from sparkcdc.snapshot.schema_change import SchemaChange
 
 Offset = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -85,6 +87,7 @@ class IncrementalSource(Generic[P, T]):
         self._orders: dict[TableId, KeyOrder] = {}
         self._checked_start = False
         self._warned_new = False
+        self._shapes: dict[str, T] = {}  #: tables decoded from offsets' schemas, by JSON
         self.head: P | None = None  #: the log's end when the last batch was planned
 
     # -- driver side -------------------------------------------------------------------
@@ -97,8 +100,9 @@ class IncrementalSource(Generic[P, T]):
 
     @property
     def envelope(self) -> bool:
-        """Several tables share one stream in the envelope schema; one table is typed."""
-        return len(self.tables) > 1
+        """Several tables share one stream in the envelope schema; one table is typed
+        unless ``scan.envelope.enabled`` says otherwise."""
+        return len(self.tables) > 1 or self.settings.envelope
 
     def table_schema(self, table: T) -> pa.Schema:
         """The typed changelog schema of one table (its columns, change and metadata)."""
@@ -116,10 +120,19 @@ class IncrementalSource(Generic[P, T]):
         mode = self.settings.startup_mode
         tables = self.tables
         if mode in ("initial", "snapshot"):
-            progress = {t: TableProgress() for t in tables}
+            progress = {t: self._shaped(TableProgress(), t) for t in tables}
             return SourceOffset(self.current_position(), progress, mode == "snapshot").to_json()
-        done = {t: TableProgress.finished() for t in tables}
+        done = {t: self._shaped(TableProgress.finished(), t) for t in tables}
         return SourceOffset(self.dialect.startup_position(mode), done).to_json()
+
+    def _shaped(self, progress: TableProgress, table_id: TableId) -> TableProgress:
+        """``progress`` with the table's columns now, when the dialect follows schema
+        changes: a restart then decodes its rows with the columns they had at the offset,
+        whatever the table became since (docs/design.md, "Schema changes")."""
+        if not self.dialect.follows_schema_changes:
+            return progress
+        schema = {"table": self.dialect.table_to_json(self.tables[table_id])}
+        return dataclasses.replace(progress, schema=schema)
 
     def latest_offset(self, start: Offset, max_rows: int | None, cap: P | None = None) -> Offset:
         """The end of the next batch: the log now (or ``cap``) and a bounded number of chunks.
@@ -134,9 +147,11 @@ class IncrementalSource(Generic[P, T]):
         offset = self._offset(start)
         position = offset.log
         progress = dict(offset.tables)
-        if not self._checked_start:  # a restart from a checkpoint: is its log still there?
+        restarted = not self._checked_start
+        if restarted:  # a restart from a checkpoint: is its log still there?
             self.dialect.ensure_available(position)
             self._checked_start = True
+        self._check_stream_shape(offset, restarted)
         unfinished = offset.snapshotting
         budget = max_rows
         if not offset.bounded:
@@ -153,6 +168,13 @@ class IncrementalSource(Generic[P, T]):
                 now, used = self.dialect.limit_log(position, now, share, sorted(progress))
                 if max_rows is not None:
                     budget = max(max_rows - used, 1 if unfinished else 0)
+            if now > position:
+                change = self.dialect.schema_change(position, now, self._tables_at(offset))
+                if change is not None:
+                    self._check_followable(change, progress)
+                    if change.boundary <= position:  # the change is next: a batch of its own
+                        return self._schema_batch(offset, change)
+                    now = change.boundary
             if now > position:
                 position = now
         chunk_size = self.settings.chunk_size
@@ -171,19 +193,91 @@ class IncrementalSource(Generic[P, T]):
                 if last.is_last
                 else TableProgress(started=True, cursor=last.hi)
             )
+            after = dataclasses.replace(after, schema=table_progress.schema)
             new_progress[table_id] = after
             self._plans[_plan_key(table_id, table_progress, after)] = chunks
             if budget is not None:
                 budget -= len(chunks) * chunk_size
         return SourceOffset(position, new_progress, offset.bounded).to_json()
 
+    def _schema_batch(self, offset: SourceOffset[P], change: SchemaChange[P, T]) -> Offset:
+        """The batch that is only ``change``: the position moves past it and the table's
+        entry takes its new columns (the batch has no rows, see :meth:`partitions`)."""
+        assert change.table is not None
+        progress = dict(offset.tables)
+        schema = {"table": self.dialect.table_to_json(change.table), "change": change.statement}
+        progress[change.table_id] = dataclasses.replace(progress[change.table_id], schema=schema)
+        log.info("schema change of %s: a batch of its own", change.describe())
+        return SourceOffset(change.after, progress, offset.bounded).to_json()
+
+    def _check_followable(
+        self, change: SchemaChange[P, T], progress: Mapping[TableId, TableProgress]
+    ) -> None:
+        if change.table is None:
+            raise SchemaError(
+                f"schema change of {change.describe()}: {change.problem}. It cannot be "
+                "followed; start the stream again from a new checkpoint (a new snapshot)"
+            )
+        if not progress[change.table_id].done:
+            raise SchemaError(
+                f"schema change of {change.describe()} while the table's snapshot runs: "
+                "changes are followed only once a table's snapshot is done. Start the stream "
+                "again from a new checkpoint (a new snapshot)"
+            )
+
+    def _check_stream_shape(self, offset: SourceOffset[P], restarted: bool) -> None:
+        """A one-table stream's Spark schema was fixed when the query started: rows of
+        other columns stop it, to be restarted with them (RestartForSchemaError). A query
+        that starts with other columns than the offset's (the table changed again after
+        the offset's position) cannot carry the rows in between at all."""
+        if self.envelope:
+            return
+        ((table_id, table),) = self.tables.items()
+        progress = offset.tables.get(table_id)
+        if progress is None or progress.schema is None:
+            return
+        shaped = self._tables_at(offset)[table_id]
+        if self.dialect.arrow_fields(shaped) == self.dialect.arrow_fields(table):
+            return
+        if restarted:
+            raise SchemaError(
+                f"the columns of {table_id} at {offset.log} ({', '.join(shaped.column_names)}, "
+                f"after {progress.schema.get('change', '')}) are not its columns now "
+                f"({', '.join(table.column_names)}): it changed again after that position, "
+                "and a one-table stream cannot carry rows of two shapes. Capture it together "
+                "with another table (several tables follow any number of changes) or start "
+                "from a new checkpoint"
+            )
+        raise RestartForSchemaError(
+            f"the columns of {table_id} changed ({progress.schema.get('change', '')}), "
+            f"{', '.join(shaped.column_names)} from {offset.log} on: restart the query to "
+            "continue with them (nothing is lost or repeated)"
+        )
+
+    def _tables_at(self, offset: SourceOffset[P]) -> dict[TableId, T]:
+        """The captured tables with the columns their rows have at ``offset``."""
+        tables = dict(self.tables)
+        for table_id, progress in offset.tables.items():
+            if progress.schema is None or table_id not in tables:
+                continue
+            data = progress.schema["table"]
+            key = repr(data)
+            if key not in self._shapes:
+                self._shapes[key] = self.dialect.table_from_json(data)
+            tables[table_id] = self._shapes[key]
+        return tables
+
     def partitions(self, start: Offset, end: Offset) -> list[PartitionSpec]:
         first, last = self._offset(start), self._offset(end)
         start_pos, end_pos = first.log, last.log
         before, after = first.tables, last.tables
         specs: list[PartitionSpec] = []
+        shapes = self._tables_at(first)
+        changed = any(p.schema != before[t].schema for t, p in after.items() if t in before)
+        if changed:  # a schema change's own batch: its range holds nothing else
+            return specs
         if end_pos > start_pos and any(p.started or p.done for p in before.values()):
-            live = {t: self.tables[t] for t, p in before.items() if p.started or p.done}
+            live = {t: shapes[t] for t, p in before.items() if p.started or p.done}
             bounds = self.dialect.split_log(start_pos, end_pos)
             for lo, hi in itertools.pairwise(bounds):
                 specs.append(LogRead(lo, hi, live, before, len(specs), self.envelope))
@@ -195,7 +289,7 @@ class IncrementalSource(Generic[P, T]):
             chunks = self._plans.pop(key, None)
             if chunks is None:  # planned in another process, or replayed after a restart
                 chunks = self._planner(table_id).chunks_between(before[table_id], after[table_id])
-            table = self.tables[table_id]
+            table = shapes[table_id]
             for i in range(0, len(chunks), per_partition):
                 part = tuple(chunks[i : i + per_partition])
                 specs.append(ChunkRead(table, part, end_pos, len(specs), self.envelope))
@@ -250,7 +344,7 @@ class IncrementalSource(Generic[P, T]):
                 )
             return offset
         tables = {t: p for t, p in offset.tables.items() if t not in gone}
-        tables.update({t: TableProgress() for t in new})
+        tables.update({t: self._shaped(TableProgress(), t) for t in new})
         if not self._warned_new:
             self._warned_new = True
             if new:

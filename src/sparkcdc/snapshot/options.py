@@ -282,6 +282,16 @@ NEWLY_ADDED_TABLES = OptionSpec(
     "are not captured (warned) and a table that no longer matches fails the restart",
     attr="newly_added_tables",
 )
+ENVELOPE = OptionSpec(
+    "scan.envelope.enabled",
+    parse_bool,
+    False,
+    doc="one table in the envelope schema too (several tables always are: `database_name`, "
+    "`table_name`, the change columns, `key`, `before`, `after` as JSON), so its rows may "
+    "change columns without a restart; pipelines set it while a table's columns at the "
+    "checkpoint differ from its columns now",
+    attr="envelope",
+)
 MAX_ROWS_PER_TRIGGER = OptionSpec(
     "maxRowsPerTrigger",
     parse_int(1),
@@ -307,6 +317,7 @@ SHARED_SPECS: tuple[OptionSpec, ...] = (
     CONNECT_MAX_RETRIES,
     HEARTBEAT_INTERVAL,
     NEWLY_ADDED_TABLES,
+    ENVELOPE,
     MAX_ROWS_PER_TRIGGER,
 )
 
@@ -329,6 +340,7 @@ class SourceConfig:
     heartbeat_interval: float
     newly_added_tables: bool
     max_rows_per_trigger: int | None
+    envelope: bool
 
 
 def check_shared(opts: Options, context: str) -> None:

@@ -5,12 +5,18 @@ A table's progress is one of
 * a cursor ``K``: every row with chunk key ``< K`` has been emitted, normalised to the
   offset's log position; log events for keys below ``K`` are emitted as they come;
 * done: the whole table has been emitted; every log event of it is emitted.
+
+A table whose columns changed while captured also carries its columns as of the offset's
+position (``schema``: the dialect's JSON of the table, with the statement that made it),
+so a replayed batch and a restart decode its rows with the shape they had there
+(snapshot/schema_change.py). Tables that never changed carry none: O(tables) stays.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -23,6 +29,8 @@ class TableProgress:
     started: bool = False
     cursor: Key = None
     done: bool = False
+    #: The table's columns at the offset's position, when they changed while captured.
+    schema: Mapping[str, Any] | None = None
 
     @classmethod
     def finished(cls) -> TableProgress:
@@ -30,18 +38,23 @@ class TableProgress:
 
     def to_json(self) -> dict[str, Any]:
         if self.done:
-            return {"done": True}
-        if not self.started:
-            return {"started": False}
-        return {"cursor": encode_key(self.cursor)}
+            data: dict[str, Any] = {"done": True}
+        elif not self.started:
+            data = {"started": False}
+        else:
+            data = {"cursor": encode_key(self.cursor)}
+        if self.schema is not None:
+            data["schema"] = dict(self.schema)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableProgress:
+        schema = data.get("schema")
         if data.get("done"):
-            return cls.finished()
+            return cls(started=True, done=True, schema=schema)
         if "cursor" in data:
-            return cls(started=True, cursor=decode_key(data["cursor"]))
-        return cls()
+            return cls(started=True, cursor=decode_key(data["cursor"]), schema=schema)
+        return cls(schema=schema)
 
 
 def encode_key(value: Key) -> Any:

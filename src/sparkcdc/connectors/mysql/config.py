@@ -25,6 +25,7 @@ from sparkcdc.snapshot.options import (
     CHUNK_SIZE,
     CONNECT_MAX_RETRIES,
     CONNECT_TIMEOUT,
+    ENVELOPE,
     FACTOR_LOWER,
     FACTOR_UPPER,
     FETCH_SIZE,
@@ -187,6 +188,7 @@ SPECS: tuple[OptionSpec, ...] = (
     CONNECT_MAX_RETRIES,
     HEARTBEAT_INTERVAL,
     NEWLY_ADDED_TABLES,
+    ENVELOPE,
     OptionSpec(
         "metadata.list",
         metadata_parser(METADATA_COLUMNS),

@@ -28,6 +28,7 @@ from sparkcdc.snapshot.options import (
     CHUNK_SIZE,
     CONNECT_MAX_RETRIES,
     CONNECT_TIMEOUT,
+    ENVELOPE,
     FACTOR_LOWER,
     FACTOR_UPPER,
     FETCH_SIZE,
@@ -179,6 +180,7 @@ SPECS: tuple[OptionSpec, ...] = (
     CONNECT_TIMEOUT,
     CONNECT_MAX_RETRIES,
     NEWLY_ADDED_TABLES,
+    ENVELOPE,
     OptionSpec(
         "heartbeat.interval",
         parse_duration,

@@ -1,0 +1,198 @@
+"""A captured table's columns change while the stream reads it: every row is decoded with
+the columns it was written with. A one-table stream stops at the change for a restart
+with the new columns; several tables follow changes without one. A truncate, drop or
+rename of a captured table stops the stream with the statement and the way out (never
+silently wrong rows)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from sparkcdc.connectors.mysql.config import parse_config
+from sparkcdc.connectors.mysql.source import MySqlCdcSource
+from sparkcdc.core.changes import CHANGE_COLUMNS
+from sparkcdc.core.errors import RestartForSchemaError, SchemaError
+from sparkcdc.embedded import EmbeddedMariaDB
+from tests.support.inprocess import run_batches
+
+
+def source(mariadb: EmbeddedMariaDB, database: str) -> MySqlCdcSource:
+    options = {
+        **mariadb.source_options(),
+        "database-name": database,
+        "table-name": "t",
+        "server-id": "6200-6210",
+    }
+    return MySqlCdcSource(parse_config(options))
+
+
+@pytest.mark.parametrize(
+    ("ddl", "columns", "after"),
+    [
+        ("ADD COLUMN c INT", ["id", "name", "qty", "price", "c"], {"c": 7}),
+        ("ADD COLUMN c INT FIRST", ["c", "id", "name", "qty", "price"], {"c": 7}),
+        ("ADD c VARCHAR(8) AFTER id", ["id", "c", "name", "qty", "price"], {"c": "x"}),
+        ("DROP COLUMN name", ["id", "qty", "price"], {}),
+        ("CHANGE name label VARCHAR(32)", ["id", "label", "qty", "price"], {"label": "b"}),
+        ("RENAME COLUMN name TO label", ["id", "label", "qty", "price"], {"label": "b"}),
+        ("MODIFY qty BIGINT", ["id", "name", "qty", "price"], {"qty": 2**40}),
+        ("MODIFY qty INT UNSIGNED", ["id", "name", "qty", "price"], {"qty": 2**31 + 5}),
+        ("MODIFY price DECIMAL(12,4)", ["id", "name", "qty", "price"], {"price": "1.2345"}),
+        (
+            "ADD COLUMN d DATETIME(3), ADD COLUMN e ENUM('x','y') NOT NULL DEFAULT 'y'",
+            ["id", "name", "qty", "price", "d", "e"],
+            {"e": "x"},
+        ),
+    ],
+)
+def test_a_one_table_stream_stops_at_a_column_change_and_resumes_with_the_new_columns(
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    ddl: str,
+    columns: list[str],
+    after: dict[str, Any],
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(32), qty INT, price DECIMAL(10,2))",
+        database=mysql_db,
+    )
+    mariadb.execute("INSERT INTO t VALUES (1, 'a', 1, 1.50)", database=mysql_db)
+    cdc = source(mariadb, mysql_db)
+    rows: list[dict[str, Any]] = []
+    ends: list[Any] = []
+    try:
+        offset = run_batches(cdc, None, rows.extend)  # the snapshot
+        mariadb.execute("UPDATE t SET qty = 2 WHERE id = 1", database=mysql_db)
+        offset = run_batches(cdc, offset, rows.extend)  # a change under the old schema
+        assert [r["qty"] for r in rows] == [1, 1, 2]
+        mariadb.execute(f"ALTER TABLE t {ddl}", database=mysql_db)
+        values = {"id": 2, **after}
+        names = ", ".join(values)
+        marks = ", ".join(["%s"] * len(values))
+        mariadb.execute(
+            f"INSERT INTO t ({names}) VALUES ({marks})", tuple(values.values()), database=mysql_db
+        )
+        with pytest.raises(RestartForSchemaError) as stopped:
+            run_batches(cdc, offset, rows.extend, ends=ends)
+        assert f"the columns of {mysql_db}.t changed" in str(stopped.value)
+        assert "restart the query" in str(stopped.value)
+        assert len(rows) == 3  # the change's own batch has no rows
+    finally:
+        cdc.close()
+    restarted = source(mariadb, mysql_db)  # a new query: the table's columns now
+    more: list[dict[str, Any]] = []
+    try:
+        run_batches(restarted, ends[-1], more.extend)
+    finally:
+        restarted.close()
+    (row,) = more
+    assert [c for c in row if c not in CHANGE_COLUMNS] == columns
+    for name, value in values.items():
+        got = row[name]
+        assert (str(got) if isinstance(got, Decimal) else got) == value, name
+
+
+def test_statements_that_leave_the_columns_alone_do_not_stop_the_stream(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, qty INT)", database=mysql_db)
+    cdc = source(mariadb, mysql_db)
+    rows: list[dict[str, Any]] = []
+    try:
+        offset = run_batches(cdc, None, rows.extend)
+        for ddl in ("ADD INDEX (qty)", "ALTER COLUMN qty SET DEFAULT 3", "ENGINE=InnoDB"):
+            mariadb.execute(f"ALTER TABLE t {ddl}", database=mysql_db)
+        mariadb.execute("INSERT INTO t (id) VALUES (1)", database=mysql_db)
+        run_batches(cdc, offset, rows.extend)
+    finally:
+        cdc.close()
+    assert [(r["id"], r["qty"]) for r in rows] == [(1, 3)]
+
+
+def test_several_tables_follow_every_change_with_rows_in_between(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """Several tables share the envelope, whose rows carry their own columns: the stream
+    follows any number of changes without a restart, each row decoded with the columns
+    it was written with."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)", database=mysql_db)
+    mariadb.execute("CREATE TABLE u (id INT PRIMARY KEY)", database=mysql_db)
+    cdc = MySqlCdcSource(
+        parse_config(
+            {
+                **mariadb.source_options(),
+                "database-name": mysql_db,
+                "table-name": "t|u",
+                "server-id": "6200-6210",
+            }
+        )
+    )
+    rows: list[dict[str, Any]] = []
+    try:
+        offset = run_batches(cdc, None, rows.extend)
+        script = [
+            "INSERT INTO t VALUES (1, 1)",
+            "ALTER TABLE t ADD COLUMN b VARCHAR(4)",
+            "INSERT INTO t VALUES (2, 2, 'x')",
+            "INSERT INTO u VALUES (1)",
+            "ALTER TABLE t DROP COLUMN a, ADD COLUMN c BIGINT FIRST",
+            "UPDATE t SET c = 5 WHERE id = 1",
+            "ALTER TABLE t RENAME COLUMN b TO bb",
+            "INSERT INTO t VALUES (9, 3, 'y')",
+        ]
+        for statement in script:
+            mariadb.execute(statement, database=mysql_db)
+        run_batches(cdc, offset, rows.extend)
+    finally:
+        cdc.close()
+    images = [
+        (r["_change_type"], json.loads(r["after"] or r["before"]))
+        for r in rows
+        if r["table_name"] == "t"
+    ]
+    assert images == [
+        ("insert", {"id": 1, "a": 1}),
+        ("insert", {"id": 2, "a": 2, "b": "x"}),
+        ("update", {"c": 5, "id": 1, "b": None}),
+        ("insert", {"c": 9, "id": 3, "bb": "y"}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("TRUNCATE TABLE t", r"of {db}\.t .*TRUNCATE: the changelog would keep the rows"),
+        ("DROP TABLE t", r"of {db}\.t .*DROP: "),
+        ("RENAME TABLE t TO t_old", r"of {db}\.t .*RENAME: .*missed under its new name"),
+        ("ALTER TABLE t RENAME TO t_old", r"of {db}\.t .*RENAME: "),
+        ("ALTER TABLE t ADD COLUMN (a INT, b INT)", r"of {db}\.t .*not followed: sqlglot"),
+        (
+            "ALTER TABLE t ADD c INT NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (id, c)",
+            "not followed",
+        ),
+        ("TRUNCATE TABLE other", None),
+    ],
+)
+def test_a_truncate_drop_or_rename_stops_the_stream_at_planning(
+    mariadb: EmbeddedMariaDB, mysql_db: str, statement: str, expected: str | None
+) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=mysql_db)
+    mariadb.execute("CREATE TABLE other (id INT PRIMARY KEY)", database=mysql_db)
+    mariadb.execute("INSERT INTO t VALUES (1), (2)", database=mysql_db)
+    cdc = source(mariadb, mysql_db)
+    try:
+        offset = run_batches(cdc, None, lambda rows: None)
+        mariadb.execute(statement, database=mysql_db)
+        if expected is None:
+            run_batches(cdc, offset, lambda rows: None)
+            return
+        with pytest.raises(SchemaError, match=expected.format(db=mysql_db)) as stopped:
+            run_batches(cdc, offset, lambda rows: None)
+        assert "cannot be followed" in str(stopped.value)
+        assert "new checkpoint" in str(stopped.value)
+    finally:
+        cdc.close()

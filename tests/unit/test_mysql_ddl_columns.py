@@ -1,0 +1,122 @@
+"""ALTER TABLE statements applied to a captured table's columns (binlog/ddl_columns.py):
+the columns a later table map must show, and the statements that cannot be followed."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from sparkcdc.connectors.mysql.binlog.ddl_columns import (
+    UnfollowableStatement,
+    alter_table,
+    statement_tables,
+)
+from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type
+from sparkcdc.core.table import TableId
+
+TABLE = CapturedTable(
+    TableId("shop", "t"),
+    (
+        MySqlColumn("id", 1, "bigint", "bigint(20)", nullable=False, primary_key=True),
+        MySqlColumn("b", 2, "varchar", "varchar(20)", charset="utf8mb4"),
+        MySqlColumn("d", 3, "int", "int(11)"),
+    ),
+    ("id",),
+    "id",
+)
+
+
+def shape(statement: str) -> list[tuple[str, str, pa.DataType, bool]]:
+    result = alter_table(statement, TABLE, "utf8mb4")
+    assert result.changed
+    columns = result.table.columns
+    assert [c.ordinal for c in columns] == list(range(1, len(columns) + 1))
+    return [(c.name, c.column_type, arrow_type(c), c.nullable) for c in columns]
+
+
+def test_add_with_positions_and_drop_in_one_statement() -> None:
+    assert shape(
+        "ALTER TABLE shop.t ADD COLUMN c DECIMAL(10,2) UNSIGNED NOT NULL DEFAULT 0 AFTER b, "
+        "DROP COLUMN d, ADD `x y` TINYINT(1) FIRST"
+    ) == [
+        ("x y", "tinyint(1)", pa.bool_(), True),
+        ("id", "bigint(20)", pa.int64(), False),
+        ("b", "varchar(20)", pa.string(), True),
+        ("c", "decimal(10,2) unsigned", pa.decimal128(10, 2), False),
+    ]
+
+
+def test_change_modify_and_rename_keep_or_move_the_column() -> None:
+    assert shape("/* tool */ alter table t change b bb text character set latin1 first") == [
+        ("bb", "text", pa.string(), True),
+        ("id", "bigint(20)", pa.int64(), False),
+        ("d", "int(11)", pa.int32(), True),
+    ]
+    assert shape("ALTER TABLE t MODIFY d BIGINT UNSIGNED, RENAME COLUMN b TO bb")[1:] == [
+        ("bb", "varchar(20)", pa.string(), True),
+        ("d", "bigint unsigned", pa.decimal128(20, 0), True),
+    ]
+
+
+def test_new_column_types_as_information_schema_names_them() -> None:
+    columns = alter_table(
+        "ALTER TABLE t ADD e ENUM('x','it''s') NOT NULL, ADD f DATETIME(3), ADD g JSON, "
+        "ADD h BOOLEAN, ADD i TIMESTAMP(6) NULL, ADD j VARBINARY(8), ADD k REAL, "
+        "ADD l VARCHAR(4) COLLATE latin1_swedish_ci",
+        TABLE,
+        "utf8mb4",
+    ).table.columns[3:]
+    found = {c.name: (c.data_type, c.column_type, c.charset) for c in columns}
+    assert found == {
+        "e": ("enum", "enum('x','it''s')", "utf8mb4"),
+        "f": ("datetime", "datetime(3)", None),
+        "g": ("longtext", "longtext", "utf8mb4"),  # MariaDB's JSON
+        "h": ("tinyint", "tinyint(1)", None),
+        "i": ("timestamp", "timestamp(6)", None),
+        "j": ("varbinary", "varbinary(8)", None),
+        "k": ("double", "double", None),
+        "l": ("varchar", "varchar(4)", "latin1"),
+    }
+    assert columns[0].labels == ("x", "it's") and columns[1].fsp == 3
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "ALTER TABLE t ADD INDEX ix (d)",
+        "ALTER TABLE t ALTER COLUMN d SET DEFAULT 3",
+        "ALTER TABLE t ENGINE=InnoDB",
+        "ALTER TABLE t ADD COLUMN IF NOT EXISTS d INT",
+        "ALTER TABLE t DROP COLUMN IF EXISTS nope",
+    ],
+)
+def test_statements_that_leave_the_columns_alone(statement: str) -> None:
+    assert not alter_table(statement, TABLE, "utf8mb4").changed
+
+
+@pytest.mark.parametrize(
+    ("statement", "reason"),
+    [
+        ("ALTER TABLE t ADD COLUMN (p INT, q INT)", "cannot parse"),
+        ("ALTER TABLE t CONVERT TO CHARACTER SET latin1", "cannot parse"),
+        ("ALTER TABLE t DROP id", "key column id"),
+        ("ALTER TABLE t MODIFY id INT", "key column id"),
+        ("ALTER TABLE t RENAME COLUMN id TO pk", "key column id"),
+        ("ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (id, d)", "DROP PRIMARY KEY"),
+        ("ALTER TABLE t ADD b INT", "column b is there already"),
+        ("ALTER TABLE t DROP COLUMN nope", "no column nope"),
+    ],
+)
+def test_what_cannot_be_followed_says_why(statement: str, reason: str) -> None:
+    with pytest.raises(UnfollowableStatement, match=reason):
+        alter_table(statement, TABLE, "utf8mb4")
+
+
+def test_the_altered_table_is_named_even_when_the_statement_cannot_be_parsed() -> None:
+    assert statement_tables("alter table t add d int", "shop") == [("shop", "t")]
+    assert statement_tables("ALTER TABLE other.t ADD COLUMN (a INT)", "shop") == [("other", "t")]
+    assert statement_tables("/* c */ ALTER ONLINE TABLE `a``b`.`c d` FORCE", "x") == [
+        ("a`b", "c d")
+    ]
+    assert statement_tables("CREATE INDEX ix ON t (d)", "shop") == []
