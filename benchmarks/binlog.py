@@ -9,7 +9,8 @@ is then decoded by (1) ``mariadb-binlog`` (C reference), (2) python-mysql-replic
 (3) sparkcdc's ``read_changes`` with the library's row decoding (reference) and with the
 compiled decoder (fast; CPU time too, for the per-core rate), (4) sparkcdc's executor path
 ``source.read`` (changes to Arrow; large ranges are several partitions) and (5) a Spark
-``availableNow`` stream from that position into ``noop`` (partitions decoded in parallel).
+``availableNow`` stream from that position into ``noop`` (partitions decoded in parallel);
+also the driver's walks of the range while planning (the log split, the schema-change scan).
 """
 
 from __future__ import annotations
@@ -375,6 +376,8 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         with memory.phase("read_changes, fast"):
             fast = sparkcdc_changes(source, workload, source.config.server_id(2), "fast")
             decodes.append(fast)
+        with memory.phase("planning walks"):
+            decodes.extend(planning_walks(source, workload))
         if args.profile:
             print("\ncProfile of read_changes with the compiled decoder (the fast path):")
             print(
@@ -418,6 +421,24 @@ def run(args: argparse.Namespace, db: EmbeddedMariaDB, memory: ProcessSampler) -
         workload, decodes[2], reference, fast, arrow, spark, args.cores, generation_cpu
     )
     print_process_report(memory)
+
+
+def planning_walks(source: MySqlCdcSource, workload: Workload) -> list[Decode]:
+    """The driver's walks of the range with ``SHOW BINLOG EVENTS`` while planning batches
+    (no rows decoded): the split into log partitions, and the search for schema changes
+    (docs/design.md, "Schema changes"), which every batch pays once for its range."""
+    dialect = source.dialect
+    started = time.perf_counter()
+    cuts = dialect.split_log(workload.start, workload.end)
+    split = time.perf_counter() - started
+    started = time.perf_counter()
+    change = dialect.schema_change(workload.start, workload.end, source.tables)
+    scan = time.perf_counter() - started
+    assert change is None, change
+    return [
+        Decode("planning: log split walk", split, None, {}, f"{len(cuts) - 1} pieces"),
+        Decode("planning: schema-change scan", scan, None, {}, "QUERY events parsed"),
+    ]
 
 
 def _print_issue_figures(

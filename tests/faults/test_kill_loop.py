@@ -33,6 +33,7 @@ from tests.support.pipelines import (
     committed_offsets,
     pipeline_file,
     postgres_sink_block,
+    snapshot_done,
     wait_until,
 )
 
@@ -59,6 +60,17 @@ def start_run(pipeline: Path, *extra: str) -> subprocess.Popen[bytes]:
 
 def reached(checkpoint: Path, wanted: int, run: subprocess.Popen[bytes]) -> Callable[[], bool]:
     return lambda: batches(checkpoint) >= wanted or run.poll() is not None
+
+
+def snapshot_committed(checkpoint: Path, run: subprocess.Popen[bytes]) -> Callable[[], bool]:
+    def check() -> bool:
+        if run.poll() is not None:
+            return True
+        return batches(checkpoint) > 0 and any(
+            snapshot_done(o) for o in committed_offsets(checkpoint)
+        )
+
+    return check
 
 
 def target_rows(
@@ -160,5 +172,67 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
     print(
         f"\nfault suite [{sink}]: {survived} SIGKILLs survived, {batches(checkpoint)} batches "
         f"committed, {writer.transactions} source transactions, {checked} rows checked equal, "
+        f"{time.monotonic() - started:.0f} s"
+    )
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(600 + 120 * KILLS)
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_sigkill_around_schema_changes_applies_each_once(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    orders: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each round adds a column to ``orders`` and fills it for some rows while random
+    writes go on, then kills ``sparkcdc run`` at a random moment around the change's batch
+    (before it, between the sink's ALTER and the batch's commit, or after). Under
+    ``lenient`` with only added columns the target must end equal to the source, every
+    column in the source's order."""
+    rng = random.Random(KILLS * 104729 + len(sink))
+    if sink == "delta":
+        block = "type: delta\npath: lake"
+    else:
+        block = postgres_sink_block(postgres, pg_db, monkeypatch)
+    pipeline = pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", block, max_rows=1000)
+    checkpoint = scratch / "checkpoint"
+    writer = mariadb_writer(mariadb, orders, seed=KILLS + 1, key_space=9000)
+    writer.limit = 10**9
+    writer.pause = 0.05
+    writer.start()
+    started = time.monotonic()
+    try:
+        for round_ in range(KILLS):
+            run = start_run(pipeline)
+            # changes are followed once a table's snapshot is done
+            wait_until(snapshot_committed(checkpoint, run), "the snapshot")
+            assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
+            column = f"extra_{round_}"
+            mariadb.execute(f"ALTER TABLE orders ADD COLUMN {column} INT", database=orders)
+            mariadb.execute(
+                f"UPDATE orders SET {column} = id % 97 WHERE id % 5 = {round_ % 5}",
+                database=orders,
+            )
+            time.sleep(rng.uniform(0.0, 2.0))
+            assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
+    finally:
+        writer.stop()
+    last = start_run(pipeline, "--available-now")
+    assert last.wait(900) == 0, "sparkcdc run --available-now failed (see run-*.log)"
+    checked = 0
+    for table in ("orders", "audit"):
+        source = table_state(mariadb, orders, table)
+        assert target_rows(sink, spark, scratch, (postgres, pg_db), orders, table) == source
+        checked += len(source)
+    print(
+        f"\nfault suite, schema changes [{sink}]: {KILLS} columns added, {KILLS} SIGKILLs, "
+        f"{batches(checkpoint)} batches, {checked} rows checked equal, "
         f"{time.monotonic() - started:.0f} s"
     )

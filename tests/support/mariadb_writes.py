@@ -8,7 +8,10 @@ from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.random_writer import RandomWriter, WriteStatements
 
 MARIADB_WRITES = WriteStatements(
-    upsert="INSERT INTO orders VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE qty = qty + 1",
+    upsert=(
+        "INSERT INTO orders (id, name, qty) VALUES (%s, %s, %s) "
+        "ON DUPLICATE KEY UPDATE qty = qty + 1"
+    ),
     update="UPDATE orders SET qty = qty + 1, name = CONCAT(name, 'u') WHERE id = %s",
     move="UPDATE IGNORE orders SET id = %s WHERE id = %s",
     delete="DELETE FROM orders WHERE id = %s",

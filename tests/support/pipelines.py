@@ -102,7 +102,7 @@ def run_until_caught_up(
 
     def committed(reached: Callable[[dict[str, Any]], bool]) -> Callable[[], bool]:
         def check() -> bool:
-            if not run.query.isActive:  # failed: say why instead of timing out
+            if not run.active:  # failed: say why instead of timing out
                 raise AssertionError(f"the pipeline stopped: {run.query.exception()}")
             return any(reached(o) for o in committed_offsets(checkpoint))
 

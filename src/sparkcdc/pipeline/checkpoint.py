@@ -25,6 +25,16 @@ def batch_offset(checkpoint: Path, batch_id: int) -> str | None:
     return sources[0] if len(sources) == 1 else None
 
 
+def last_committed_offset(checkpoint: Path) -> str | None:
+    """The end offset of the last batch Spark committed (JSON text), or None before the
+    first commit: where a restarted query continues."""
+    try:
+        ids = [int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit()]
+    except OSError:
+        return None
+    return batch_offset(checkpoint, max(ids)) if ids else None
+
+
 def query_id(checkpoint: Path) -> str:
     """The streaming query's id recorded in the checkpoint."""
     data = json.loads((checkpoint / "metadata").read_text(encoding="utf-8"))

@@ -18,6 +18,7 @@ from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
+from sparkcdc.pipeline.evolution import BEHAVIORS, FOLLOWED
 from sparkcdc.pipeline.rules import RouteRule, TransformRule, load_routes, load_transforms
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
 from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
@@ -56,6 +57,15 @@ PIPELINE_SPECS = (
         doc="the source's `maxRowsPerTrigger`",
     ),
     OptionSpec(
+        "schema.change.behavior",
+        choices=BEHAVIORS,
+        default="lenient",
+        doc="what a change of a source table's columns does to its target (Flink CDC's "
+        "names; docs/schema-evolution.md): `lenient` adds new columns and keeps dropped "
+        "ones, `ignore` keeps the target as it is, `exception` stops the pipeline; "
+        "`evolve` and `try_evolve` are not built yet",
+    ),
+    OptionSpec(
         "spark-conf.",
         prefix=True,
         doc="Spark settings, as a mapping under `spark-conf` "
@@ -73,6 +83,8 @@ class PipelineSettings:
     parallelism: int
     max_rows_per_trigger: int | None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    #: ``schema.change.behavior`` (pipeline/evolution.py).
+    schema_change_behavior: str = "lenient"
 
 
 @dataclass(frozen=True)
@@ -210,6 +222,13 @@ def _settings(doc: YamlDocument) -> PipelineSettings:
                 "pipeline.trigger-interval",
                 f"invalid value '{trigger}'; expected {exc} or '{AVAILABLE_NOW}'",
             ) from None
+    behavior = opts["schema.change.behavior"]
+    if behavior not in FOLLOWED:
+        raise doc.error(
+            "pipeline.schema.change.behavior",
+            f"'{behavior}' is not built yet (it would change the target to mirror every "
+            f"change, renames and drops included); valid values now: {', '.join(FOLLOWED)}",
+        )
     checkpoint = Path(opts["checkpoint"])
     if not checkpoint.is_absolute():  # relative to the pipeline file, not the shell
         checkpoint = (doc.path.parent / checkpoint).resolve()
@@ -220,6 +239,7 @@ def _settings(doc: YamlDocument) -> PipelineSettings:
         parallelism=opts["parallelism"],
         max_rows_per_trigger=opts["max-rows-per-trigger"],
         spark_conf=opts.groups.get("spark-conf.", {}),
+        schema_change_behavior=behavior,
     )
 
 

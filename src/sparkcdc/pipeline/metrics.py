@@ -46,6 +46,7 @@ class TableMetrics:
     state: str
     totals: TableCounts
     estimated_rows: int | None  #: the source's estimate when the run started
+    schema_changes: int = 0  #: applied to its target, across restarts
 
     @property
     def snapshot_progress(self) -> float:
@@ -129,6 +130,17 @@ class PipelineMetrics:
                 self._last_active = report.fetched
         self._refresh_head(force=True)
 
+    def schema_changed(self, table: TableId, target: str | None) -> None:
+        """A change of ``table``'s columns was applied to its target, whose schema is now
+        ``target`` (StructType JSON; None: the table's own columns)."""
+        with self._lock:
+            counts = self._state.schema_changes
+            counts[table] = counts.get(table, 0) + 1
+            if target is None:
+                self._state.targets.pop(table, None)
+            else:
+                self._state.targets[table] = target
+
     def snapshot(self) -> MetricsSnapshot:
         self._refresh_head(force=False)
         with self._lock:
@@ -154,6 +166,7 @@ class PipelineMetrics:
                         self._states[t],
                         state.totals.get(t, TableCounts()),
                         self._estimates.get(t),
+                        state.schema_changes.get(t, 0),
                     )
                     for t in self._tables
                 ),

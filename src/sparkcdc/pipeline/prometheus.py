@@ -126,8 +126,14 @@ def _table_families(pipeline: str, tables: Any) -> Iterator[Metric]:
         "Log changes written, by kind, across restarts.",
         labels=[*labels, "kind"],
     )
+    schema = CounterMetricFamily(
+        "sparkcdc_schema_changes",
+        "Changes of the table's columns applied to its target, across restarts.",
+        labels=labels,
+    )
     for t in tables:
         name = [pipeline, str(t.table)]
+        schema.add_metric(name, t.schema_changes)
         rows.add_metric(name, t.totals.snapshot_rows)
         if t.estimated_rows is not None:
             estimate.add_metric(name, t.estimated_rows)
@@ -140,7 +146,7 @@ def _table_families(pipeline: str, tables: Any) -> Iterator[Metric]:
             ("delete", t.totals.deletes),
         ):
             changes.add_metric([*name, kind], count)
-    yield from (rows, estimate, progress, state, changes)
+    yield from (rows, estimate, progress, state, changes, schema)
 
 
 def serve_metrics(metrics: PipelineMetrics, port: int, host: str = "127.0.0.1") -> int:

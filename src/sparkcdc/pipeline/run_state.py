@@ -31,6 +31,11 @@ class RunState:
     newest_commit: float | None = None  #: newest log commit time written so far
     fetch_lag: float | None = None  #: of the last batch with log changes
     emit_lag: float | None = None
+    #: Targets whose schema schema changes made differ from their table's columns
+    #: (pipeline/evolution.py), as Spark StructType JSON: a restart conforms rows to them.
+    targets: dict[TableId, str] = field(default_factory=dict)
+    #: Schema changes applied to each table's target, across restarts.
+    schema_changes: dict[TableId, int] = field(default_factory=dict)
 
     def add(self, report: BatchReport) -> bool:
         """Add a batch's counts unless it was added before; True if added."""
@@ -55,6 +60,8 @@ class RunState:
             "newest_commit": self.newest_commit,
             "fetch_lag": self.fetch_lag,
             "emit_lag": self.emit_lag,
+            "targets": {t.key: schema for t, schema in sorted(self.targets.items())},
+            "schema_changes": {t.key: n for t, n in sorted(self.schema_changes.items())},
         }
 
     @classmethod
@@ -70,6 +77,10 @@ class RunState:
             newest_commit=data.get("newest_commit"),
             fetch_lag=data.get("fetch_lag"),
             emit_lag=data.get("emit_lag"),
+            targets={TableId.from_key(k): v for k, v in data.get("targets", {}).items()},
+            schema_changes={
+                TableId.from_key(k): int(v) for k, v in data.get("schema_changes", {}).items()
+            },
         )
 
 

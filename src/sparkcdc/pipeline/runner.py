@@ -10,6 +10,7 @@ process and running again resumes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import threading
@@ -20,21 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
-from sparkcdc.core.errors import OptionError, SparkCdcError
+from sparkcdc.core.errors import RESTART_FOR_SCHEMA, OptionError, SparkCdcError
 from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
-from sparkcdc.pipeline.checkpoint import batch_offset, query_id
+from sparkcdc.pipeline.checkpoint import batch_offset, last_committed_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.run_state import load_run_state, save_run_state
-from sparkcdc.pipeline.shaping import shaped_schema, to_target
+from sparkcdc.pipeline.schema_follow import follow_changes, restore_targets
+from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.tables import captured_tables
 from sparkcdc.pipeline.targets import Target, plan_targets
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
+from sparkcdc.snapshot.options import ENVELOPE
 
 log = logging.getLogger(__name__)
 
@@ -66,18 +69,34 @@ class PipelineRun:
     batches: list[BatchReport] = field(default_factory=list)
     _pipeline_id: str | None = None
     _writing: threading.Event = field(default_factory=threading.Event)  #: a sink write runs
+    _restart_lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: bool = False
+    _watcher: threading.Thread | None = None
+    #: One table read in the envelope schema: its columns at the checkpoint are not its
+    #: columns now, which a typed query (schema fixed at its start) cannot carry.
+    force_envelope: bool = False
 
     @property
     def envelope(self) -> bool:
-        return len(self.tables) > 1
+        return len(self.tables) > 1 or self.force_envelope
 
     def start(self) -> None:
+        self._stopping = False
+        self._start_query()
+        if not self.envelope and (self._watcher is None or not self._watcher.is_alive()):
+            self._watcher = threading.Thread(
+                target=self._watch, name="sparkcdc-restarts", daemon=True
+            )
+            self._watcher.start()
+
+    def _start_query(self) -> None:
         settings = self.definition.settings
         settings.checkpoint.mkdir(parents=True, exist_ok=True)
+        options = self.definition.stream_options()
+        if self.force_envelope:
+            options[ENVELOPE.name] = "true"
         stream = (
-            self.spark.readStream.format(self.definition.connector.format)
-            .options(**self.definition.stream_options())
-            .load()
+            self.spark.readStream.format(self.definition.connector.format).options(**options).load()
         )
         writer = (
             _observed(stream)
@@ -93,6 +112,43 @@ class PipelineRun:
             )
         self.query = writer.start()
 
+    @property
+    def active(self) -> bool:
+        """The query runs (or is being restarted for a schema change)."""
+        return bool(self.query.isActive) or self._restart_for_schema()
+
+    def _watch(self, poll_seconds: float = 0.2) -> None:
+        """A one-table stream stops at a change of its table's columns (a Spark query's
+        schema is fixed); restart it at once, with the new columns."""
+        query = self.query
+        while not self._stopping:
+            if not query.isActive:
+                if self._restart_for_schema():
+                    query = self.query
+                    continue
+                return
+            time.sleep(poll_seconds)
+
+    def _restart_for_schema(self) -> bool:
+        """If the query stopped for a schema change, start it again (once, whoever asks
+        first); True when the query runs again."""
+        with self._restart_lock:
+            if self._stopping:
+                return False
+            if self.query.isActive:
+                return True
+            error = self.query.exception()
+            if error is None or RESTART_FOR_SCHEMA not in str(error):
+                return False
+            (table,) = self.tables
+            log.info("restarting the query with the new columns of %s", table.source)
+            now = captured_tables(self.definition.connector, self.definition.source_config)
+            if [t.schema for t in now] != [table.schema]:  # it changed again since
+                log.info("%s changed again since: reading it in the envelope", table.source)
+                self.force_envelope = True
+            self._start_query()
+            return True
+
     def wait(
         self,
         stop: threading.Event | None = None,
@@ -104,9 +160,17 @@ class PipelineRun:
         A stop lets the running micro-batch finish first (its sink write is not cut off, and
         Spark logs no interrupted tasks), unless ``hurry`` is set too."""
         try:
-            while not self.query.awaitTermination(poll_seconds):
-                if stop is not None and stop.is_set():
-                    self._between_batches(hurry)
+            while True:
+                try:
+                    while not self.query.awaitTermination(poll_seconds):
+                        if stop is not None and stop.is_set():
+                            self._between_batches(hurry)
+                            return
+                except Exception:
+                    if not self._restart_for_schema():
+                        break
+                    continue
+                if not self._restart_for_schema():
                     break
         except KeyboardInterrupt:
             log.info("interrupted: stopping the pipeline (run it again to resume)")
@@ -133,6 +197,7 @@ class PipelineRun:
             time.sleep(poll_seconds)
 
     def stop(self) -> None:
+        self._stopping = True
         if self.query is not None and self.query.isActive:
             # an interrupted call back into Python logs its traceback through py4j
             logging.getLogger("py4j").setLevel(logging.CRITICAL)
@@ -157,6 +222,17 @@ class PipelineRun:
         try:
             offset = batch_offset(checkpoint, batch_id)
             version = None if offset is None else self.probe.position(offset).version
+            if offset is not None:
+                follow_changes(
+                    self.spark,
+                    offset,
+                    self.tables,
+                    self.targets,
+                    self.probe,
+                    self.sink,
+                    self.definition.settings.schema_change_behavior,
+                    self.metrics.schema_changed,
+                )
             changes, tally = self._split(frame, version)
             fetched = time.time()
             rows = tally.rows
@@ -212,8 +288,11 @@ class PipelineRun:
             table = self.tables[0]
             (row,) = frame.agg(*measures).collect()
             tally = _Tally.of({table.source: row})
-            columns = [quoted(c) for c in table.columns] + list(CHANGE_COLUMNS)
-            return {table.source: frame.select(*columns)}, tally
+            if all(c in frame.columns for c in table.columns):
+                columns = [quoted(c) for c in table.columns] + list(CHANGE_COLUMNS)
+                return {table.source: frame.select(*columns)}, tally
+            # the batch of a schema change: the query still has the old columns (and no rows)
+            return {table.source: conform(frame, table)}, tally
         from sparkcdc.spark.envelope import unpack_table
 
         counted = frame.groupBy("database_name", "table_name").agg(*measures).collect()
@@ -286,7 +365,9 @@ def prepare(
     """Validate the source server, discover tables, open the sink (creating targets).
     Without ``spark``, a local session starts (its JVM's output to ``jvm_log`` if given)."""
     ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
-    tables = captured_tables(definition.connector, definition.source_config)
+    now = captured_tables(definition.connector, definition.source_config)
+    probe = SourceProbe(definition.connector, definition.source_config)
+    tables = tables_at_checkpoint(now, definition.settings.checkpoint, probe)
     if spark is None:
         spark = session_for(definition, jvm_log)
     sink = make_sink(
@@ -302,6 +383,8 @@ def prepare(
         shaped_schema(spark, definition.namespace),
         definition.namespace,
     )
+    state = load_run_state(definition.settings.checkpoint)
+    targets = restore_targets(targets, state, definition.settings.schema_change_behavior)
     shared = shared_targets(sink, [t.table for t in targets])
     if shared:
         target, sources = next(iter(shared.items()))
@@ -312,10 +395,27 @@ def prepare(
             "target with the {database} and {table} placeholders, or merge tables on purpose "
             "with a route block (docs/pipelines.md)"
         )
+    for evolved in targets:
+        if evolved.table.source in state.targets:  # finish an evolution a crash cut short
+            sink.evolve(spark, evolved.table)
     sink.open(spark, [t.table for t in targets])
-    probe = SourceProbe(definition.connector, definition.source_config)
     metrics = pipeline_metrics(definition, [t.source for t in tables], probe)
-    return PipelineRun(definition, spark, tables, targets, sink, probe, metrics, on_batch)
+    run = PipelineRun(definition, spark, tables, targets, sink, probe, metrics, on_batch)
+    run.force_envelope = len(tables) == 1 and tables != now
+    return run
+
+
+def tables_at_checkpoint(
+    tables: list[SinkTable], checkpoint: Path, probe: SourceProbe
+) -> list[SinkTable]:
+    """The captured tables with the columns they had at the checkpoint's last committed
+    offset (where the query continues), for connectors that keep them in the offset: the
+    targets were evolved up to there, and later changes are applied as their batches come."""
+    committed = last_committed_offset(checkpoint)
+    if committed is None:
+        return tables
+    at = probe.table_columns(committed)
+    return [dataclasses.replace(t, schema=at[t.source][0]) if t.source in at else t for t in tables]
 
 
 def pipeline_metrics(

@@ -26,6 +26,7 @@ class SourceProbe:
         self._config = config
         self._source: Any = None
         self._lock = threading.Lock()
+        self._columns: dict[str, Any] = {}  #: Spark schemas of offsets' table JSON
         self.last_error: str | None = None  #: why the last question failed
 
     @property
@@ -38,6 +39,30 @@ class SourceProbe:
         """The log position of a source offset (JSON text); no connection needed."""
         with self._lock:
             return self._dialect.position_from_json(json.loads(offset)["log"])
+
+    def table_columns(self, offset: str) -> dict[TableId, tuple[Any, str]]:
+        """Each table's columns at the offset (a Spark StructType), for connectors that
+        keep them there, and the statement that changed them last (empty if none); no
+        connection needed."""
+        import pyarrow as pa
+
+        from sparkcdc.spark.schema import to_spark_schema
+
+        found: dict[TableId, tuple[Any, str]] = {}
+        with self._lock:
+            for key, progress in json.loads(offset)["tables"].items():
+                schema = progress.get("schema")
+                if schema is None:
+                    continue
+                text = json.dumps(schema["table"], sort_keys=True)
+                columns = self._columns.get(text)
+                if columns is None:
+                    dialect = self._dialect
+                    table = dialect.table_from_json(schema["table"])
+                    columns = to_spark_schema(pa.schema(dialect.arrow_fields(table)))
+                    self._columns[text] = columns
+                found[TableId.from_key(key)] = (columns, str(schema.get("change", "")))
+        return found
 
     def describe(self, offset: str) -> str:
         return str(self.position(offset))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
 
@@ -110,6 +111,19 @@ class Sink(ABC):
     def write(self, batch: MicroBatch) -> None:
         """Apply one micro-batch. A batch already applied (same pipeline and batch id, or an
         older one) must change nothing."""
+
+    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+        """The source table's columns changed (pipeline/evolution.py): from now on its
+        rows have ``table``'s columns, a superset of what the target had (``previous``,
+        when known), with types only widened and NOT NULL only relaxed. Make the target
+        take them (Flink CDC's MetadataApplier): add the new columns, relax, widen; fail
+        with the fix where the target cannot. Idempotent (a replayed batch, a restart);
+        callable before :meth:`open` (a target that does not exist yet is left to it)."""
+        del spark, previous
+        raise SparkCdcError(
+            f"the {type(self).__name__} cannot apply schema changes (of {table.source}); "
+            "set 'schema.change.behavior' to 'exception' to stop at them instead"
+        )
 
     def target_of(self, table: SinkTable) -> str | None:
         """The target ``table`` is written to, as a name that is equal exactly when two

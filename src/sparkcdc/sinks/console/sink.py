@@ -42,6 +42,15 @@ class ConsoleSink(Sink):
             return f"{self.config.print_identifier}> "
         return f"{table}> " if len(self.tables) > 1 else ""
 
+    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+        """Prints the table's new columns (as Flink's print sink prints a schema change);
+        later rows are printed with them."""
+        del spark, previous
+        self.tables[table.source] = table
+        columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in table.schema.fields)
+        print(f"{self._prefix(table.source)}schema change: {columns}", file=self.out)
+        self.out.flush()
+
     def write(self, batch: MicroBatch) -> None:
         from pyspark.sql import functions as F
 

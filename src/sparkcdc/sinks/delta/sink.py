@@ -18,6 +18,7 @@ position a table version corresponds to.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -30,6 +31,8 @@ from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+
+log = logging.getLogger(__name__)
 
 #: Characters Delta refuses in column names unless the table maps columns by name.
 _UNSTORABLE = set(" ,;{}()\n\t=")
@@ -104,6 +107,52 @@ class DeltaSink(Sink):
                 for key, value in _COLUMN_MAPPING.items():
                     builder = builder.property(key, value)
             builder.execute()
+
+    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+        """Add the table's new columns (nullable), drop NOT NULL where its columns allow
+        NULL now, and widen changed types with Delta's type widening (enabled on the table
+        when first needed); Delta refuses what it cannot widen, and the error says how to
+        go on. Compared with the table as it is, so a replay applies nothing twice."""
+        from delta.tables import DeltaTable
+
+        del previous
+        path = self.paths.get(table.source) or self.target_of(table)
+        if table.source in self.tables:
+            self.tables[table.source] = table
+        if not DeltaTable.isDeltaTable(spark, path):
+            return  # open() creates it with these columns
+        name = f"delta.{quoted(path)}"
+        existing = {f.name: f for f in spark.read.format("delta").load(path).schema}
+        wanted = self._target_schema(table)
+        added = [f for f in wanted.fields if f.name not in existing]
+        if added:
+            columns = ", ".join(f"{quoted(f.name)} {f.dataType.simpleString()}" for f in added)
+            spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({columns})")
+            log.info("delta sink: added %s to %s", ", ".join(f.name for f in added), path)
+        for field in wanted.fields:
+            old = existing.get(field.name)
+            if old is None:
+                continue
+            if field.nullable and not old.nullable:
+                spark.sql(f"ALTER TABLE {name} ALTER COLUMN {quoted(field.name)} DROP NOT NULL")
+            if old.dataType != field.dataType:
+                self._widen(spark, name, field, old.dataType, table)
+
+    def _widen(self, spark: Any, name: str, field: Any, old: Any, table: SinkTable) -> None:
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+        try:
+            spark.sql(
+                f"ALTER TABLE {name} ALTER COLUMN {quoted(field.name)} TYPE "
+                f"{field.dataType.simpleString()}"
+            )
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0]
+            raise SparkCdcError(
+                f"the Delta target of {table.source} cannot widen column {field.name} from "
+                f"{old.simpleString()} to {field.dataType.simpleString()} ({reason}). "
+                "Re-snapshot the table into a new target, or set 'schema.change.behavior' to "
+                "'exception' and change the target by hand"
+            ) from None
 
     def _target_schema(self, table: SinkTable) -> Any:
         from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType

@@ -164,6 +164,10 @@ class Dialect(ABC):
             "timestamp, timestamp_ntz, string, binary)"
         )
 
+    def widen_column_sql(self, table_sql: str, field: Any, column_type: str) -> str:
+        """Changes a column's type to a wider one (values kept)."""
+        return f"ALTER TABLE {table_sql} ALTER COLUMN {self.quote(field.name)} TYPE {column_type}"
+
     def key_shares(self, target: Target) -> dict[str, int]:
         """Index bytes each variable-length key column may use (see :meth:`column_type`)."""
         del target
@@ -614,6 +618,9 @@ class MySqlDialect(Dialect):
 
     def create_table_sql(self, target: Target) -> str:
         return super().create_table_sql(target) + " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+
+    def widen_column_sql(self, table_sql: str, field: Any, column_type: str) -> str:
+        return f"ALTER TABLE {table_sql} MODIFY {self.quote(field.name)} {column_type} NULL"
 
     def create_offsets_sql(self, table_sql: str) -> str:
         return (

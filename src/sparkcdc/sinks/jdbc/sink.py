@@ -100,6 +100,46 @@ class JdbcSink(Sink):
     def close(self) -> None:
         self._discard()
 
+    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+        """ALTER TABLE in a transaction of its own, before the batch that first has rows of
+        the new shape: columns the target lacks are added (nullable), and columns whose
+        type widened since ``previous`` get the wider type (PostgreSQL ``ALTER COLUMN ...
+        TYPE``, MySQL ``MODIFY``). Checked against the target's columns, so a replay adds
+        nothing twice. Non-key columns the sink created are nullable already."""
+        del spark
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                target = self._resolve(table, self.dialect.default_qualifier(cur))
+                qualifier = str(target.qualifier)
+                existing = self.dialect.existing_columns(cur, qualifier, target.name)
+                if existing is not None:
+                    self._alter(cur, target, existing, previous)
+            conn.commit()
+        except BaseException:
+            self._discard()
+            raise
+        if table.source in self._targets:
+            self._targets[table.source] = target
+
+    def _alter(
+        self, cur: Any, target: Target, existing: Sequence[str], previous: SinkTable | None
+    ) -> None:
+        table_sql = self.dialect.table_sql(target.qualifier, target.name)
+        before = {} if previous is None else {f.name: f for f in previous.schema.fields}
+        for field in target.schema.fields:
+            present = any(self.dialect.same_column(field.name, e) for e in existing)
+            column = self.dialect.column_type(field, False, 0)
+            if not present:
+                cur.execute(
+                    f"ALTER TABLE {table_sql} ADD COLUMN {self.dialect.quote(field.name)} {column}",
+                    (),
+                )
+                log.info("jdbc sink: added column %s to %s", field.name, target)
+            elif field.name in before and before[field.name].dataType != field.dataType:
+                cur.execute(self.dialect.widen_column_sql(table_sql, field, column), ())
+                log.info("jdbc sink: widened column %s of %s to %s", field.name, target, column)
+
     # -- writing ---------------------------------------------------------------------------
 
     def write(self, batch: MicroBatch) -> None:

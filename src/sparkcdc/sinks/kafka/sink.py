@@ -70,6 +70,12 @@ class KafkaSink(Sink):
             kafka_options=self.config.producer,
         )
 
+    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+        """Records carry their own shape: later records simply have the new columns."""
+        del spark, previous
+        if table.source in self.tables:
+            self.tables[table.source] = table
+
     def write(self, batch: MicroBatch) -> None:
         for table, changes in batch.changes.items():
             if batch.has_changes(table):
