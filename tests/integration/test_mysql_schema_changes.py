@@ -196,3 +196,39 @@ def test_a_truncate_drop_or_rename_stops_the_stream_at_planning(
         assert "new checkpoint" in str(stopped.value)
     finally:
         cdc.close()
+
+
+def test_the_log_split_cut_from_the_planning_walk_is_the_split_walked_again(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """The planner's schema-change scan records the range's transaction boundaries, and
+    the batch's log split is cut from them instead of walking the range a second time: the
+    cuts (positions and GTID states) must be the ones the split's own walk finds."""
+    from sparkcdc.connectors.mysql.binlog.limit import Boundary, split_at_boundaries, split_log
+    from sparkcdc.connectors.mysql.binlog.schema_scan import first_schema_change
+
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(64))", database=mysql_db)
+    mariadb.execute("CREATE TABLE other (id INT PRIMARY KEY)", database=mysql_db)
+    cdc = source(mariadb, mysql_db)
+    try:
+        start = cdc.dialect.current_position()
+        with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+            for i in range(300):  # small transactions, a DDL of an uncaptured table, a flush
+                cur.execute("INSERT INTO t VALUES (%s, REPEAT('x', 60))", (i,))
+                conn.commit()
+                if i == 100:
+                    cur.execute("ALTER TABLE other ADD COLUMN c INT")
+                if i == 200:
+                    cur.execute("FLUSH BINARY LOGS")
+        end = cdc.dialect.current_position()
+        conn_ = cdc.dialect.conn
+        walked: list[Boundary] = []
+        change = first_schema_change(conn_, start, end, cdc.tables, lambda t: None, True, walked)
+        assert change is None
+        again = split_log(conn_, start, end, min_piece_bytes=1000)
+        cut = split_at_boundaries(conn_, start, end, walked, min_piece_bytes=1000)
+        assert len(again) == 3  # two pieces: the range is far below the 16-MiB piece size
+        assert cut == again
+        assert [c.gtid for c in cut] == [c.gtid for c in again]
+    finally:
+        cdc.close()

@@ -16,8 +16,10 @@ import pyarrow as pa
 
 from sparkcdc.connectors.mysql.binlog.limit import (
     MAX_LOG_PIECES,
+    Boundary,
     advance_log,
     range_bytes,
+    split_at_boundaries,
     split_log,
 )
 from sparkcdc.connectors.mysql.binlog.locate import position_for_gtid, position_for_timestamp
@@ -60,6 +62,8 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         self.config = config
         self._conn: Any = None
         self.flavor = "mariadb"
+        #: The range the last schema-change scan walked and its transaction boundaries.
+        self._walked: tuple[tuple[int, int], tuple[int, int], list[Boundary]] | None = None
 
     @property
     def settings(self) -> MySqlSourceConfig:
@@ -154,9 +158,14 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         end: BinlogPosition,
         tables: Mapping[TableId, CapturedTable],
     ) -> SchemaChange[BinlogPosition, CapturedTable] | None:
-        return first_schema_change(
-            self.conn, start, end, tables, self._default_charset, self.flavor == "mariadb"
+        walked: list[Boundary] = []
+        mariadb = self.flavor == "mariadb"
+        change = first_schema_change(
+            self.conn, start, end, tables, self._default_charset, mariadb, walked
         )
+        stop = end if change is None else change.boundary
+        self._walked = (start.key, stop.key, walked) if stop > start else None
+        return change
 
     def _default_charset(self, table: TableId) -> str | None:
         rows = query(
@@ -192,7 +201,11 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         (docs/binlog-decoder.md); each piece needs its own server id, so there are never
         more pieces than ids."""
         low, high = self.config.server_ids
-        return split_log(self.conn, start, end, max_pieces=min(MAX_LOG_PIECES, high - low + 1))
+        pieces = min(MAX_LOG_PIECES, high - low + 1)
+        walked = self._walked
+        if walked is not None and walked[:2] == (start.key, end.key):  # planned just now
+            return split_at_boundaries(self.conn, start, end, walked[2], max_pieces=pieces)
+        return split_log(self.conn, start, end, max_pieces=pieces)
 
     def check_readers(self, count: int) -> None:
         low, high = self.config.server_ids

@@ -180,6 +180,42 @@ class GtidState:
         return ",".join(f"{d}-{s}-{n}" for d, s, n in self.last)
 
 
+#: A transaction boundary passed by a walk of a range (schema_scan.py): its end's file and
+#: position, the range's bytes up to it (as :func:`split_log` counts them) and its group's
+#: Gtid event Info. A plain tuple: a walk makes one per transaction.
+Boundary = tuple[str, int, int, str]
+
+
+def split_at_boundaries(
+    conn: Any,
+    start: BinlogPosition,
+    end: BinlogPosition,
+    boundaries: list[Boundary],
+    max_pieces: int = MAX_LOG_PIECES,
+    min_piece_bytes: int = MIN_PIECE_BYTES,
+) -> list[BinlogPosition]:
+    """:func:`split_log` from the boundaries a walk of exactly ``(start, end]`` recorded:
+    the same cuts, without walking the range again."""
+    total = range_bytes(conn, start, end)
+    pieces = piece_count(total, max_pieces, min_piece_bytes)
+    if pieces < 2:
+        return [start, end]
+    target = total / pieces
+    cuts: list[BinlogPosition] = [start]
+    state = GtidState.parse(start.gtid)
+    for file, pos, seen, gtid_info in boundaries:
+        if (file_index(file), pos) >= end.key:
+            break
+        if state is not None:
+            state = state.after(gtid_info)
+        if seen >= target * len(cuts):
+            gtid = str(state) if state is not None else gtid_at(conn, file, pos)
+            cuts.append(BinlogPosition(file, pos, gtid))
+            if len(cuts) >= pieces:
+                break
+    return [*cuts, end]
+
+
 def split_log(
     conn: Any,
     start: BinlogPosition,

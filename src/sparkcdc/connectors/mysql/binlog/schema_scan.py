@@ -24,7 +24,7 @@ from sparkcdc.connectors.mysql.binlog.ddl_columns import (
     statement_tables,
 )
 from sparkcdc.connectors.mysql.binlog.ddl_guard import CONSEQUENCES, tables_removed
-from sparkcdc.connectors.mysql.binlog.limit import PAGE, GtidState
+from sparkcdc.connectors.mysql.binlog.limit import Boundary
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
 from sparkcdc.connectors.mysql.binlog.positions import binlog_files, gtid_at
 from sparkcdc.connectors.mysql.server.connection import query
@@ -32,6 +32,8 @@ from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.schema_change import SchemaChange
 
+#: Events per ``SHOW BINLOG EVENTS`` page: the scan reads every event of a batch's range.
+SCAN_PAGE = 10_000
 _USE = re.compile(r"^use\s+`((?:[^`]|``)+)`;\s*", re.I)
 _TRANSACTION = frozenset({"BEGIN", "COMMIT", "ROLLBACK"})
 
@@ -46,53 +48,57 @@ def first_schema_change(
     tables: Mapping[TableId, CapturedTable],
     default_charset: DefaultCharset,
     mariadb: bool,
+    walked: list[Boundary] | None = None,
 ) -> SchemaChange[BinlogPosition, CapturedTable] | None:
     """The first statement in ``(start, end]`` that changes or removes one of ``tables``
-    (their columns as of ``start``); None when there is none."""
+    (their columns as of ``start``); None when there is none.
+
+    ``walked`` receives the transaction boundaries passed on the way (up to the change's
+    transaction, or ``end``), from which the batch's log split is cut without walking the
+    range again (limit.py :func:`split_at_boundaries`)."""
     lowered = {t.table.lower() for t in tables}
     file, pos = start.file, start.pos
     files = [name for name, _ in binlog_files(conn)]
-    state = GtidState.parse(start.gtid)
-    group_start = BinlogPosition(file, pos, start.gtid)  # where the current group begins
+    group = (file, pos)  # where the current GTID group begins
+    group_info = ""  # its Gtid event's Info
+    standalone = False  # a group of one statement (DDL), ended by that statement
+    seen = 0  # bytes of the range up to the current event's end
+    end_index, end_pos_limit = end.key
     while (file_index(file), pos) < end.key:
-        rows = query(conn, f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {PAGE}", (file,))
+        rows = query(conn, f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {SCAN_PAGE}", (file,))
         rotated = not rows
+        index = file_index(file)  # once per page: this loop runs for every event
+        limit = end_pos_limit if index == end_index else (-1 if index > end_index else None)
         for _, _start, event_type, _, end_pos, info in rows:
             end_pos = int(end_pos)
-            if (file_index(file), end_pos) > end.key:
+            if limit is not None and end_pos > limit:
                 return None
             if event_type == "Rotate":
                 rotated = True
                 break
-            if event_type == "Gtid":
-                gtid = str(state) if state is not None else None
-                group_start = BinlogPosition(file, pos, gtid if gtid is not None else "")
-                if state is not None:
-                    state = state.after(str(info))
+            seen += end_pos - pos if end_pos > pos else 0
+            boundary = False
+            if event_type == "Xid":
+                boundary = True
+            elif event_type == "Gtid":
+                group, group_info = (file, pos), info
+                standalone = not info.startswith("BEGIN")
             elif event_type == "Query":
                 text = str(info)
-                match = _USE.match(text)
-                database = match.group(1).replace("``", "`") if match else ""
-                statement = text[match.end() :] if match else text
-                words = statement.split(None, 1)
-                if (
-                    words
-                    and words[0].upper() not in _TRANSACTION
-                    and _names_captured(statement, lowered)
-                ):
-                    found = _change(statement, database, tables, default_charset, mariadb)
+                if text.upper() == "COMMIT":
+                    boundary = True
+                elif standalone:
+                    boundary, standalone = True, False
+                    found = _statement_change(text, tables, lowered, default_charset, mariadb)
                     if found is not None:
                         table_id, table, problem = found
-                        boundary = group_start
-                        if not boundary.gtid and state is None:
-                            boundary = BinlogPosition(
-                                boundary.file, boundary.pos, gtid_at(conn, *_at(boundary))
-                            )
-                        after_gtid = (
-                            str(state) if state is not None else gtid_at(conn, file, end_pos)
+                        before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
+                        after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
+                        return SchemaChange(
+                            table_id, before, after, _statement(text), table, problem
                         )
-                        after = BinlogPosition(file, end_pos, after_gtid)
-                        return SchemaChange(table_id, boundary, after, statement, table, problem)
+            if boundary and walked is not None:
+                walked.append((file, end_pos, seen, group_info))
             pos = end_pos
         if rotated:
             later = [f for f in files if file_index(f) > file_index(file)]
@@ -100,6 +106,27 @@ def first_schema_change(
                 return None
             file, pos = later[0], 4
     return None
+
+
+def _statement(text: str) -> str:
+    match = _USE.match(text)
+    return text[match.end() :] if match else text
+
+
+def _statement_change(
+    text: str,
+    tables: Mapping[TableId, CapturedTable],
+    lowered: set[str],
+    default_charset: DefaultCharset,
+    mariadb: bool,
+) -> tuple[TableId, CapturedTable | None, str] | None:
+    match = _USE.match(text)
+    database = match.group(1).replace("``", "`") if match else ""
+    statement = _statement(text)
+    words = statement.split(None, 1)
+    if not words or words[0].upper() in _TRANSACTION or not _names_captured(statement, lowered):
+        return None
+    return _change(statement, database, tables, default_charset, mariadb)
 
 
 def _at(position: BinlogPosition) -> tuple[str, int]:
