@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparkcdc.connectors.mysql.binlog.ddl_guard import resolve_name, without_comments
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 
@@ -56,11 +57,7 @@ _TEMPORAL = frozenset({"datetime", "timestamp", "time"})
 _NEUTRAL = ("AddConstraint", "DropIndex", "AlterIndex", "AlterColumn", "Comment")
 
 
-_COMMENT = re.compile(
-    r"(`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*')|/\*.*?\*/|--[ \t][^\n]*|#[^\n]*", re.S
-)
 _REAL = re.compile(r"(`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\")|\breal\b", re.I)
-_IDENT = re.compile(r"`(?:[^`]|``)+`|[\w$]+")
 _ALTER_NAME = re.compile(
     r"\s*alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?"
     r"((?:`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(?:`(?:[^`]|``)+`|[\w$]+))?)",
@@ -88,14 +85,8 @@ def statement_tables(statement: str, default_database: str) -> list[tuple[str, s
     parsed = _parse(statement)
     if parsed is not None:
         return [_table_name(parsed.this, default_database)]
-    match = _ALTER_NAME.match(_COMMENT.sub(lambda m: m.group(1) or " ", statement))
-    if match is None:
-        return []
-    parts = [
-        p[1:-1].replace("``", "`") if p.startswith("`") else p
-        for p in _IDENT.findall(match.group(1))
-    ]
-    return [(default_database, parts[0]) if len(parts) == 1 else (parts[0], parts[1])]
+    match = _ALTER_NAME.match(without_comments(statement))
+    return [] if match is None else [resolve_name(match.group(1), default_database)]
 
 
 def alter_table(

@@ -50,7 +50,7 @@ def tables_removed(
 ) -> tuple[str, list[tuple[str, str]]] | None:
     """The statement's kind (TRUNCATE, DROP, RENAME) and the captured ``(database,
     table)`` names it affects, or None when it affects none."""
-    text = _COMMENT.sub(lambda m: m.group(1) or " ", statement).strip()
+    text = without_comments(statement).strip()
     found: list[tuple[str, str]] = []
     kind = ""
     if match := _TRUNCATE.match(text):
@@ -69,6 +69,16 @@ def tables_removed(
         kind, found = "RENAME", [_resolve(match.group(1), default_database)]
     hit = [t for t in found if t in captured]
     return (kind, hit) if hit else None
+
+
+def without_comments(statement: str) -> str:
+    """The statement with its comments blanked (quoted names and strings kept)."""
+    return _COMMENT.sub(lambda m: m.group(1) or " ", statement)
+
+
+def resolve_name(name: str, default_database: str) -> tuple[str, str]:
+    """``(database, table)`` of a bare or backtick-quoted, optionally qualified name."""
+    return _resolve(name, default_database)
 
 
 def _resolve(name: str, default_database: str) -> tuple[str, str]:

@@ -3,7 +3,8 @@
 A batch must end before such a statement and the statement must be a batch of its own
 (snapshot/schema_change.py), so the planner walks ``SHOW BINLOG EVENTS`` over the range
 (event types, positions and the statements' text; no row decoding, REPLICATION CLIENT
-only), like the read limit and the log split do. In ROW format a DDL is a QUERY event in a
+only) and records its transaction boundaries, from which the batch's log split is cut
+(limit.py). In ROW format a DDL is a QUERY event in a
 GTID group of its own; ``Info`` holds ``use `db`; <statement>`` when the session had a
 default database.
 
@@ -37,7 +38,8 @@ SCAN_PAGE = 10_000
 _USE = re.compile(r"^use\s+`((?:[^`]|``)+)`;\s*", re.I)
 _TRANSACTION = frozenset({"BEGIN", "COMMIT", "ROLLBACK"})
 
-#: ``(table) -> its default character set``, asked only when a statement adds text columns.
+#: ``(table) -> its default character set`` (of new text columns without one), asked once
+#: per ALTER of a captured table.
 DefaultCharset = Callable[[TableId], str | None]
 
 
@@ -127,10 +129,6 @@ def _statement_change(
     if not words or words[0].upper() in _TRANSACTION or not _names_captured(statement, lowered):
         return None
     return _change(statement, database, tables, default_charset, mariadb)
-
-
-def _at(position: BinlogPosition) -> tuple[str, int]:
-    return position.file, position.pos
 
 
 def _names_captured(statement: str, lowered: set[str]) -> bool:
