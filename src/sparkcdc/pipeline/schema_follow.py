@@ -47,10 +47,14 @@ def is_plain(target: Target) -> bool:
 
 
 def restore_targets(targets: Sequence[Target], state: RunState, behavior: str) -> list[Target]:
-    """The planned targets with the schemas earlier schema changes gave them (a restart;
-    the tables' columns are the server's now, which the stored schema evolves to)."""
+    """The planned targets with the schemas earlier schema changes gave them (a restart:
+    the tables have their columns at the checkpoint, which the stored schema was made
+    for, unless the run state is older than the checkpoint's last batch; then the
+    behaviour evolves it the rest of the way). A behaviour switched to ``exception``
+    since keeps the stored schema as it is: it was applied already."""
     from pyspark.sql.types import StructType
 
+    behavior = "ignore" if behavior == "exception" else behavior
     restored = []
     for target in targets:
         source = target.sources[0]

@@ -41,6 +41,7 @@ class TableStatus:
     updates: int
     deletes: int
     target: str | None
+    schema_changes: int = 0  #: applied to its target, across restarts
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
                 updates=totals.updates,
                 deletes=totals.deletes,
                 target=sink.target_of(SinkTable(table, None, ())),
+                schema_changes=state.schema_changes.get(table, 0),
             )
         )
     sink.close()
