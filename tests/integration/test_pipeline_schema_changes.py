@@ -90,6 +90,12 @@ def target(
     return columns, {r[0]: r for r in rows}
 
 
+def delta_pipeline(scratch: Path, mariadb: EmbeddedMariaDB, db: str, behavior: str) -> Path:
+    """A pipeline of t and u into Delta under ``schema.change.behavior: behavior``."""
+    extra = f"  schema.change.behavior: {behavior}\n"
+    return pipeline_file(scratch, mariadb, f"{db}.(t|u)", "type: delta\npath: lake", blocks=extra)
+
+
 def run_script(spark: Any, mariadb: EmbeddedMariaDB, path: Path, db: str, script: list[str]) -> Any:
     run = prepare(load_pipeline(path), spark=spark)
 
@@ -147,13 +153,7 @@ def test_ignore_keeps_the_target_columns(
     spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path
 ) -> None:
     create_tables(mariadb, mysql_db)
-    path = pipeline_file(
-        scratch,
-        mariadb,
-        f"{mysql_db}.(t|u)",
-        "type: delta\npath: lake",
-        blocks="  schema.change.behavior: ignore\n",
-    )
+    path = delta_pipeline(scratch, mariadb, mysql_db, "ignore")
     script = SCRIPT[:7]  # up to the drop of b and an update after it
     run_script(spark, mariadb, path, mysql_db, script)
     frame = spark.read.format("delta").load(str(scratch / "lake" / mysql_db / "t"))
@@ -171,13 +171,7 @@ def test_exception_stops_before_the_first_row_of_the_new_shape(
     spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path
 ) -> None:
     create_tables(mariadb, mysql_db)
-    path = pipeline_file(
-        scratch,
-        mariadb,
-        f"{mysql_db}.(t|u)",
-        "type: delta\npath: lake",
-        blocks="  schema.change.behavior: exception\n",
-    )
+    path = delta_pipeline(scratch, mariadb, mysql_db, "exception")
     with pytest.raises(AssertionError, match="ALTER TABLE t ADD COLUMN c INT") as stopped:
         run_script(spark, mariadb, path, mysql_db, SCRIPT[:3])
     assert "'schema.change.behavior' is 'exception'" in str(stopped.value)

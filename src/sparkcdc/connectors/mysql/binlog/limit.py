@@ -186,6 +186,16 @@ class GtidState:
 Boundary = tuple[str, int, int, str]
 
 
+def _pieces(
+    conn: Any, start: BinlogPosition, end: BinlogPosition, max_pieces: int, min_piece_bytes: int
+) -> tuple[int, float] | None:
+    """How many pieces ``(start, end]`` is split into and the bytes each should hold, or
+    None when it is not split."""
+    total = range_bytes(conn, start, end)
+    pieces = piece_count(total, max_pieces, min_piece_bytes)
+    return None if pieces < 2 else (pieces, total / pieces)
+
+
 def split_at_boundaries(
     conn: Any,
     start: BinlogPosition,
@@ -196,11 +206,10 @@ def split_at_boundaries(
 ) -> list[BinlogPosition]:
     """:func:`split_log` from the boundaries a walk of exactly ``(start, end]`` recorded:
     the same cuts, without walking the range again."""
-    total = range_bytes(conn, start, end)
-    pieces = piece_count(total, max_pieces, min_piece_bytes)
-    if pieces < 2:
+    sizing = _pieces(conn, start, end, max_pieces, min_piece_bytes)
+    if sizing is None:
         return [start, end]
-    target = total / pieces
+    pieces, target = sizing
     cuts: list[BinlogPosition] = [start]
     state = GtidState.parse(start.gtid)
     for file, pos, seen, gtid_info in boundaries:
@@ -233,11 +242,10 @@ def split_log(
     the walk (:class:`GtidState`) rather than ``BINLOG_GTID_POS``, which rescans the binlog
     file from its start on every call (~50 ms of server CPU at 380 MB into a file).
     """
-    total = range_bytes(conn, start, end)
-    pieces = piece_count(total, max_pieces, min_piece_bytes)
-    if pieces < 2:
+    sizing = _pieces(conn, start, end, max_pieces, min_piece_bytes)
+    if sizing is None:
         return [start, end]
-    target = total / pieces
+    pieces, target = sizing
     cuts: list[BinlogPosition] = [start]
     seen = 0  # bytes of the range up to the current event's end
     file, pos = start.file, start.pos
