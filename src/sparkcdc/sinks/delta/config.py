@@ -41,6 +41,14 @@ SPECS = (
         doc="create `upsert` targets with `delta.enableChangeDataFeed` (downstream readers "
         "get the target's own change feed; `append` targets already are a change history)",
     ),
+    OptionSpec(
+        "deletion-vectors",
+        parse_bool,
+        True,
+        doc="create `upsert` targets with `delta.enableDeletionVectors`: a MERGE marks the "
+        "rows it replaces instead of rewriting their files (readers of the target need "
+        "deletion-vector support: Delta 2.3+, Databricks; `false` for older readers)",
+    ),
 )
 
 
@@ -55,6 +63,9 @@ class DeltaSinkConfig:
     #: Create targets with ``delta.enableChangeDataFeed``, so consumers can read the
     #: target's own changes (``table_changes``) downstream.
     change_data_feed: bool
+    #: Create ``upsert`` targets with deletion vectors, so a MERGE's cost follows the rows
+    #: it changes rather than the size of the files they are in.
+    deletion_vectors: bool = True
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> DeltaSinkConfig:
@@ -67,7 +78,13 @@ class DeltaSinkConfig:
                 f"delta sink: option 'table-name' has invalid value '{pattern}'; expected a "
                 "path pattern using only the placeholders {database} and {table}"
             ) from None
-        return cls(Path(opts["path"]), pattern, opts["changelog-mode"], opts["change-data-feed"])
+        return cls(
+            Path(opts["path"]),
+            pattern,
+            opts["changelog-mode"],
+            opts["change-data-feed"],
+            opts["deletion-vectors"],
+        )
 
     def resolved(self, base_dir: Path | None) -> DeltaSinkConfig:
         """This config with a relative ``path`` taken from ``base_dir`` (the pipeline

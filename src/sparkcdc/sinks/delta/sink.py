@@ -4,8 +4,10 @@
 changes are reduced to the last change per key, then applied with one MERGE. The batch's
 snapshot rows (keys the pipeline never emitted) are appended instead, when the target holds
 this pipeline's rows only: a MERGE joins with the whole target, so merging a snapshot batch
-by batch costs the table's size squared. ``append`` mode keeps every change with its change
-type, version and timestamp (a queryable history).
+by batch costs the table's size squared. The MERGE is bounded by the batch's keys
+(:mod:`sparkcdc.sinks.delta.pruning`), so Delta skips the files they cannot be in.
+``append`` mode keeps every change with its change type, version and timestamp (a
+queryable history).
 
 Exactly once: every commit carries Delta's transaction identifier (``txnAppId`` = the
 pipeline's checkpoint identity, ``txnVersion`` = the batch id). Delta skips a write whose
@@ -30,6 +32,7 @@ from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
+from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
 
 log = logging.getLogger(__name__)
@@ -103,6 +106,10 @@ class DeltaSink(Sink):
             # append-only history needs no feed of its own)
             if self.config.change_data_feed and self.upsert:
                 builder = builder.property("delta.enableChangeDataFeed", "true")
+            # a MERGE then marks the rows it replaces instead of copying their files' other
+            # rows (benchmarks/delta_merge.py); append targets never replace rows
+            if self.config.deletion_vectors and self.upsert:
+                builder = builder.property("delta.enableDeletionVectors", "true")
             if any(_UNSTORABLE & set(f.name) for f in schema.fields):
                 for key, value in _COLUMN_MAPPING.items():
                     builder = builder.property(key, value)
@@ -263,9 +270,14 @@ class DeltaSink(Sink):
 
     def _merge(self, spark: Any, table: SinkTable, changes: Any) -> None:
         from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
 
         last = last_change_per_key(changes, table.key, table.columns)
-        matches = " AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in table.key)
+        matches = F.expr(" AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in table.key))
+        first = table.key[0]
+        bounds = key_bounds(changes, first, table.schema[first].dataType)
+        if bounds is not None:
+            matches = matches & bounds
         values: dict[str, Any] = {quoted(c): f"s.{quoted(c)}" for c in table.columns}
         target = DeltaTable.forPath(spark, self.target_path(table.source))
         (
