@@ -5,6 +5,7 @@ a second snapshot; a table taken out of the pattern is forgotten and its target 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,52 @@ def test_tables_added_and_removed_between_restarts(
     assert delta(spark, scratch, orders, "orders") == kept
     assert delta(spark, scratch, orders, "items") == table_state(mariadb, orders, "items")
     assert snapshot_rows(third, "items") == 0
+
+
+def test_tables_created_while_running_are_captured_without_a_restart(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    pipeline = run(spark, scratch, mariadb, f"{orders}.(orders|audit|items.*)")
+    query = None
+
+    def create_tables() -> None:
+        nonlocal query
+        query = pipeline.query
+        execute = partial(mariadb.execute, database=orders)
+        execute("CREATE TABLE items (id INT PRIMARY KEY, sku TEXT, qty INT)")
+        execute("INSERT INTO items VALUES (1, 'x', 1), (2, 'y', 2), (3, 'z', 3)")
+        execute("UPDATE orders SET qty = qty + 1 WHERE id < 50")
+        execute("INSERT INTO audit (note) VALUES ('created items')")
+        # CREATE ... SELECT: the statement and its rows share one transaction
+        execute("CREATE TABLE items_copy (PRIMARY KEY (id)) SELECT id, sku FROM items")
+        execute("UPDATE items SET qty = 20 WHERE id = 2")
+        execute("DELETE FROM items WHERE id = 1")
+        execute("INSERT INTO items_copy VALUES (10, 'ten')")
+        execute("CREATE TABLE not_captured (id INT PRIMARY KEY)")  # outside the pattern
+        execute("INSERT INTO not_captured VALUES (1)")
+        # a shadow table swapped in (gh-ost's cut-over): the new name comes with a RENAME
+        execute("CREATE TABLE _items_gho (id INT PRIMARY KEY, label TEXT)")
+        execute("INSERT INTO _items_gho VALUES (7, 'seven')")
+        execute("RENAME TABLE _items_gho TO items_swapped")
+        execute("INSERT INTO items_swapped VALUES (8, 'eight')")
+
+    run_until_caught_up(pipeline, mariadb, create_tables)
+    assert pipeline.query is query, "the pipeline restarted its query"
+    for table in ("orders", "audit", "items", "items_copy", "items_swapped"):
+        assert delta(spark, scratch, orders, table) == table_state(mariadb, orders, table), table
+    assert not (scratch / "lake" / orders / "not_captured").exists()
+    assert snapshot_rows(pipeline, "orders") == 2000, "orders was snapshotted again"
+    verdicts = verify_tables(spark, pipeline.definition, pipeline.sink, pipeline.targets)
+    assert {v.table.table: v.status for v in verdicts} == dict.fromkeys(
+        ("audit", "items", "items_copy", "items_swapped", "orders"), "equal"
+    )
+
+    # a restart continues the tables added while running from the checkpoint
+    again = run(spark, scratch, mariadb, f"{orders}.(orders|audit|items.*)")
+    run_until_caught_up(
+        again,
+        mariadb,
+        lambda: mariadb.execute("UPDATE items_copy SET sku = 'TEN' WHERE id = 10", database=orders),
+    )
+    assert delta(spark, scratch, orders, "items_copy") == table_state(mariadb, orders, "items_copy")
+    assert sum(snapshot_rows(again, t) for t in ("items", "items_copy", "items_swapped")) == 0

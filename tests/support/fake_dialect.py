@@ -21,6 +21,7 @@ from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.normalize import apply_overrides, backward_overrides, forward_overrides
+from sparkcdc.snapshot.schema_change import SchemaChange
 
 
 @dataclass(frozen=True, order=True)
@@ -79,6 +80,9 @@ class FakeDatabase(Dialect[Count, FakeTable]):
     log_piece: int = 3
     #: Tables that exist but do not match the (imagined) table options: not discovered.
     hidden: frozenset[TableId] = frozenset()
+    #: Tables created at a log index: not discovered before it; the log scan reports
+    #: their creation (``SchemaChange.created``) when asked to watch for it.
+    created: Mapping[TableId, int] = field(default_factory=dict)
     format_name = "fake-cdc"
 
     @property
@@ -99,7 +103,26 @@ class FakeDatabase(Dialect[Count, FakeTable]):
 
     # -- the dialect ------------------------------------------------------------------------
     def discover(self) -> list[FakeTable]:
-        return [FakeTable(t) for t in sorted(self.initial) if t not in self.hidden]
+        return [
+            FakeTable(t)
+            for t in sorted(self.initial)
+            if t not in self.hidden and self.created.get(t, 0) <= self.now
+        ]
+
+    def schema_change(
+        self,
+        start: Count,
+        end: Count,
+        tables: Mapping[TableId, FakeTable],
+        watch_created: bool = False,
+    ) -> SchemaChange[Count, FakeTable] | None:
+        if not watch_created:
+            return None
+        made = [(n, t) for t, n in self.created.items() if start.n < n <= end.n and t not in tables]
+        if not made:
+            return None
+        n, table = min(made)
+        return SchemaChange(table, Count(n - 1), Count(n), "CREATE TABLE", None, created=True)
 
     def key_order(self, table: FakeTable) -> KeyOrder:
         return KeyOrder()

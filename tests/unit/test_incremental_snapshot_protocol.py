@@ -212,6 +212,55 @@ def test_a_table_added_between_restarts_is_snapshotted_while_the_other_goes_on(
         assert consumer.get(table, {}) == db.state(table, len(log))
 
 
+@settings(max_examples=200, deadline=None)
+@given(histories(), histories(), st.data())
+def test_a_table_created_while_streaming_is_captured_from_the_batch_that_sees_it(
+    first: tuple[list[dict[int, Row]], list[RowChange]],
+    second: tuple[list[dict[int, Row]], list[RowChange]],
+    data: st.DataObject,
+) -> None:
+    """``scan.newly-added-table.enabled`` in the envelope: B is created at a random point
+    of the log while A streams. The batch whose range holds its creation discovers it and
+    snapshots it from that batch's start, with no restart; reads run on an executor copy
+    of the source made before B existed. Both replay to their tables at every boundary."""
+    log = interleaved(data, first[1], second[1])
+    config = FakeSettings(
+        chunk_size=data.draw(st.integers(1, 8), label="chunk size"),
+        rows_per_batch=data.draw(st.integers(1, 40), label="rows per batch"),
+        newly_added_tables=True,
+        envelope=True,
+    )
+    created = data.draw(st.integers(1, max(1, len(log))), label="B created at")
+    db = FakeDatabase(log, {A: first[0][0], B: second[0][0]}, config, created={B: created})
+    db.snapshot_at = lambda target, now: data.draw(st.integers(0, now), label="snapshot at S")
+    max_rows = data.draw(st.none() | st.integers(1, 12), label="maxRowsPerTrigger")
+    source = IncrementalSource(db)
+    offset = source.initial_offset()
+    # what Spark ships to executors when the query starts (the fake database itself,
+    # with its generated draws, cannot be pickled)
+    executor = IncrementalSource.__new__(IncrementalSource)
+    executor.__setstate__({**source.__getstate__(), "_tables": dict(source.tables)})
+    consumer: Consumer = {}
+    for _ in range(1_000):
+        db.now = data.draw(st.integers(db.now, len(log)), label="writes before planning")
+        end = source.latest_offset(offset, max_rows)
+        if end == offset:
+            if db.now == len(log) and (B in source.tables or created > len(log)):
+                break
+            db.now = min(db.now + 1, len(log))
+            continue
+        specs = source.partitions(offset, end)
+        db.now = data.draw(st.integers(db.now, len(log)), label="writes while reading")
+        replay(consumer, read_on_executor(executor, specs), envelope=True)
+        offset = end
+        assert set(check_emitted(source, db, consumer, offset)) == set(source.tables)
+    else:
+        raise AssertionError("the source never caught up")
+    assert set(source.tables) == ({A, B} if created <= len(log) else {A})
+    for table in source.tables:
+        assert consumer.get(table, {}) == db.state(table, len(log))
+
+
 def test_without_the_option_new_tables_are_left_out_and_missing_ones_fail() -> None:
     rows = {1: (1, 1)}
     db = FakeDatabase([], {A: rows, B: rows}, FakeSettings(), hidden=frozenset({B}))

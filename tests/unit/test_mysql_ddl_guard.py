@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.binlog.ddl_guard import tables_removed
+from sparkcdc.connectors.mysql.binlog.ddl_guard import tables_created, tables_removed
 
 CAPTURED = {("shop", "orders"), ("shop", "my table"), ("crm", "orders")}
 
@@ -25,6 +25,12 @@ CAPTURED = {("shop", "orders"), ("shop", "my table"), ("crm", "orders")}
         ("DROP DATABASE crm", ("DROP", [("crm", "orders")])),
         ("RENAME TABLE orders TO orders_old, _new TO orders", ("RENAME", [("shop", "orders")])),
         ("ALTER TABLE orders RENAME TO archive", ("RENAME", [("shop", "orders")])),
+        # a shadow-table swap: both old names, whichever pair they are in
+        (
+            "RENAME TABLE _orders_new TO orders_x, `my table` TO t",
+            ("RENAME", [("shop", "my table")]),
+        ),
+        ("RENAME TABLE `to` TO x, orders TO `to`", ("RENAME", [("shop", "orders")])),
         ("ALTER TABLE `orders` ADD x INT, RENAME AS crm.archive", ("RENAME", [("shop", "orders")])),
         ("ALTER TABLE orders RENAME COLUMN a TO b", None),  # the table map shows it
         ("ALTER TABLE orders ADD COLUMN c INT", None),
@@ -58,3 +64,25 @@ def test_any_quoted_name_resolves(database: str, table: str) -> None:
         "TRUNCATE",
         [(database, table)],
     )
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("CREATE TABLE orders2 (id INT PRIMARY KEY)", [("shop", "orders2")]),
+        ("create table if not exists `crm`.`new one` like orders", [("crm", "new one")]),
+        ("/* tool */ CREATE OR REPLACE TABLE t AS SELECT 1", [("shop", "t")]),
+        ("CREATE TEMPORARY TABLE t (i INT)", []),  # never logged in ROW format; session-only
+        (
+            "RENAME TABLE orders TO orders_old, _gho TO orders",
+            [("shop", "orders_old"), ("shop", "orders")],
+        ),
+        ("ALTER TABLE _orders_gho RENAME TO crm.orders", [("crm", "orders")]),
+        ("ALTER TABLE orders RENAME COLUMN a TO b", []),
+        ("CREATE INDEX i ON orders (a)", []),
+        ("CREATE VIEW v AS SELECT 1", []),
+        ("INSERT INTO orders VALUES (1)", []),
+    ],
+)
+def test_tables_created(statement: str, expected: list[tuple[str, str]]) -> None:
+    assert tables_created(statement, "shop") == expected

@@ -130,6 +130,15 @@ class PipelineMetrics:
                 self._last_active = report.fetched
         self._refresh_head(force=True)
 
+    def add_tables(self, tables: Sequence[TableId]) -> None:
+        """Tables created while the pipeline runs, captured from now on (pending until
+        their first batch says otherwise; no row estimate: they were just created)."""
+        with self._lock:
+            for table in tables:
+                if table not in self._states:
+                    self._tables.append(table)
+                    self._states[table] = PENDING
+
     def schema_changed(self, table: TableId, target: str | None) -> None:
         """A change of ``table``'s columns was applied to its target, whose schema is now
         ``target`` (StructType JSON; None: the table's own columns)."""

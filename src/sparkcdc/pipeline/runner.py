@@ -223,6 +223,7 @@ class PipelineRun:
             offset = batch_offset(checkpoint, batch_id)
             version = None if offset is None else self.probe.position(offset).version
             if offset is not None:
+                self._capture_created(offset)
                 follow_changes(
                     self.spark,
                     offset,
@@ -267,6 +268,45 @@ class PipelineRun:
         save_run_state(checkpoint, self.metrics.state)
         if self.on_batch is not None:
             self.on_batch(report)
+
+    def _capture_created(self, offset: str) -> None:
+        """Tables created while the pipeline runs come into the source's offset (MySQL,
+        with ``scan.newly-added-table.enabled``, several tables): plan and open their
+        targets before the batch that has their first rows is split, so none of their
+        rows is left out of it."""
+        if not self.envelope:
+            return
+        added = self.probe.tables_added(offset, {t.source for t in self.tables})
+        if not added:
+            return
+        definition = self.definition
+        namespace = definition.namespace
+        targets = plan_targets(
+            added,
+            definition.routes,
+            definition.transforms,
+            shaped_schema(self.spark, namespace),
+            namespace,
+        )
+        everything = [*self.targets, *targets]
+        shared = shared_targets(self.sink, [t.table for t in everything])
+        if shared:
+            target, sources = next(iter(shared.items()))
+            raise SparkCdcError(
+                f"{', '.join(str(t.source) for t in added)} was created while the pipeline "
+                f"runs and goes into the target {target} of {', '.join(map(str, sources))}; "
+                "a merged target's columns are planned when the pipeline starts: run it "
+                "again (it resumes from the checkpoint and plans the merged target)"
+            )
+        self.sink.open(self.spark, [t.table for t in everything])
+        self.tables = [*self.tables, *added]
+        self.targets = everything
+        self.metrics.add_tables([t.source for t in added])
+        log.info(
+            "capturing %s (created while the pipeline runs) into %s",
+            ", ".join(str(t.source) for t in added),
+            ", ".join(str(self.sink.target_of(t.table) or t.table.source) for t in targets),
+        )
 
     def _split(self, frame: Any, snapshot_version: int | None) -> tuple[dict[TableId, Any], _Tally]:
         """The batch per table as typed changelogs, and what it holds per table (changelog

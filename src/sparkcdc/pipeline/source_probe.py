@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.metrics import LogHead
+from sparkcdc.sinks.base import SinkTable
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,31 @@ class SourceProbe:
                     self._columns[text] = columns
                 found[TableId.from_key(key)] = (columns, str(schema.get("change", "")))
         return found
+
+    def tables_added(self, offset: str, known: Collection[TableId]) -> list[SinkTable]:
+        """The tables the offset captures that are not ``known`` (created while the
+        pipeline runs), with their columns and key as the offset has them (what the
+        source decodes their rows with); no connection needed."""
+        import pyarrow as pa
+
+        from sparkcdc.spark.schema import to_spark_schema
+
+        added = []
+        with self._lock:
+            for key, progress in json.loads(offset)["tables"].items():
+                table_id = TableId.from_key(key)
+                if table_id in known:
+                    continue
+                schema = progress.get("schema")
+                if schema is None:
+                    raise SparkCdcError(
+                        f"the source captures {table_id}, which the pipeline did not know when "
+                        "it started, without its columns in the offset: restart the pipeline"
+                    )
+                table = self._dialect.table_from_json(schema["table"])
+                columns = to_spark_schema(pa.schema(self._dialect.arrow_fields(table)))
+                added.append(SinkTable(table_id, columns, tuple(table.primary_key)))
+        return added
 
     def describe(self, offset: str) -> str:
         return str(self.position(offset))

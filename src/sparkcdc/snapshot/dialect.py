@@ -178,11 +178,13 @@ class Dialect(ABC, Generic[P, T]):
     follows_schema_changes: bool = False
 
     def schema_change(
-        self, start: P, end: P, tables: Mapping[TableId, T]
+        self, start: P, end: P, tables: Mapping[TableId, T], watch_created: bool = False
     ) -> SchemaChange[P, T] | None:
         """The first change of the columns of one of ``tables`` (their shapes as of
-        ``start``) in ``(start, end]``, or None. Connectors that do not follow schema
-        changes answer None and stop at them while reading the log (their table check)."""
+        ``start``) in ``(start, end]``, or None. With ``watch_created``, also the first
+        statement that creates a table the table options match that is not in ``tables``
+        (``SchemaChange.created``). Connectors that do not follow schema changes answer
+        None and stop at them while reading the log (their table check)."""
         return None
 
     def table_to_json(self, table: T) -> dict[str, Any]:

@@ -169,7 +169,12 @@ class IncrementalSource(Generic[P, T]):
                 if max_rows is not None:
                     budget = max(max_rows - used, 1 if unfinished else 0)
             if now > position:
-                change = self.dialect.schema_change(position, now, self._tables_at(offset))
+                tables = self._tables_at(offset)
+                change = self.dialect.schema_change(position, now, tables, self._watch_created)
+                if change is not None and change.created:
+                    if self._discover_again(change):
+                        return self.latest_offset(start, max_rows, cap)
+                    now, change = change.after, None  # gone again: the batch passes it by
                 if change is not None:
                     self._check_followable(change, progress)
                     if change.boundary <= position:  # the change is next: a batch of its own
@@ -199,6 +204,37 @@ class IncrementalSource(Generic[P, T]):
             if budget is not None:
                 budget -= len(chunks) * chunk_size
         return SourceOffset(position, new_progress, offset.bounded).to_json()
+
+    @property
+    def _watch_created(self) -> bool:
+        """Whether tables created while the stream runs are captured at once: with
+        ``scan.newly-added-table.enabled``, in the envelope (a typed stream's schema is one
+        table's; it captures them from its next start)."""
+        return self.settings.newly_added_tables and self.envelope
+
+    def _discover_again(self, change: SchemaChange[P, T]) -> bool:
+        """A table to capture was created (``change``): discover the tables again, and
+        say whether it is captured now. The offset then takes it as a newly added table
+        (:meth:`_reconcile`): a snapshot from the batch's start, so whatever it got since
+        its creation is read once, normalised like any chunk, and its later log changes
+        follow its cursor. A table dropped again since has nothing to capture.
+
+        Discovery only adds here: a captured table it no longer finds was dropped or
+        renamed further on in the log, where the scan stops at that statement (were it
+        left out now, its changes up to there would be lost)."""
+        known = self.tables
+        self._tables = None
+        found = self.tables
+        self._tables = {**known, **{t: v for t, v in found.items() if t not in known}}
+        self._warned_new = True  # logged here, table by table
+        added = sorted(set(self._tables) - set(known))
+        log.info(
+            "%s created at %s: capturing %s while the others continue",
+            change.table_id,
+            change.boundary,
+            ", ".join(str(t) for t in added) or "nothing (it is gone again)",
+        )
+        return change.table_id in self.tables
 
     def _schema_batch(self, offset: SourceOffset[P], change: SchemaChange[P, T]) -> Offset:
         """The batch that is only ``change``: the position moves past it and the table's
@@ -359,9 +395,13 @@ class IncrementalSource(Generic[P, T]):
                 )
         return SourceOffset(offset.log, tables, offset.bounded)
 
-    def _order(self, table_id: TableId) -> KeyOrder:
+    def _order(self, table: T) -> KeyOrder:
+        """The table's key order. Taken from the table given, not :attr:`tables`: an
+        executor's copy of this source was made when the query started, before tables
+        created since were discovered."""
+        table_id = table.table_id
         if table_id not in self._orders:
-            self._orders[table_id] = self.dialect.key_order(self.tables[table_id])
+            self._orders[table_id] = self.dialect.key_order(table)
         return self._orders[table_id]
 
     def _planner(self, table_id: TableId) -> ChunkPlanner:
@@ -370,7 +410,7 @@ class IncrementalSource(Generic[P, T]):
             self._planners[table_id] = ChunkPlanner(
                 lambda: dialect.key_stats(table),
                 lambda lo, size: dialect.next_chunk_end(table, lo, size),
-                self._order(table_id),
+                self._order(table),
                 self.settings.chunk_size,
                 (self.settings.factor_lower, self.settings.factor_upper),
                 str(table_id),
@@ -488,7 +528,7 @@ class IncrementalSource(Generic[P, T]):
         emitted only for those keys)."""
         if progress.done or not progress.started:  # no key comparison needed
             return lambda row: progress.done
-        order = self._order(table.table_id)
+        order = self._order(table)
         k = table.chunk_key_index
 
         def emitted(row: Row) -> bool:

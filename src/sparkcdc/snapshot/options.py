@@ -278,8 +278,10 @@ NEWLY_ADDED_TABLES = OptionSpec(
     False,
     doc="on a restart from a checkpoint, snapshot the tables that match now but did not "
     "when the checkpoint was made (while the others continue from it), and forget the "
-    "tables that no longer match (their targets keep their rows); `false`: new tables "
-    "are not captured (warned) and a table that no longer matches fails the restart",
+    "tables that no longer match (their targets keep their rows); on MySQL/MariaDB with "
+    "several tables, also capture tables created (or renamed into the pattern) while the "
+    "stream runs, without a restart; `false`: new tables are not captured (warned) and a "
+    "table that no longer matches fails the restart",
     attr="newly_added_tables",
 )
 ENVELOPE = OptionSpec(

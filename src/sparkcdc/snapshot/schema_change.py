@@ -22,7 +22,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class SchemaChange(Generic[P, T]):
-    """The first change of a captured table's columns in a log range."""
+    """The first change of a captured table's columns in a log range (or the creation of
+    a table to capture, see ``created``)."""
 
     table_id: TableId
     #: Where the batch before the change ends (the start of the change's transaction).
@@ -34,6 +35,9 @@ class SchemaChange(Generic[P, T]):
     #: The table after the change; None when it cannot be followed (``problem`` says why).
     table: T | None
     problem: str = ""
+    #: The statement created a table the table options match that is not captured yet
+    #: (CREATE TABLE, or a RENAME to its name): ``table_id`` names it, ``table`` is None.
+    created: bool = False
 
     def describe(self) -> str:
         text = " ".join(self.statement.split())

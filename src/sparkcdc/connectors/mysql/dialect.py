@@ -157,11 +157,13 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         start: BinlogPosition,
         end: BinlogPosition,
         tables: Mapping[TableId, CapturedTable],
+        watch_created: bool = False,
     ) -> SchemaChange[BinlogPosition, CapturedTable] | None:
         walked: list[Boundary] = []
         mariadb = self.flavor == "mariadb"
+        to_capture = self.config.matches if watch_created else None
         change = first_schema_change(
-            self.conn, start, end, tables, self._default_charset, mariadb, walked
+            self.conn, start, end, tables, self._default_charset, mariadb, walked, to_capture
         )
         stop = end if change is None else change.boundary
         self._walked = (start.key, stop.key, walked) if stop > start else None

@@ -34,7 +34,12 @@ _ALTER_RENAME = re.compile(
     rf"\brename\s+(?:to\s+|as\s+)?(?!(?:column|index|key)\b)({_NAME})",
     re.I | re.S,
 )
+_CREATE = re.compile(
+    rf"create\s+(?:or\s+replace\s+)?(temporary\s+)?table\s+(?:if\s+not\s+exists\s+)?({_NAME})",
+    re.I,
+)
 _NAMES = re.compile(_NAME)
+_RENAME_PAIR = re.compile(rf"({_NAME})\s+to\s+({_NAME})", re.I)
 _IDENTS = re.compile(_IDENT)
 
 #: What each statement kind does to the changelog if passed by.
@@ -62,13 +67,27 @@ def tables_removed(
         database = _unquote(match.group(1))
         kind, found = "DROP", [t for t in captured if t[0] == database]
     elif match := _RENAME.match(text):
-        names = _NAMES.findall(match.group(1))
+        pairs = _RENAME_PAIR.findall(match.group(1))
         kind = "RENAME"
-        found = [_resolve(n, default_database) for n in names[::2]]  # the old names
+        found = [_resolve(old, default_database) for old, _ in pairs]
     elif match := _ALTER_RENAME.match(text):
         kind, found = "RENAME", [_resolve(match.group(1), default_database)]
     hit = [t for t in found if t in captured]
     return (kind, hit) if hit else None
+
+
+def tables_created(statement: str, default_database: str) -> list[tuple[str, str]]:
+    """The ``(database, table)`` names a statement brings into being: CREATE TABLE (also
+    ``... LIKE`` and ``... SELECT``, not TEMPORARY), the new names of RENAME TABLE and of
+    ALTER TABLE ... RENAME (how online schema change tools swap a table in)."""
+    text = without_comments(statement).strip()
+    if match := _CREATE.match(text):
+        return [] if match.group(1) else [_resolve(match.group(2), default_database)]
+    if match := _RENAME.match(text):
+        return [_resolve(new, default_database) for _, new in _RENAME_PAIR.findall(match.group(1))]
+    if match := _ALTER_RENAME.match(text):
+        return [_resolve(match.group(2), default_database)]
+    return []
 
 
 def without_comments(statement: str) -> str:

@@ -24,7 +24,11 @@ from sparkcdc.connectors.mysql.binlog.ddl_columns import (
     alter_table,
     statement_tables,
 )
-from sparkcdc.connectors.mysql.binlog.ddl_guard import CONSEQUENCES, tables_removed
+from sparkcdc.connectors.mysql.binlog.ddl_guard import (
+    CONSEQUENCES,
+    tables_created,
+    tables_removed,
+)
 from sparkcdc.connectors.mysql.binlog.limit import Boundary
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
 from sparkcdc.connectors.mysql.binlog.positions import binlog_files, gtid_at
@@ -51,9 +55,13 @@ def first_schema_change(
     default_charset: DefaultCharset,
     mariadb: bool,
     walked: list[Boundary] | None = None,
+    to_capture: Callable[[str, str], bool] | None = None,
 ) -> SchemaChange[BinlogPosition, CapturedTable] | None:
     """The first statement in ``(start, end]`` that changes or removes one of ``tables``
-    (their columns as of ``start``); None when there is none.
+    (their columns as of ``start``), or, given ``to_capture`` (``(database, table) ->``
+    whether the table options match it), that creates a table to capture which is not in
+    ``tables`` (``created``; checked in every group: ``CREATE ... SELECT`` shares its
+    transaction with its rows); None when there is none.
 
     ``walked`` receives the transaction boundaries passed on the way (up to the change's
     transaction, or ``end``), from which the batch's log split is cut without walking the
@@ -87,6 +95,13 @@ def first_schema_change(
                 standalone = not info.startswith("BEGIN")
             elif event_type == "Query":
                 text = str(info)
+                created = None if to_capture is None else _created(text, tables, to_capture)
+                if created is not None:
+                    before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
+                    after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
+                    return SchemaChange(
+                        created, before, after, _statement(text), None, created=True
+                    )
                 if text.upper() == "COMMIT":
                     boundary = True
                 elif standalone:
@@ -113,6 +128,22 @@ def first_schema_change(
 def _statement(text: str) -> str:
     match = _USE.match(text)
     return text[match.end() :] if match else text
+
+
+def _created(
+    text: str, tables: Mapping[TableId, CapturedTable], to_capture: Callable[[str, str], bool]
+) -> TableId | None:
+    """The first table ``text`` creates that is to be captured and is not yet."""
+    head = text[:200].lower()
+    if "create" not in head and "rename" not in head:  # the cheap test, for every event
+        return None
+    match = _USE.match(text)
+    database = match.group(1).replace("``", "`") if match else ""
+    for name in tables_created(_statement(text), database):
+        table_id = TableId(*name)
+        if table_id not in tables and to_capture(*name):
+            return table_id
+    return None
 
 
 def _statement_change(
