@@ -16,7 +16,7 @@ import pytest
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, SinkTable
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
-from sparkcdc.sinks.delta.pruning import LISTED_KEYS, key_bounds
+from sparkcdc.sinks.delta.pruning import COLLECTED_ROWS, LISTED_KEYS, key_bounds
 from sparkcdc.sinks.delta.sink import DeltaSink
 
 KEY_KINDS: dict[str, tuple[str, Any]] = {
@@ -71,7 +71,7 @@ def _random_batch(
             key = pick.choice(present)
             changes.append((*state.pop(key), "delete"))
         else:
-            key = make(pick.randrange(1000))
+            key = make(pick.randrange(5000))
             if key in state:
                 continue
             state[key] = (key, pick.randrange(1000), f"i{pick.randrange(10**6)}")
@@ -95,8 +95,9 @@ def test_bounded_merges_write_exactly_the_expected_rows(
     sink.open(spark, [table])
     pick = random.Random(f"{kind}-{deletion_vectors}")
     state: dict[Any, tuple[Any, int, str]] = {}
-    # a big first batch (a range bound), then small ones (listed keys) and bigger ones
-    for batch_id, size in enumerate([300, 5, LISTED_KEYS + 30, 1, 40], start=1):
+    # a first batch too big to collect (an aggregated range), then small ones (listed
+    # keys) and bigger ones (a collected range)
+    for batch_id, size in enumerate([COLLECTED_ROWS + 200, 5, LISTED_KEYS + 30, 1, 40], start=1):
         changes = _random_batch(pick, kind, state, size)
         frame = _batch(spark, table.schema, changes, batch_id)
         sink.write(
@@ -127,6 +128,9 @@ def test_the_bound_lists_few_keys_ranges_many_and_leaves_out_what_is_not_exact(
     assert few is not None and "'in(t.k" in few, few
     many = bound("bigint", list(range(LISTED_KEYS + 1)))
     assert many is not None and "'in(" not in many, many
+    aggregated = bound("bigint", list(range(COLLECTED_ROWS + 5)))
+    assert aggregated is not None and "'in(" not in aggregated, aggregated
+    assert bound("bigint", [None, *range(COLLECTED_ROWS + 5)]) is None
     assert bound("string", ["a", "b"]) is not None
     assert bound("decimal", [Decimal("1.5")]) is not None
     assert bound("date", [date(2024, 1, 1)]) is not None

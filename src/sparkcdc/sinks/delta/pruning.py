@@ -21,7 +21,11 @@ from sparkcdc.core.identifiers import quoted
 
 #: Up to this many distinct keys, the bound lists them (``IN``), else gives their range.
 LISTED_KEYS = 64
-#: Spark type names (``simpleString`` prefixes) whose literals round-trip exactly.
+#: A batch of up to this many rows brings its keys to the driver (one light job); a
+#: bigger one is aggregated instead (a heavier job, small next to that batch's MERGE).
+COLLECTED_ROWS = 1000
+#: Spark type names (``simpleString`` prefixes) whose literals round-trip exactly, and
+#: whose Python order is Spark's (strings: code point order is UTF-8 byte order).
 _EXACT_TYPES = ("tinyint", "smallint", "int", "bigint", "decimal", "string", "varchar", "date")
 
 
@@ -34,15 +38,20 @@ def key_bounds(changes: Any, key: str, data_type: Any, alias: str = "t") -> Any 
     if not data_type.simpleString().startswith(_EXACT_TYPES):
         return None
     column = F.col(quoted(key))
-    ((low, high, nulls, keys),) = changes.agg(
-        F.min(column),
-        F.max(column),
-        F.count(F.lit(1)) - F.count(column),
-        F.slice(F.collect_set(column), 1, LISTED_KEYS + 1),
-    ).collect()
-    if nulls or low is None:
-        return None
+    rows = changes.select(column).limit(COLLECTED_ROWS + 1).collect()
+    if len(rows) <= COLLECTED_ROWS:  # every row of the batch
+        keys = {row[0] for row in rows}
+        if None in keys or not keys:
+            return None
+        low, high = min(keys), max(keys)
+    else:
+        ((low, high, nulls),) = changes.agg(
+            F.min(column), F.max(column), F.count(F.lit(1)) - F.count(column)
+        ).collect()
+        if nulls or low is None:
+            return None
+        keys = set()
     target = F.col(f"{alias}.{quoted(key)}")
-    if len(keys) <= LISTED_KEYS:
-        return target.isin([F.lit(k).cast(data_type) for k in keys])
+    if keys and len(keys) <= LISTED_KEYS:
+        return target.isin([F.lit(k).cast(data_type) for k in sorted(keys)])
     return target.between(F.lit(low).cast(data_type), F.lit(high).cast(data_type))
