@@ -1,0 +1,152 @@
+"""Many tables in one stream: what discovery, planning, the first batch and the offset
+cost with 1000 captured tables, against one table holding the same rows, in one run.
+
+    .venv/bin/python -m benchmarks.many_tables [--tables 1000] [--rows 100]
+
+Creates ``--tables`` tables ``bench.t0000`` ... (10 columns each: a BIGINT key, integers,
+a DECIMAL, a DATETIME, strings) with ``--rows`` rows each, and the baseline ``bench.wide``
+with the same columns and all those rows, in a private MariaDB. Then, in one SparkSession:
+
+1. the snapshot: ``readStream.format("mysql-cdc")`` with ``availableNow`` into ``noop``,
+   once for ``wide`` (one table) and once for ``t[0-9]+`` (all the tables: the envelope);
+2. the log: one UPDATE per table, each its own transaction (and as many on ``wide``), then
+   each stream again from its checkpoint.
+
+Printed per phase: the whole query (start to caught up), the first batch's planning
+(``latestOffset``, which discovers the tables and plans the chunks or the log range) and
+its execution, the number of batches, the size of the largest offset Spark wrote (offsets
+hold one entry per table: what O(tables) costs in bytes), and the peak memory of each
+process kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import (
+    DATABASE,
+    ProcessSampler,
+    StreamRun,
+    print_kv,
+    print_process_report,
+    spark_session,
+    stream_to_noop,
+)
+from sparkcdc.embedded import EmbeddedMariaDB
+
+COLUMNS = """
+    id BIGINT NOT NULL PRIMARY KEY,
+    a INT NOT NULL, b INT NOT NULL, c BIGINT NOT NULL,
+    price DECIMAL(10, 2) NOT NULL, at DATETIME NOT NULL,
+    name VARCHAR(40) NOT NULL, note VARCHAR(80), code CHAR(8) NOT NULL, flag TINYINT NOT NULL
+"""
+
+
+def values_select(rows: int, offset: int = 0) -> str:
+    s = f"(seq + {offset})"
+    return (
+        f"SELECT {s}, {s} % 1000, {s} * 7 % 100000, {s} * 31, "
+        f"CAST({s} * 37 % 1000000 / 100 AS DECIMAL(10, 2)), "
+        f"TIMESTAMP'2021-01-01 00:00:00' + INTERVAL ({s} * 7919 % 99999999) SECOND, "
+        f"CONCAT('name-', {s}), IF({s} % 3 = 0, NULL, CONCAT('note ', {s} * 13)), "
+        f"LPAD({s} % 100000, 8, '0'), {s} % 2 FROM seq_1_to_{rows}"
+    )
+
+
+def create_tables(db: EmbeddedMariaDB, tables: int, rows: int) -> float:
+    """The captured tables and ``wide``, unlogged (a snapshot reads them); seconds."""
+    started = time.perf_counter()
+    conn = db.connect(DATABASE, account=db.root)
+    try:
+        cur = conn.cursor()
+        cur.execute("SET SESSION sql_log_bin = 0")
+        for i in range(tables):
+            cur.execute(f"CREATE TABLE t{i:04d} ({COLUMNS}) ENGINE=InnoDB")
+            cur.execute(f"INSERT INTO t{i:04d} {values_select(rows)}")
+        cur.execute(f"CREATE TABLE wide ({COLUMNS}) ENGINE=InnoDB")
+        cur.execute(f"INSERT INTO wide {values_select(tables * rows)}")
+        conn.commit()
+    finally:
+        conn.close()
+    return time.perf_counter() - started
+
+
+def update_each(db: EmbeddedMariaDB, tables: int) -> None:
+    """One logged UPDATE per captured table, and as many on ``wide``, each autocommitted."""
+    conn = db.connect(DATABASE, account=db.root)
+    try:
+        cur = conn.cursor()
+        for i in range(tables):
+            cur.execute(f"UPDATE t{i:04d} SET a = a + 1 WHERE id = 1")
+            cur.execute(f"UPDATE wide SET a = a + 1 WHERE id = {i + 1}")
+    finally:
+        conn.close()
+
+
+def largest_offset(checkpoint: Path) -> int:
+    """Bytes of the largest offset file Spark wrote into the checkpoint."""
+    files = [p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
+    return max(p.stat().st_size for p in files)
+
+
+def describe(run: StreamRun, checkpoint: Path) -> str:
+    plan = run.durations_ms.get("latestOffset", 0) / 1000
+    execute = run.durations_ms.get("addBatch", 0) / 1000
+    return (
+        f"{run.seconds:.2f} s · {run.rows:,} rows in {run.batches} batches · planning "
+        f"(latestOffset, all batches) {plan:.2f} s · execution (addBatch) {execute:.2f} s · "
+        f"largest offset {largest_offset(checkpoint):,} bytes"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=1000)
+    parser.add_argument("--rows", type=int, default=100)
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    with ProcessSampler() as memory, tempfile.TemporaryDirectory(prefix="sparkcdc-many-") as tmp:
+        db = EmbeddedMariaDB(settings={"innodb-buffer-pool-size": "1G"})
+        db.start()
+        try:
+            db.create_database(DATABASE)
+            created = create_tables(db, args.tables, args.rows)
+            print_kv(
+                "Source",
+                [
+                    (
+                        f"{args.tables} tables x {args.rows} rows, and wide",
+                        f"{args.tables * args.rows:,} rows each side, created in {created:.1f} s",
+                    )
+                ],
+            )
+            spark, started = spark_session(args.cores)
+            spark.sparkContext.setLogLevel("ERROR")
+            base = {**db.source_options(), "database-name": DATABASE, "server-id": "5400-5463"}
+            streams = {
+                "one table (wide)": {**base, "table-name": "wide"},
+                f"{args.tables} tables (envelope)": {**base, "table-name": "t[0-9]+"},
+            }
+            folder = Path(tmp)
+            results: list[tuple[str, str]] = []
+            for phase in ("snapshot", "log"):
+                if phase == "log":
+                    update_each(db, args.tables)
+                for i, (name, options) in enumerate(streams.items()):
+                    checkpoint = folder / f"cp{i}"
+                    with memory.phase(f"{phase}: {name}"):
+                        run = stream_to_noop(spark, options, checkpoint)
+                    results.append((f"{phase}: {name}", describe(run, checkpoint)))
+            print_kv(f"Streams, availableNow into noop (session start {started:.1f} s)", results)
+            spark.stop()
+        finally:
+            db.stop()
+    print_process_report(memory)
+
+
+if __name__ == "__main__":
+    main()
