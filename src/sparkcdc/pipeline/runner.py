@@ -279,15 +279,7 @@ class PipelineRun:
         added = self.probe.tables_added(offset, {t.source for t in self.tables})
         if not added:
             return
-        definition = self.definition
-        namespace = definition.namespace
-        targets = plan_targets(
-            added,
-            definition.routes,
-            definition.transforms,
-            shaped_schema(self.spark, namespace),
-            namespace,
-        )
+        targets = targets_of(self.definition, self.spark, added)
         everything = [*self.targets, *targets]
         shared = shared_targets(self.sink, [t.table for t in everything])
         if shared:
@@ -416,13 +408,7 @@ def prepare(
         definition.path.parent,
         pipeline_id=pipeline_id(definition),
     )
-    targets = plan_targets(
-        tables,
-        definition.routes,
-        definition.transforms,
-        shaped_schema(spark, definition.namespace),
-        definition.namespace,
-    )
+    targets = targets_of(definition, spark, tables)
     state = load_run_state(definition.settings.checkpoint)
     targets = restore_targets(targets, state, definition.settings.schema_change_behavior)
     shared = shared_targets(sink, [t.table for t in targets])
@@ -443,6 +429,14 @@ def prepare(
     run = PipelineRun(definition, spark, tables, targets, sink, probe, metrics, on_batch)
     run.force_envelope = len(tables) == 1 and tables != now
     return run
+
+
+def targets_of(definition: PipelineDefinition, spark: Any, tables: list[SinkTable]) -> list[Target]:
+    """The targets the pipeline's transform and route rules make of ``tables``."""
+    namespace = definition.namespace
+    return plan_targets(
+        tables, definition.routes, definition.transforms, shaped_schema(spark, namespace), namespace
+    )
 
 
 def tables_at_checkpoint(
