@@ -61,6 +61,7 @@ class FakeSettings:
     startup_mode: str = "initial"
     newly_added_tables: bool = False
     envelope: bool = False
+    signal_file: str | None = None
 
 
 def key_of(row: Row) -> Any:

@@ -111,9 +111,12 @@ def batch_line(report: BatchReport, snapshot: MetricsSnapshot, with_snapshot: bo
     updates = sum(c.updates for c in report.counts.values())
     deletes = sum(c.deletes for c in report.counts.values())
     parts = []
+    reread = sum(c.reread_rows for c in report.counts.values())
     if report.snapshot_rows:
         parts.append(f"{report.snapshot_rows:,} snapshot rows")
-    if report.changes or not report.snapshot_rows:
+    if reread:
+        parts.append(f"{reread:,} rows read again")
+    if report.changes or not (report.snapshot_rows or reread):
         parts.append(f"{report.changes:,} changes (+{inserts:,} ~{updates:,} -{deletes:,})")
     seconds = report.written - report.started
     line = f"batch {report.batch_id}: {', '.join(parts)} in {seconds:.2f} s"

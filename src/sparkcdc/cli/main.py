@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 import sparkcdc
+from sparkcdc.cli import signals
 from sparkcdc.core.errors import SparkCdcError
 
 
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("pipeline", help="the pipeline YAML file")
     verify.add_argument("--json", action="store_true", help="print JSON (for scripts)")
+    signals.add_parser(commands)
     check = commands.add_parser("validate", help="check a pipeline file without running it")
     check.add_argument("pipeline", help="the pipeline YAML file")
     demo = commands.add_parser(
@@ -77,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra = [] if args.rows is None else ["--rows", str(args.rows)]
             extra += [] if args.workdir is None else ["--workdir", args.workdir]
             return run_demo(extra)
+        if args.command == "snapshot":
+            return signals.send(args)
         if args.command in ("run", "status", "verify", "validate"):
             from sparkcdc.cli import commands as cmd
 

@@ -296,21 +296,28 @@ class ChangelogBatchBuilder:
             arrays.append(pa.array(values, self.schema.field(name).type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def snapshot_batch(self, chunk: ChunkRows, version: int, at: dt.datetime) -> pa.RecordBatch:
-        """Rows read by the snapshot: all inserts at one version and time. The constant
-        columns are built in Arrow, not from per-row Python lists (a large share of a
-        snapshot's CPU otherwise)."""
+    def snapshot_batch(
+        self,
+        chunk: ChunkRows,
+        version: int,
+        at: dt.datetime,
+        kind: ChangeType = ChangeType.INSERT,
+    ) -> pa.RecordBatch:
+        """Rows read by the snapshot: all inserts at one version and time (a re-read on
+        demand: upserts, ``update_postimage`` without a pre-image). The constant columns
+        are built in Arrow, not from per-row Python lists (a large share of a snapshot's
+        CPU otherwise)."""
         n = chunk.num_rows
         if chunk.columns is not None:
             arrays = list(chunk.columns.columns)
         else:
             arrays = self._data_arrays(chunk.rows, chunk.text_columns)
-        arrays.append(pa.repeat(pa.scalar(ChangeType.INSERT.value, pa.string()), n))
+        arrays.append(pa.repeat(pa.scalar(kind.value, pa.string()), n))
         arrays.append(pa.repeat(pa.scalar(version, pa.int64()), n))
         arrays.append(pa.repeat(pa.scalar(at, pa.timestamp("us", tz="UTC")), n))
         for name in self.metadata:
             field = self.schema.field(name)
-            value = _metadata_value(name, None, ChangeType.INSERT, self.constants)
+            value = _metadata_value(name, None, kind, self.constants)
             arrays.append(pa.repeat(pa.scalar(value, field.type), n))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
@@ -443,11 +450,20 @@ class EnvelopeBatchBuilder:
             pa.array([self.json.encode(a) for a in afters], pa.string()),
         ]
 
-    def snapshot_batch(self, chunk: ChunkRows, version: int, at: dt.datetime) -> pa.RecordBatch:
+    def snapshot_batch(
+        self,
+        chunk: ChunkRows,
+        version: int,
+        at: dt.datetime,
+        kind: ChangeType = ChangeType.INSERT,
+    ) -> pa.RecordBatch:
+        """Snapshot rows: inserts, or for a re-read on demand updates without a ``before``
+        (upserts)."""
         rows = chunk.canonical()  # JSON encoding needs Python values
         n = len(rows)
+        envelope_kind = ENVELOPE_INSERT if kind == ChangeType.INSERT else ENVELOPE_UPDATE
         return self._batch(
-            [ENVELOPE_INSERT] * n, [None] * n, rows, [version] * n, [at] * n, [None] * n
+            [envelope_kind] * n, [None] * n, rows, [version] * n, [at] * n, [None] * n
         )
 
     def change_batch(self, changes: Sequence[tuple[RowChange, Emitted]]) -> pa.RecordBatch:

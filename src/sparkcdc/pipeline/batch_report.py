@@ -19,12 +19,14 @@ PENDING, SNAPSHOTTING, STREAMING = "pending", "snapshotting", "streaming"
 @dataclass(frozen=True)
 class TableCounts:
     """One table's changes in a batch (or summed over batches). Snapshot rows are not
-    counted as inserts; an update counts once although the changelog has two images."""
+    counted as inserts, nor rows read again on demand (a signal) as updates; an update
+    counts once although the changelog has two images."""
 
     snapshot_rows: int = 0
     inserts: int = 0
     updates: int = 0
     deletes: int = 0
+    reread_rows: int = 0
 
     @property
     def changes(self) -> int:
@@ -34,7 +36,9 @@ class TableCounts:
     @property
     def changelog_rows(self) -> int:
         """Rows in a typed changelog: an update is two (its images)."""
-        return self.snapshot_rows + self.inserts + 2 * self.updates + self.deletes
+        return (
+            self.snapshot_rows + self.inserts + 2 * self.updates + self.deletes + self.reread_rows
+        )
 
     def __add__(self, other: TableCounts) -> TableCounts:
         return TableCounts(
@@ -42,6 +46,7 @@ class TableCounts:
             self.inserts + other.inserts,
             self.updates + other.updates,
             self.deletes + other.deletes,
+            self.reread_rows + other.reread_rows,
         )
 
     def to_json(self) -> dict[str, int]:
@@ -50,6 +55,7 @@ class TableCounts:
             "inserts": self.inserts,
             "updates": self.updates,
             "deletes": self.deletes,
+            "reread_rows": self.reread_rows,
         }
 
     @classmethod
@@ -59,6 +65,7 @@ class TableCounts:
             int(data.get("inserts", 0)),
             int(data.get("updates", 0)),
             int(data.get("deletes", 0)),
+            int(data.get("reread_rows", 0)),
         )
 
 

@@ -114,11 +114,25 @@ class PipelineDefinition:
         """What transforms see as ``__namespace_name__``."""
         return self.connector.namespace(self.source_config)
 
+    @property
+    def signal_file(self) -> Path:
+        """The file the running pipeline reads signals from (``sparkcdc snapshot`` appends
+        to it): the source's ``signal.file`` (relative to the pipeline file), by default
+        ``signals.jsonl`` in the checkpoint folder, so a new checkpoint starts without
+        the old signals."""
+        given = self.source_options.get("signal.file")
+        if not given:
+            return self.settings.checkpoint / "signals.jsonl"
+        path = Path(given)
+        return path if path.is_absolute() else (self.path.parent / path).resolve()
+
     def stream_options(self) -> dict[str, str]:
-        """Options for the connector's Spark format, including the pipeline's read limit."""
+        """Options for the connector's Spark format, including the pipeline's read limit
+        and signal file."""
         options = dict(self.source_options)
         if self.settings.max_rows_per_trigger is not None:
             options["maxRowsPerTrigger"] = str(self.settings.max_rows_per_trigger)
+        options["signal.file"] = str(self.signal_file)
         return options
 
 

@@ -302,18 +302,24 @@ class PipelineRun:
 
     def _split(self, frame: Any, snapshot_version: int | None) -> tuple[dict[TableId, Any], _Tally]:
         """The batch per table as typed changelogs, and what it holds per table (changelog
-        rows, snapshot rows, changes by kind, the newest log commit time) counted in one
-        Spark job."""
+        rows, snapshot rows, changes by kind, rows read again on demand, the newest log
+        commit time) counted in one Spark job. Rows at the batch end's version are read by
+        the snapshot (no log change has a position's version): inserts of a first snapshot,
+        updates of a re-read."""
         from pyspark.sql import functions as F
 
         kind = F.col(CHANGE_TYPE)
-        snapshot = (kind == "insert") & (F.col(COMMIT_VERSION) == F.lit(snapshot_version))
-        logged = F.coalesce(~snapshot, F.lit(True))
+        at_end = F.col(COMMIT_VERSION) == F.lit(snapshot_version)
+        update = kind.isin("update", "update_postimage")
+        snapshot = (kind == "insert") & at_end
+        reread = update & at_end
+        logged = F.coalesce(~(snapshot | reread), F.lit(True))
         measures = [
             F.count(F.when(snapshot, 1)).alias("s"),
             F.count(F.when((kind == "insert") & logged, 1)).alias("i"),
-            F.count(F.when(kind.isin("update", "update_postimage"), 1)).alias("u"),
+            F.count(F.when(update & logged, 1)).alias("u"),
             F.count(F.when(kind == "delete", 1)).alias("d"),
+            F.count(F.when(reread, 1)).alias("r"),
             F.max(F.when(logged, F.col(COMMIT_TIMESTAMP))).alias("t"),
         ]
         if not self.envelope:
@@ -354,7 +360,7 @@ class _Tally:
     @classmethod
     def of(cls, rows: dict[TableId, Any]) -> _Tally:
         counts = {
-            t: TableCounts(int(r["s"]), int(r["i"]), int(r["u"]), int(r["d"]))
+            t: TableCounts(int(r["s"]), int(r["i"]), int(r["u"]), int(r["d"]), int(r["r"]))
             for t, r in rows.items()
         }
         times = [r["t"].timestamp() for r in rows.values() if r["t"] is not None]

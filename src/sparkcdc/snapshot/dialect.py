@@ -80,6 +80,8 @@ class SourceSettings(Protocol):
     def newly_added_tables(self) -> bool: ...  # scan.newly-added-table.enabled
     @property
     def envelope(self) -> bool: ...  # scan.envelope.enabled
+    @property
+    def signal_file(self) -> str | None: ...  # signal.file (Debezium's file channel)
 
 
 class LogStream(Iterable[ChangeBlock], Protocol):

@@ -17,10 +17,12 @@ import logging
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic
 
 import pyarrow as pa
 
+from sparkcdc.core.changes import ChangeType
 from sparkcdc.core.errors import RestartForSchemaError, SchemaError
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
@@ -31,14 +33,24 @@ from sparkcdc.formats.changelog_arrow import (
     changelog_schema,
     envelope_schema,
 )
-from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.chunks import Chunk, Key
 from sparkcdc.snapshot.dialect import Dialect, P, T
 from sparkcdc.snapshot.emit import changes_to_emit
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.planner import ChunkPlanner
-from sparkcdc.snapshot.progress import TableProgress
+from sparkcdc.snapshot.progress import Resnapshot, TableProgress
 from sparkcdc.snapshot.schema_change import SchemaChange
+from sparkcdc.snapshot.signal import (
+    PAUSE,
+    RESUME,
+    STOP,
+    Signal,
+    SignalChannel,
+    SignalError,
+    key_from_json,
+)
+from sparkcdc.snapshot.signal_file import FileSignals
 
 Offset = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -56,6 +68,9 @@ class ChunkRead(Generic[P, T]):
     target: P
     reader: int
     envelope: bool
+    #: A re-read on demand (a signal): rows are upserts (``update_postimage`` without a
+    #: pre-image), as the consumer may hold their keys already.
+    again: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,7 @@ class IncrementalSource(Generic[P, T]):
         self._checked_start = False
         self._warned_new = False
         self._shapes: dict[str, T] = {}  #: tables decoded from offsets' schemas, by JSON
+        self._channels: list[SignalChannel] | None = None
         self.head: P | None = None  #: the log's end when the last batch was planned
 
     # -- driver side -------------------------------------------------------------------
@@ -144,7 +160,7 @@ class IncrementalSource(Generic[P, T]):
         normalised to the fixed cap would read ever longer windows as the run goes on. The
         run still ends: chunks run out, then the log stops at the cap.
         """
-        offset = self._offset(start)
+        offset = self._signalled(self._offset(start))
         position = offset.log
         progress = dict(offset.tables)
         restarted = not self._checked_start
@@ -176,6 +192,8 @@ class IncrementalSource(Generic[P, T]):
                         return self.latest_offset(start, max_rows, cap)
                     now, change = change.after, None  # gone again: the batch passes it by
                 if change is not None:
+                    progress = self._stop_again(change, progress)
+                    offset = dataclasses.replace(offset, tables=progress)
                     self._check_followable(change, progress)
                     if change.boundary <= position:  # the change is next: a batch of its own
                         return self._schema_batch(offset, change)
@@ -188,22 +206,130 @@ class IncrementalSource(Generic[P, T]):
             if budget is not None and budget <= 0:
                 break
             table_progress = progress[table_id]
-            if table_progress.done:
+            if not table_progress.reading or (table_progress.done and offset.paused):
                 continue
             max_chunks = 1 << 30 if budget is None else max(1, math.ceil(budget / chunk_size))
-            chunks = self._planner(table_id).plan(table_progress, max_chunks)
-            last = chunks[-1]
-            after = (
-                TableProgress.finished()
-                if last.is_last
-                else TableProgress(started=True, cursor=last.hi)
-            )
-            after = dataclasses.replace(after, schema=table_progress.schema)
+            if table_progress.done:  # a re-read on demand
+                chunks, after = self._plan_again(table_id, table_progress, max_chunks)
+            else:
+                chunks = self._planner(table_id).plan(table_progress, max_chunks)
+                last = chunks[-1]
+                after = (
+                    TableProgress.finished()
+                    if last.is_last
+                    else TableProgress(started=True, cursor=last.hi)
+                )
+                after = dataclasses.replace(after, schema=table_progress.schema)
             new_progress[table_id] = after
             self._plans[_plan_key(table_id, table_progress, after)] = chunks
             if budget is not None:
                 budget -= len(chunks) * chunk_size
-        return SourceOffset(position, new_progress, offset.bounded).to_json()
+        return dataclasses.replace(offset, log=position, tables=new_progress).to_json()
+
+    def _plan_again(
+        self, table_id: TableId, progress: TableProgress, max_chunks: int
+    ) -> tuple[list[Chunk], TableProgress]:
+        """The next chunks of a done table's re-read, cut at its range's end."""
+        again = progress.again
+        assert again is not None
+        planned = self._planner(table_id).plan(again.view, max_chunks)
+        chunks, done = _cut(planned, again.hi, self._order(self.tables[table_id]))
+        moved = dataclasses.replace(again, started=True, cursor=chunks[-1].hi, done=done)
+        if done:
+            log.info("re-read of %s (signal %s) done", table_id, again.signal)
+        return chunks, dataclasses.replace(progress, again=moved)
+
+    def _signalled(self, offset: SourceOffset[P]) -> SourceOffset[P]:
+        """``offset`` with the signals written since it applied (``signal.file``), and
+        without the re-reads its batch finished. A signal is consumed by the batch whose end
+        offset moves past its line: exactly once across restarts, and read again if the
+        stream stops before Spark commits that batch."""
+        tables = {
+            t: dataclasses.replace(p, again=None) if p.again is not None and p.again.done else p
+            for t, p in offset.tables.items()
+        }
+        paused, positions = offset.paused, dict(offset.signals)
+        for channel in self.channels:
+            found, position = channel.read(positions.get(channel.name))
+            if position != positions.get(channel.name):
+                positions[channel.name] = position
+            for one in found:
+                if one.signal is None:
+                    log.error("%s skipped: %s", one.where, one.problem)
+                    continue
+                try:
+                    paused = self._apply(one.signal, f"{channel.name}:{one.mark}", tables, paused)
+                except SignalError as exc:
+                    log.error("%s skipped: %s", one.where, exc)
+        return dataclasses.replace(offset, tables=tables, signals=positions, paused=paused)
+
+    @property
+    def channels(self) -> list[SignalChannel]:
+        """Where signals come from: ``signal.file``, and the channels the Spark binding
+        adds (a Kafka topic: spark/kafka/signals.py)."""
+        if self._channels is None:
+            path = self.settings.signal_file
+            self._channels = [FileSignals(Path(path))] if path else []
+        return self._channels
+
+    def _apply(
+        self, signal: Signal, mark: str, tables: dict[TableId, TableProgress], paused: bool
+    ) -> bool:
+        """Apply one signal to ``tables`` (in place); returns whether re-reads are paused."""
+        if signal.type in (PAUSE, RESUME):
+            state = "paused" if signal.type == PAUSE else "go on"
+            log.info("signal %r: re-reads %s", signal.id, state)
+            return signal.type == PAUSE
+        named = signal.tables(tables)
+        if signal.type == STOP:
+            for table_id in named:
+                if tables[table_id].again is not None:
+                    tables[table_id] = dataclasses.replace(tables[table_id], again=None)
+                    log.info("signal %r: re-read of %s stopped", signal.id, table_id)
+            return paused
+        changes = {}
+        for table_id in named:
+            if not tables[table_id].done:
+                log.info("signal %r: %s is still in its first snapshot", signal.id, table_id)
+                continue
+            lo, hi = self._key_range(signal, table_id)
+            changes[table_id] = Resnapshot(f"{signal.id}@{mark}", lo, hi)
+        for table_id, again in changes.items():  # the whole signal checked before any of it
+            tables[table_id] = dataclasses.replace(tables[table_id], again=again)
+            self._planners.pop(table_id, None)  # fresh key statistics for the re-read
+            log.info("signal %r: re-reading %s%s", signal.id, table_id, _range_text(again))
+        return paused
+
+    def _key_range(self, signal: Signal, table_id: TableId) -> tuple[Key, Key]:
+        """The signal's key range for the table as chunk-key values, checked."""
+        bounds = signal.key_range(table_id)
+        if bounds.lo is None and bounds.hi is None:
+            return None, None
+        table = self.tables[table_id]
+        field = self.dialect.arrow_fields(table)[table.chunk_key_index]
+        lo, hi = (key_from_json(v, field.type, field.name) for v in (bounds.lo, bounds.hi))
+        order = self._order(table)
+        if lo is not None and hi is not None and order.sort_key(lo) >= order.sort_key(hi):
+            raise SignalError(f"signal {signal.id!r}: the key range of {table_id} is empty")
+        return lo, hi
+
+    def _stop_again(
+        self, change: SchemaChange[P, T], progress: dict[TableId, TableProgress]
+    ) -> dict[TableId, TableProgress]:
+        """A schema change of a table being re-read stops the re-read (its chunks would be
+        read in one shape and normalised in the other). Nothing is lost: its log changes
+        were emitted all along; the signal can be sent again."""
+        current = progress.get(change.table_id)
+        if current is None or current.again is None or current.again.done:
+            return progress
+        log.warning(
+            "re-read of %s (signal %s) stopped by the schema change %s: send the signal "
+            "again to read it in its new shape",
+            change.table_id,
+            current.again.signal,
+            change.describe(),
+        )
+        return {**progress, change.table_id: dataclasses.replace(current, again=None)}
 
     @property
     def _watch_created(self) -> bool:
@@ -244,7 +370,7 @@ class IncrementalSource(Generic[P, T]):
         schema = {"table": self.dialect.table_to_json(change.table), "change": change.statement}
         progress[change.table_id] = dataclasses.replace(progress[change.table_id], schema=schema)
         log.info("schema change of %s: a batch of its own", change.describe())
-        return SourceOffset(change.after, progress, offset.bounded).to_json()
+        return dataclasses.replace(offset, log=change.after, tables=progress).to_json()
 
     def _check_followable(
         self, change: SchemaChange[P, T], progress: Mapping[TableId, TableProgress]
@@ -323,14 +449,34 @@ class IncrementalSource(Generic[P, T]):
                 continue
             key = _plan_key(table_id, before[table_id], after[table_id])
             chunks = self._plans.pop(key, None)
+            again = before[table_id].done
             if chunks is None:  # planned in another process, or replayed after a restart
-                chunks = self._planner(table_id).chunks_between(before[table_id], after[table_id])
+                chunks = self._chunks_between(table_id, before[table_id], after[table_id])
             table = shapes[table_id]
             for i in range(0, len(chunks), per_partition):
                 part = tuple(chunks[i : i + per_partition])
-                specs.append(ChunkRead(table, part, end_pos, len(specs), self.envelope))
+                specs.append(ChunkRead(table, part, end_pos, len(specs), self.envelope, again))
         self.dialect.check_readers(len(specs))
         return specs
+
+    def _chunks_between(
+        self, table_id: TableId, before: TableProgress, after: TableProgress
+    ) -> list[Chunk]:
+        """The chunks a batch read: between the snapshot cursors, or between the re-read
+        cursors of a done table (from the range's start when the re-read is new in the
+        batch; none when it was stopped or had finished before the batch)."""
+        planner = self._planner(table_id)
+        if not before.done:
+            return planner.chunks_between(before, after)
+        new = after.again
+        if new is None or not new.started:
+            return []
+        old = before.again
+        if old is not None and old.signal == new.signal and not old.done:
+            start = old.view
+        else:
+            start = Resnapshot(new.signal, new.lo, new.hi).view
+        return planner.chunks_between(start, new.end_view)
 
     def snapshot_partitions(self) -> list[PartitionSpec]:
         """All chunks of every table, normalised to the log position now (batch reads), or
@@ -393,7 +539,7 @@ class IncrementalSource(Generic[P, T]):
                 log.warning(
                     "tables %s are no longer captured (their targets keep their rows)", names
                 )
-        return SourceOffset(offset.log, tables, offset.bounded)
+        return dataclasses.replace(offset, tables=tables)
 
     def _order(self, table: T) -> KeyOrder:
         """The table's key order. Taken from the table given, not :attr:`tables`: an
@@ -459,8 +605,9 @@ class IncrementalSource(Generic[P, T]):
         builder = self._builder(spec.table, spec.envelope)
         at = dt.datetime.now(dt.timezone.utc)
         chunks = self.dialect.read_chunks(spec.table, spec.chunks, spec.target, spec.reader)
+        kind = ChangeType.UPDATE_POSTIMAGE if spec.again else ChangeType.INSERT
         for rows in chunks:
-            yield builder.snapshot_batch(rows, spec.target.version, at)
+            yield builder.snapshot_batch(rows, spec.target.version, at, kind)
 
     def _read_log(self, spec: LogRead[P, T]) -> Iterator[pa.RecordBatch]:
         """One log partition's changes as Arrow batches of at least ``MIN_BATCH_ROWS`` rows
@@ -535,6 +682,26 @@ class IncrementalSource(Generic[P, T]):
             return order.emitted(row[k], progress)
 
         return emitted
+
+
+def _cut(chunks: list[Chunk], hi: Key, order: KeyOrder) -> tuple[list[Chunk], bool]:
+    """``chunks`` up to the range end ``hi`` (None: the table's end), and whether they
+    reach it."""
+    if hi is None:
+        return chunks, chunks[-1].is_last
+    out: list[Chunk] = []
+    for chunk in chunks:
+        if chunk.hi is None or order.sort_key(chunk.hi) >= order.sort_key(hi):
+            out.append(Chunk(chunk.lo, hi))
+            return out, True
+        out.append(chunk)
+    return out, False
+
+
+def _range_text(again: Resnapshot) -> str:
+    if again.lo is None and again.hi is None:
+        return ""
+    return f" (chunk keys from {again.lo!r} to {again.hi!r})"
 
 
 def _plan_key(

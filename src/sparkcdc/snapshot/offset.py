@@ -7,8 +7,10 @@
 ```
 
 O(tables), whatever the table sizes (docs/design.md, "Offsets"). ``bounded`` (startup mode
-``snapshot``) freezes the log position. Spark stores offsets as JSON; the framework works
-on this typed form.
+``snapshot``) freezes the log position. With signal channels (``signal.file``, a Kafka
+topic), ``signals`` holds each channel's position read up to and ``paused`` whether
+re-reads are paused (snapshot/signal.py); both are left out of the JSON until used.
+Spark stores offsets as JSON; the framework works on this typed form.
 """
 
 from __future__ import annotations
@@ -27,18 +29,31 @@ class SourceOffset(Generic[P]):
     log: P
     tables: Mapping[TableId, TableProgress] = field(default_factory=dict)
     bounded: bool = False
+    #: Each signal channel's position read up to, by channel name (JSON values).
+    signals: Mapping[str, Any] = field(default_factory=dict)
+    #: Re-reads asked for by signals are paused (``pause-snapshot``).
+    paused: bool = False
 
     @property
     def snapshotting(self) -> bool:
-        """Some table's snapshot has not finished."""
-        return any(not p.done for p in self.tables.values())
+        """Chunks are to be read: some table's snapshot has not finished, or a re-read
+        runs (and is not paused)."""
+        tables = self.tables.values()
+        return any(not p.done for p in tables) or (
+            not self.paused and any(p.reading for p in tables)
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "log": self.log.to_json(),
             "tables": {t.key: p.to_json() for t, p in sorted(self.tables.items())},
             "bounded": self.bounded,
         }
+        if self.signals:
+            data["signals"] = dict(self.signals)
+        if self.paused:
+            data["paused"] = True
+        return data
 
     @classmethod
     def from_json(
@@ -48,4 +63,6 @@ class SourceOffset(Generic[P]):
             position(data["log"]),
             {TableId.from_key(t): TableProgress.from_json(p) for t, p in data["tables"].items()},
             bool(data.get("bounded", False)),
+            dict(data.get("signals", {})),
+            bool(data.get("paused", False)),
         )

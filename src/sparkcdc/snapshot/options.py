@@ -284,6 +284,39 @@ NEWLY_ADDED_TABLES = OptionSpec(
     "table that no longer matches fails the restart",
     attr="newly_added_tables",
 )
+SIGNAL_FILE = OptionSpec(
+    "signal.file",
+    default=None,
+    default_doc="none (pipelines: `signals.jsonl` in the checkpoint)",
+    doc="a file of signals, one JSON object per line in Debezium's format "
+    "(`execute-snapshot`, `stop-snapshot`, `pause-snapshot`, `resume-snapshot`), read by the "
+    "driver before each batch; appended to, never rewritten (the offset keeps the position "
+    "read up to, so each signal takes effect once). `sparkcdc snapshot` writes it for "
+    "pipelines ([docs/signals.md](docs/signals.md))",
+    attr="signal_file",
+)
+SIGNAL_KAFKA_TOPIC = OptionSpec(
+    "signal.kafka.topic",
+    default=None,
+    doc="a Kafka topic of signals (Debezium's Kafka channel), read by the driver before each "
+    "batch from the positions in the offset (a new stream starts at its end); needs "
+    "`signal.kafka.bootstrap.servers`",
+    attr="signal_kafka_topic",
+)
+SIGNAL_KAFKA_SERVERS = OptionSpec(
+    "signal.kafka.bootstrap.servers",
+    default=None,
+    doc="the Kafka brokers of `signal.kafka.topic`",
+    attr="signal_kafka_servers",
+)
+SIGNAL_KAFKA_KEY = OptionSpec(
+    "signal.kafka.key",
+    default=None,
+    default_doc="every message",
+    doc="take only the messages of `signal.kafka.topic` with this key (streams sharing a "
+    "topic, as Debezium's connectors do by their topic prefix)",
+    attr="signal_kafka_key",
+)
 ENVELOPE = OptionSpec(
     "scan.envelope.enabled",
     parse_bool,
@@ -319,6 +352,10 @@ SHARED_SPECS: tuple[OptionSpec, ...] = (
     CONNECT_MAX_RETRIES,
     HEARTBEAT_INTERVAL,
     NEWLY_ADDED_TABLES,
+    SIGNAL_FILE,
+    SIGNAL_KAFKA_TOPIC,
+    SIGNAL_KAFKA_SERVERS,
+    SIGNAL_KAFKA_KEY,
     ENVELOPE,
     MAX_ROWS_PER_TRIGGER,
 )
@@ -343,11 +380,20 @@ class SourceConfig:
     newly_added_tables: bool
     max_rows_per_trigger: int | None
     envelope: bool
+    signal_file: str | None
+    signal_kafka_topic: str | None
+    signal_kafka_servers: str | None
+    signal_kafka_key: str | None
 
 
 def check_shared(opts: Options, context: str) -> None:
     """The cross-option rule among the shared options: the distribution factor's bounds
     must form a range (each is valid alone, so the parser cannot see it)."""
+    if opts[SIGNAL_KAFKA_TOPIC.name] and not opts[SIGNAL_KAFKA_SERVERS.name]:
+        raise OptionError(
+            f"{context}: option '{SIGNAL_KAFKA_TOPIC.name}' needs "
+            f"'{SIGNAL_KAFKA_SERVERS.name}' (the brokers to read it from)"
+        )
     lower = opts[FACTOR_LOWER.name]
     upper = opts[FACTOR_UPPER.name]
     if lower > upper:

@@ -10,6 +10,10 @@ A table whose columns changed while captured also carries its columns as of the 
 position (``schema``: the dialect's JSON of the table, with the statement that made it),
 so a replayed batch and a restart decode its rows with the shape they had there
 (snapshot/schema_change.py). Tables that never changed carry none: O(tables) stays.
+
+A table whose snapshot is done may be read again on demand (a signal,
+snapshot/signal.py): ``again`` is that re-read's own cursor (:class:`Resnapshot`), while
+the table itself stays done, so every log change of it is still emitted.
 """
 
 from __future__ import annotations
@@ -25,12 +29,71 @@ from sparkcdc.snapshot.chunks import Key
 
 
 @dataclass(frozen=True)
+class Resnapshot:
+    """A re-read of a done table's key range ``[lo, hi)`` (None: open), asked for by signal
+    ``signal``. Rows with keys in ``[lo, cursor)`` have been emitted again (none before it
+    ``started``); ``done`` for the one batch that read its last chunk, so that batch's
+    partitions can tell it from a stopped re-read (which simply has no entry)."""
+
+    signal: str
+    lo: Key = None
+    hi: Key = None
+    started: bool = False
+    cursor: Key = None
+    done: bool = False
+
+    @property
+    def view(self) -> TableProgress:
+        """Its progress as a snapshot's (what chunk planning starts from)."""
+        if self.started:
+            return TableProgress(started=True, cursor=self.cursor)
+        return TableProgress(started=self.lo is not None, cursor=self.lo)
+
+    @property
+    def end_view(self) -> TableProgress:
+        """How far the chunks of the batch that made this entry reach."""
+        if not self.done:
+            return self.view
+        return TableProgress.finished() if self.hi is None else TableProgress(True, self.hi)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"signal": self.signal}
+        if self.lo is not None:
+            data["from"] = encode_key(self.lo)
+        if self.hi is not None:
+            data["to"] = encode_key(self.hi)
+        if self.done:
+            data["done"] = True
+        elif self.started:
+            data["cursor"] = encode_key(self.cursor)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Resnapshot:
+        return cls(
+            str(data["signal"]),
+            decode_key(data.get("from")),
+            decode_key(data.get("to")),
+            started="cursor" in data or bool(data.get("done")),
+            cursor=decode_key(data.get("cursor")),
+            done=bool(data.get("done")),
+        )
+
+
+@dataclass(frozen=True)
 class TableProgress:
     started: bool = False
     cursor: Key = None
     done: bool = False
     #: The table's columns at the offset's position, when they changed while captured.
     schema: Mapping[str, Any] | None = None
+    #: A re-read of the done table on demand, while its log changes keep flowing.
+    again: Resnapshot | None = None
+
+    @property
+    def reading(self) -> bool:
+        """Chunks are still to be read: its snapshot or a re-read runs."""
+        return not self.done or (self.again is not None and not self.again.done)
 
     @classmethod
     def finished(cls) -> TableProgress:
@@ -45,13 +108,16 @@ class TableProgress:
             data = {"cursor": encode_key(self.cursor)}
         if self.schema is not None:
             data["schema"] = dict(self.schema)
+        if self.again is not None:
+            data["again"] = self.again.to_json()
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableProgress:
         schema = data.get("schema")
         if data.get("done"):
-            return cls(started=True, done=True, schema=schema)
+            again = Resnapshot.from_json(data["again"]) if "again" in data else None
+            return cls(started=True, done=True, schema=schema, again=again)
         if "cursor" in data:
             return cls(started=True, cursor=decode_key(data["cursor"]), schema=schema)
         return cls(schema=schema)

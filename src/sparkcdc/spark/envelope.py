@@ -54,6 +54,10 @@ def unpack_table(envelope: Any, database: str, table: str, schema: Any) -> Any:
 
     images = (
         F.when(F.col(CHANGE_TYPE) == "insert", F.array(image("insert", after)))
+        .when(  # a re-read row on demand: an upsert
+            (F.col(CHANGE_TYPE) == "update") & F.col("before").isNull(),
+            F.array(image("update_postimage", after)),
+        )
         .when(
             F.col(CHANGE_TYPE) == "update",
             F.array(image("update_preimage", before), image("update_postimage", after)),

@@ -46,9 +46,19 @@ class CdcDataSource(DataSource):
         # ``options`` is Spark's case-insensitive map; parse_options looks keys up
         # case-insensitively
         found = connector(self.connector_name)
-        source: IncrementalSource[Any, Any] = found.create_source(
-            found.parse_config(dict(self.options.items()))
-        )
+        config = found.parse_config(dict(self.options.items()))
+        source: IncrementalSource[Any, Any] = found.create_source(config)
+        if config.signal_kafka_topic:  # Debezium's Kafka signal channel
+            from sparkcdc.spark.kafka.signals import KafkaSignals
+
+            source.channels.append(
+                KafkaSignals(
+                    config.signal_kafka_servers,
+                    config.signal_kafka_topic,
+                    config.signal_kafka_key,
+                    config.connect_timeout,
+                )
+            )
         return source
 
     def schema(self) -> StructType:

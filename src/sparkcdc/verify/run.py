@@ -24,7 +24,7 @@ from sparkcdc.sinks.base import Sink
 from sparkcdc.verify.compare import Comparison, compare_tables
 
 #: Source options that make no sense for a one-off snapshot read of one table.
-_STREAM_ONLY = ("maxrowspertrigger", "metadata.list")
+_STREAM_ONLY = ("maxrowspertrigger", "metadata.list", "signal.file")
 
 
 @dataclass(frozen=True)

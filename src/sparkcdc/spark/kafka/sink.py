@@ -139,12 +139,13 @@ def kafka_records(
 
 
 def _is_snapshot_row(df: Any, ct: Any) -> Any:
-    """Snapshot rows are inserts without a binlog position (when the column is there)."""
+    """Snapshot rows are inserts (and a re-read's upserts) without a binlog position (when
+    the column is there)."""
     from pyspark.sql import functions as F
 
     if "binlog_file" not in df.columns:
         return F.lit(False)
-    return (ct == "insert") & F.col("binlog_file").isNull()
+    return ct.isin("insert", "update_postimage") & F.col("binlog_file").isNull()
 
 
 def _source(df: Any, database: str | None, table: str | None) -> Any:
