@@ -24,7 +24,7 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.chunks import Chunk, KeyStats, plan_chunks
-from sparkcdc.snapshot.driver import IncrementalSource
+from sparkcdc.snapshot.driver import ChunkRead, IncrementalSource, SmallReads
 from tests.support.fake_dialect import Count, FakeDatabase, FakeSettings, FakeTable
 
 from .test_normalize import histories
@@ -271,3 +271,32 @@ def test_without_the_option_new_tables_are_left_out_and_missing_ones_fail() -> N
     db.hidden = frozenset({A})
     with pytest.raises(SchemaError, match=r"scan\.newly-added-table\.enabled"):
         IncrementalSource(db)._offset(offset)
+
+
+def test_small_tables_share_a_partition_and_big_ones_keep_their_own() -> None:
+    """Chunks of several small tables go into one partition (a Spark task costs more than
+    reading them); full groups of a big table's chunks keep partitions of their own."""
+    small = {k: (k, 0) for k in range(3)}
+    big = {k: (k, 0) for k in range(40)}
+    tables = {TableId("db", f"s{i}"): small for i in range(5)} | {A: big}
+    config = FakeSettings(chunk_size=4, rows_per_partition=16)  # 4 chunks per partition
+    source = IncrementalSource(FakeDatabase([], tables, config))
+    start = source.initial_offset()
+    specs = source.partitions(start, source.latest_offset(start, None))
+    shapes = [
+        [(p.table.table_id.table, len(p.chunks)) for p in s.parts]
+        if isinstance(s, SmallReads)
+        else [(s.table.table_id.table, len(s.chunks))]
+        for s in specs
+        if isinstance(s, SmallReads | ChunkRead)
+    ]
+    # a: 10 chunks -> two partitions of 4, its rest of 2 packed with s0 and s1
+    assert shapes == [
+        [("a", 4)],
+        [("a", 4)],
+        [("a", 2), ("s0", 1), ("s1", 1)],
+        [("s2", 1), ("s3", 1), ("s4", 1)],
+    ]
+    assert [s.reader for s in specs] == [0, 1, 2, 3]
+    rows = read_on_executor(source, specs)
+    assert len(rows) == 40 + 5 * 3

@@ -85,7 +85,16 @@ class LogRead(Generic[P, T]):
     envelope: bool
 
 
-PartitionSpec = ChunkRead[Any, Any] | LogRead[Any, Any]
+@dataclass(frozen=True)
+class SmallReads(Generic[P, T]):
+    """One partition for the chunks of several tables, read one after the other: many small
+    tables would otherwise pay a Spark task each (~35 ms), more than reading them."""
+
+    parts: tuple[ChunkRead[P, T], ...]
+    reader: int
+
+
+PartitionSpec = ChunkRead[Any, Any] | SmallReads[Any, Any] | LogRead[Any, Any]
 BatchBuilder = ChangelogBatchBuilder | EnvelopeBatchBuilder
 
 
@@ -444,6 +453,7 @@ class IncrementalSource(Generic[P, T]):
             for lo, hi in itertools.pairwise(bounds):
                 specs.append(LogRead(lo, hi, live, before, len(specs), self.envelope))
         per_partition = max(1, self.settings.rows_per_partition // self.settings.chunk_size)
+        rests: list[tuple[T, tuple[Chunk, ...], bool]] = []
         for table_id in sorted(after):
             if before.get(table_id, TableProgress()) == after[table_id]:
                 continue
@@ -455,8 +465,37 @@ class IncrementalSource(Generic[P, T]):
             table = shapes[table_id]
             for i in range(0, len(chunks), per_partition):
                 part = tuple(chunks[i : i + per_partition])
+                if len(part) < per_partition:  # shares a partition with other tables' rests
+                    rests.append((table, part, again))
+                    continue
                 specs.append(ChunkRead(table, part, end_pos, len(specs), self.envelope, again))
+        specs += self._packed(rests, per_partition, end_pos, len(specs))
         self.dialect.check_readers(len(specs))
+        return specs
+
+    def _packed(
+        self,
+        rests: list[tuple[T, tuple[Chunk, ...], bool]],
+        per_partition: int,
+        target: P,
+        first: int,
+    ) -> list[PartitionSpec]:
+        """Partitions of up to ``per_partition`` chunks from the tables' last, partial
+        groups, in order: a table alone keeps a partition of its own."""
+        bins: list[list[tuple[T, tuple[Chunk, ...], bool]]] = []
+        used = 0
+        for rest in rests:
+            if not bins or used + len(rest[1]) > per_partition:
+                bins.append([])
+                used = 0
+            bins[-1].append(rest)
+            used += len(rest[1])
+        specs: list[PartitionSpec] = []
+        for number, group in enumerate(bins, first):
+            reads = tuple(
+                ChunkRead(t, c, target, number, self.envelope, again) for t, c, again in group
+            )
+            specs.append(reads[0] if len(reads) == 1 else SmallReads(reads, number))
         return specs
 
     def _chunks_between(
@@ -584,6 +623,9 @@ class IncrementalSource(Generic[P, T]):
     def read(self, spec: PartitionSpec) -> Iterator[pa.RecordBatch]:
         if isinstance(spec, ChunkRead):
             yield from self._read_chunks(spec)
+        elif isinstance(spec, SmallReads):
+            for part in spec.parts:
+                yield from self._read_chunks(part)
         else:
             yield from self._read_log(spec)
 

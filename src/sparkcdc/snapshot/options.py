@@ -206,7 +206,8 @@ ROWS_PER_PARTITION = OptionSpec(
     "scan.incremental.snapshot.rows-per-partition",
     parse_int(1),
     262_144,
-    doc="rows per Spark task (several chunks per task: tasks cost ~35 ms each)",
+    doc="rows per Spark task (several chunks per task: tasks cost ~35 ms each; small tables' "
+    "chunks share tasks)",
     attr="rows_per_partition",
 )
 # 2**24 rows: 64 partitions of the default rows-per-partition
