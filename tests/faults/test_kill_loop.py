@@ -1,6 +1,8 @@
 """The fault suite: ``sparkcdc run`` killed (SIGKILL) at random moments, again and again,
-while random writes (several statements per transaction, key moves, two tables) go on;
-then ``--available-now`` and the targets must equal the source, with ``verify`` agreeing.
+while random writes (several statements per transaction, key moves, two tables) go on and
+``sparkcdc snapshot`` asks for re-reads of a table (signals, taken by runs that are then
+killed); then ``--available-now`` and the targets must equal the source, with ``verify``
+agreeing, and every signal consumed.
 
 Sinks: Delta, PostgreSQL (JDBC) and a Kafka upsert topic (at-least-once, read back as a
 table). Short form in CI (``SPARKCDC_FAULT_KILLS``, default 3 kills per sink); the long
@@ -22,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.cli.main import main
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
@@ -137,13 +140,16 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
     writer.pause = 0.05  # ~20 transactions/s: the final catch-up stays short, kills many
     writer.start()
     started = time.monotonic()
-    survived = 0
+    survived = signals = 0
     try:
-        for _ in range(KILLS):
+        for round_ in range(KILLS):
             before = batches(checkpoint)
+            if round_ and rng.random() < 0.7:  # a re-read that a killed run may be reading
+                assert main(["snapshot", str(pipeline), "--table", f"{orders}.orders"]) == 0
+                signals += 1
             run = start_run(pipeline)
             # at a random moment: before the first new batch, or during one of the next few
-            wait_until(reached(checkpoint, before + rng.randint(0, 3), run), "batches")
+            wait_until(reached(checkpoint, before + rng.randint(0, 2), run), "batches")
             time.sleep(rng.uniform(0.0, 1.5))
             assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
             os.killpg(run.pid, signal.SIGKILL)
@@ -153,6 +159,11 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
         writer.stop()
     last = start_run(pipeline, "--available-now")
     assert last.wait(900) == 0, "sparkcdc run --available-now failed (see run-*.log)"
+    final = committed_offsets(checkpoint)[-1]
+    if signals:
+        size = load_pipeline(pipeline).signal_file.stat().st_size
+        assert final["signals"]["file"] == size, "a signal was not consumed"
+    assert not any("again" in t for t in final["tables"].values()), "a re-read did not end"
 
     pg = (kafka, topic) if sink == "kafka-upsert" else (postgres, pg_db)
     checked = 0
@@ -170,8 +181,9 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
             prepared.probe.close()
         assert [v.status for v in verdicts] == ["equal", "equal"]
     print(
-        f"\nfault suite [{sink}]: {survived} SIGKILLs survived, {batches(checkpoint)} batches "
-        f"committed, {writer.transactions} source transactions, {checked} rows checked equal, "
+        f"\nfault suite [{sink}]: {survived} SIGKILLs survived, {signals} re-reads signalled, "
+        f"{batches(checkpoint)} batches committed, {writer.transactions} source transactions, "
+        f"{checked} rows checked equal, "
         f"{time.monotonic() - started:.0f} s"
     )
 

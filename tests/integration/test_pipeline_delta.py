@@ -56,6 +56,7 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
     )
     run: PipelineRun = prepare(definition, spark=spark)
     writer = mariadb_writer(mariadb, orders, seed=11, key_space=7000)
+    writer.limit = 1500  # spread over the snapshot; a longer backlog only adds catch-up time
     run_while_writing(run, mariadb, writer, lambda: None)
     checkpoint = definition.settings.checkpoint
     assert len(committed_offsets(checkpoint)) > 3, "expected several micro-batches"
@@ -127,7 +128,7 @@ def kill(process: subprocess.Popen[bytes]) -> None:
 def test_sigkill_during_snapshot_and_streaming_then_resume(
     spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
 ) -> None:
-    pipeline = pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK, max_rows=300)
+    pipeline = pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK, max_rows=600)
     checkpoint = scratch / "checkpoint"
 
     def batches() -> int:
@@ -143,6 +144,7 @@ def test_sigkill_during_snapshot_and_streaming_then_resume(
     kill(first)  # mid-snapshot
 
     writer = mariadb_writer(mariadb, orders, seed=5, key_space=7000)
+    writer.limit = 1500
     writer.start()
     second = start_run(pipeline)
     done_at = 0

@@ -97,6 +97,7 @@ def test_a_damaged_target_is_read_again_on_demand_once(
         assert reread_rows(running) == 1000  # ids 0, 3, ..., 2997, each once
 
         writer = mariadb_writer(mariadb, orders, seed=11, key_space=7000)
+        writer.limit = 1000
         writer.start()
         try:
             assert main(["snapshot", str(path), "--table", f"{orders}.orders", "--id", "all"]) == 0
