@@ -29,6 +29,7 @@ import pytest
 from sparkcdc.connectors.registry import SOURCE_TYPES
 from sparkcdc.core.errors import OptionError
 from sparkcdc.snapshot.driver import IncrementalSource
+from sparkcdc.snapshot.signal_file import append_signal
 from tests.conformance.conftest import FIXTURES
 from tests.conformance.connector import ConnectorUnderTest
 from tests.support.changelog import ChangelogReplayer
@@ -84,6 +85,55 @@ def test_snapshot_and_stream_under_concurrent_writes_replay_to_the_source(
     assert writer.transactions > 50
     run()
     assert replayer.state == db.table_state(namespace, "orders")
+
+
+def test_a_signalled_re_read_under_concurrent_writes_repairs_a_damaged_copy(
+    db: ConnectorUnderTest, namespace: str, scratch: Path
+) -> None:
+    """An ``execute-snapshot`` signal (docs/signals.md) on every connector: a copy that
+    lost and garbled rows is repaired by the re-read while random writes go on, each
+    re-read row is an upsert at its batch's end, and a later run does not read again."""
+    db.create_orders(namespace, 600)
+    signals = scratch / "signals.jsonl"
+    options = orders_options(db, namespace, **{"signal.file": str(signals)})
+    copy: dict[Any, tuple[Any, ...]] = {}
+    re_read: list[Any] = []
+
+    def upsert(rows: list[dict[str, Any]]) -> None:
+        """Apply a batch as an upsert target does; collect the re-read rows (post-images
+        at a version without pre-images: a key move's images have different keys)."""
+        sets = ("insert", "update_postimage")
+        for r in sorted(rows, key=lambda r: (r["_commit_version"], r["_change_type"] in sets)):
+            if r["_change_type"] in sets:
+                copy[r["id"]] = tuple(r[c] for c in ORDER_COLUMNS)
+            else:
+                copy.pop(r["id"], None)
+        paired = {r["_commit_version"] for r in rows if r["_change_type"] == "update_preimage"}
+        re_read.extend(
+            r["id"]
+            for r in rows
+            if r["_change_type"] == "update_postimage" and r["_commit_version"] not in paired
+        )
+
+    offset = run_batches(source(db, options), None, upsert)
+    assert copy == db.table_state(namespace, "orders") and not re_read
+    for n, key in enumerate(sorted(copy)[:300]):  # the copy loses and garbles rows
+        if n % 3 == 0:
+            del copy[key]
+        elif n % 3 == 1:
+            copy[key] = (key, "garbled", -1)
+    body = {"data-collections": [f"{namespace}.orders"], "type": "incremental"}
+    append_signal(signals, {"id": "repair", "type": "execute-snapshot", "data": body})
+    with db.writing(namespace, seed=5, key_space=2000) as writer:
+        offset = run_batches(
+            source(db, options), offset, upsert, max_rows=200, between=lambda n: time.sleep(0.1)
+        )
+    assert writer.transactions > 0 and len(re_read) == len(set(re_read)) > 300  # once each
+    after = source(db, options)
+    run_batches(after, offset, upsert)
+    assert copy == db.table_state(namespace, "orders")
+    last = after._offset(after.latest_offset(offset, None))
+    assert all(p.again is None for p in last.tables.values())
 
 
 def start_driver(
