@@ -221,7 +221,7 @@ def test_sigkill_around_schema_changes_applies_each_once(
     try:
         for round_ in range(KILLS):
             run = start_run(pipeline)
-            # changes are followed once a table's snapshot is done
+            # the changes land in the stream (changes during a snapshot: test_mysql_schema_changes)
             wait_until(snapshot_committed(checkpoint, run), "the snapshot")
             assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
             column = f"extra_{round_}"

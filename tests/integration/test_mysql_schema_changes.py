@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import pytest
@@ -160,6 +161,109 @@ def test_several_tables_follow_every_change_with_rows_in_between(
         ("update", {"c": 5, "id": 1, "b": None}),
         ("insert", {"c": 9, "id": 3, "bb": "y"}),
     ]
+
+
+def test_changes_while_a_table_is_snapshotted_are_followed(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """Columns added and dropped while a table's snapshot runs, with writes in between:
+    the batch before each change reads no chunk of the table (its chunks would be read in
+    the new shape and normalised across the change), the change is a batch of its own, and
+    the snapshot goes on in the new shape. The replayed rows equal the table (rows of the
+    old shape lack the columns added since, as an upsert target fills them with NULL)."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, name VARCHAR(8))")
+    execute("CREATE TABLE u (id INT PRIMARY KEY)")
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", [(i, i, f"n{i}") for i in range(400)])
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "t|u",
+        "server-id": "6200-6210",
+        "scan.incremental.snapshot.chunk.size": "20",
+    }
+    cdc = MySqlCdcSource(parse_config(options))
+    # each change comes after other writes, so the batch before it has a range to read
+    script = {
+        1: [
+            "UPDATE t SET a = -1 WHERE id = 3",
+            "ALTER TABLE t ADD COLUMN b VARCHAR(4)",
+            "UPDATE t SET b = 'x' WHERE id % 7 = 0",
+        ],
+        2: ["INSERT INTO t VALUES (1000, 1, 'late', 'y')", "DELETE FROM t WHERE id = 390"],
+        3: [
+            "INSERT INTO u VALUES (1)",
+            "ALTER TABLE t DROP COLUMN a",
+            "UPDATE t SET name = 'moved', id = id + 2000 WHERE id = 385",
+        ],
+        5: ["INSERT INTO u VALUES (2)", "ALTER TABLE t ADD COLUMN c INT FIRST"],
+    }
+    state: dict[Any, dict[str, Any]] = {}
+
+    def replay(rows: list[dict[str, Any]]) -> None:
+        for r in sorted(rows, key=lambda r: r["_commit_version"]):
+            if r["table_name"] != "t":
+                continue
+            if r["before"]:
+                del state[json.loads(r["before"])["id"]]
+            if r["after"]:
+                image = json.loads(r["after"])
+                state[image["id"]] = image
+
+    def between(batch: int) -> None:
+        for statement in script.get(batch, []):
+            execute(statement)
+
+    try:
+        run_batches(cdc, None, replay, max_rows=60, between=between)
+    finally:
+        cdc.close()
+    columns = [
+        c
+        for (c,) in execute(
+            "SELECT column_name FROM information_schema.columns "
+            f"WHERE table_schema = '{mysql_db}' AND table_name = 't' "
+            "ORDER BY ordinal_position"
+        )
+    ]
+    table = {
+        r[columns.index("id")]: dict(zip(columns, r, strict=True))
+        for r in execute("SELECT * FROM t")
+    }
+    replayed = {k: {c: image.get(c) for c in columns} for k, image in state.items()}
+    assert replayed == table
+
+
+def test_a_change_of_the_chunk_key_while_a_table_is_snapshotted_stops_the_stream(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """The snapshot's cursor is a value of the chunk key column (here not the primary
+    key, whose changes are never followed): retyping it mid-snapshot stops the stream at
+    planning, naming the statement (never a cursor of the old type)."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)", database=mysql_db)
+    mariadb.execute("CREATE TABLE u (id INT PRIMARY KEY, a INT)", database=mysql_db)
+    mariadb.execute("INSERT INTO t SELECT seq, seq FROM seq_0_to_199", database=mysql_db)
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "t|u",
+        "server-id": "6200-6210",
+        "scan.incremental.snapshot.chunk.size": "20",
+        "scan.incremental.snapshot.chunk.key-column": "a",
+    }
+    cdc = MySqlCdcSource(parse_config(options))
+
+    def between(batch: int) -> None:
+        if batch == 1:
+            mariadb.execute("INSERT INTO u VALUES (1, 1)", database=mysql_db)
+            mariadb.execute("ALTER TABLE t MODIFY a VARCHAR(10)", database=mysql_db)
+
+    try:
+        with pytest.raises(SchemaError, match=r"MODIFY a VARCHAR.*changes its chunk key"):
+            run_batches(cdc, None, lambda rows: None, max_rows=40, between=between)
+    finally:
+        cdc.close()
 
 
 @pytest.mark.parametrize(

@@ -179,6 +179,7 @@ class IncrementalSource(Generic[P, T]):
         self._check_stream_shape(offset, restarted)
         unfinished = offset.snapshotting
         budget = max_rows
+        held: TableId | None = None
         if not offset.bounded:
             if budget is None:
                 budget = self.settings.rows_per_batch
@@ -203,10 +204,14 @@ class IncrementalSource(Generic[P, T]):
                 if change is not None:
                     progress = self._stop_again(change, progress)
                     offset = dataclasses.replace(offset, tables=progress)
-                    self._check_followable(change, progress)
+                    self._check_followable(change, progress, tables[change.table_id])
                     if change.boundary <= position:  # the change is next: a batch of its own
                         return self._schema_batch(offset, change)
                     now = change.boundary
+                    # the batch before a change reads no chunk of the table: read now, after
+                    # the change, its rows would have the new shape and be normalised
+                    # across the change to the old one
+                    held = change.table_id
             if now > position:
                 position = now
         chunk_size = self.settings.chunk_size
@@ -216,6 +221,8 @@ class IncrementalSource(Generic[P, T]):
                 break
             table_progress = progress[table_id]
             if not table_progress.reading or (table_progress.done and offset.paused):
+                continue
+            if table_id == held:
                 continue
             max_chunks = 1 << 30 if budget is None else max(1, math.ceil(budget / chunk_size))
             if table_progress.done:  # a re-read on demand
@@ -382,19 +389,32 @@ class IncrementalSource(Generic[P, T]):
         return dataclasses.replace(offset, log=change.after, tables=progress).to_json()
 
     def _check_followable(
-        self, change: SchemaChange[P, T], progress: Mapping[TableId, TableProgress]
+        self, change: SchemaChange[P, T], progress: Mapping[TableId, TableProgress], old: T
     ) -> None:
         if change.table is None:
             raise SchemaError(
                 f"schema change of {change.describe()}: {change.problem}. It cannot be "
                 "followed; start the stream again from a new checkpoint (a new snapshot)"
             )
-        if not progress[change.table_id].done:
+        if not progress[change.table_id].done and self._moves_chunk_key(old, change):
             raise SchemaError(
-                f"schema change of {change.describe()} while the table's snapshot runs: "
-                "changes are followed only once a table's snapshot is done. Start the stream "
-                "again from a new checkpoint (a new snapshot)"
+                f"schema change of {change.describe()} while the table's snapshot runs "
+                "changes its chunk key column, which the snapshot's cursor is a value of. "
+                "Start the stream again from a new checkpoint (a new snapshot), or make such "
+                "changes once the table's snapshot is done"
             )
+
+    def _moves_chunk_key(self, old: T, change: SchemaChange[P, T]) -> bool:
+        """Whether the change renames or retypes the table's chunk key column (``old``:
+        the table before it)."""
+        new = change.table
+        assert new is not None
+
+        def key(table: T) -> tuple[str, pa.DataType]:
+            index = table.chunk_key_index
+            return table.column_names[index], self.dialect.arrow_fields(table)[index].type
+
+        return key(old) != key(new)
 
     def _check_stream_shape(self, offset: SourceOffset[P], restarted: bool) -> None:
         """A one-table stream's Spark schema was fixed when the query started: rows of
