@@ -47,6 +47,7 @@ table-name: "{{database}}.{{table}}"
     definition = load_pipeline(pipeline)
     run = prepare(definition, spark=spark)
     writer = mariadb_writer(mariadb, orders, seed=23, key_space=7000)
+    writer.limit = 1500
 
     def more_changes() -> None:
         mariadb.execute("UPDATE prices SET price = 2.25 WHERE sku = 'a'", database=orders)

@@ -88,6 +88,7 @@ def run_with_writes(postgres: EmbeddedPostgres, database: str, folder: Path, sin
         seed=29,
         key_space=7000,
     )
+    writer.limit = 1500  # spread over the snapshot; a longer backlog only adds catch-up time
     writer.start()
     run.start()
     try:
