@@ -202,17 +202,25 @@ def test_sigkill_around_schema_changes_applies_each_once(
     sink: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each round adds a column to ``orders`` and fills it for some rows while random
-    writes go on, then kills ``sparkcdc run`` at a random moment around the change's batch
-    (before it, between the sink's ALTER and the batch's commit, or after). Under
-    ``lenient`` with only added columns the target must end equal to the source, every
-    column in the source's order."""
+    """Each round adds a column to ``orders`` and fills it for some rows, renames the
+    previous round's column and drops the one before, while random writes go on, then
+    kills ``sparkcdc run`` at a random moment around the changes' batches (before them,
+    between the sink's ALTER and the batch's commit, or after). Under ``evolve`` the
+    target must end equal to the source, every column in the source's order: a rename
+    applied twice, or taken as a drop and an add, would lose the renamed column's values."""
     rng = random.Random(KILLS * 104729 + len(sink))
     if sink == "delta":
         block = "type: delta\npath: lake"
     else:
         block = postgres_sink_block(postgres, pg_db, monkeypatch)
-    pipeline = pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", block, max_rows=1000)
+    pipeline = pipeline_file(
+        scratch,
+        mariadb,
+        f"{orders}.(orders|audit)",
+        block,
+        max_rows=1000,
+        blocks="  schema.change.behavior: evolve\n",
+    )
     checkpoint = scratch / "checkpoint"
     writer = mariadb_writer(mariadb, orders, seed=KILLS + 1, key_space=9000)
     writer.limit = 10**9
@@ -227,6 +235,16 @@ def test_sigkill_around_schema_changes_applies_each_once(
             assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
             column = f"extra_{round_}"
             mariadb.execute(f"ALTER TABLE orders ADD COLUMN {column} INT", database=orders)
+            if round_ >= 1:
+                previous = round_ - 1
+                mariadb.execute(
+                    f"ALTER TABLE orders RENAME COLUMN extra_{previous} TO moved_{previous}",
+                    database=orders,
+                )
+            if round_ >= 2:
+                mariadb.execute(
+                    f"ALTER TABLE orders DROP COLUMN moved_{round_ - 2}", database=orders
+                )
             mariadb.execute(
                 f"UPDATE orders SET {column} = id % 97 WHERE id % 5 = {round_ % 5}",
                 database=orders,
@@ -245,7 +263,8 @@ def test_sigkill_around_schema_changes_applies_each_once(
         assert target_rows(sink, spark, scratch, (postgres, pg_db), orders, table) == source
         checked += len(source)
     print(
-        f"\nfault suite, schema changes [{sink}]: {KILLS} columns added, {KILLS} SIGKILLs, "
+        f"\nfault suite, schema changes [{sink}]: {KILLS} columns added, "
+        f"{max(0, KILLS - 1)} renamed, {max(0, KILLS - 2)} dropped, {KILLS} SIGKILLs, "
         f"{batches(checkpoint)} batches, {checked} rows checked equal, "
         f"{time.monotonic() - started:.0f} s"
     )

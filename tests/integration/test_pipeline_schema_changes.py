@@ -13,7 +13,6 @@ import pytest
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
-from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.verify.run import verify_tables
 from tests.support.pipelines import pipeline_file, postgres_sink_block, run_until_caught_up
 
@@ -87,7 +86,8 @@ def target(
             cursor = conn.execute(f'SELECT * FROM "{db}".{table}')
             columns = tuple(d.name for d in cursor.description)
             rows = [tuple(r) for r in cursor.fetchall()]
-    return columns, {r[0]: r for r in rows}
+    key = columns.index("id")
+    return columns, {r[key]: r for r in rows}
 
 
 def delta_pipeline(scratch: Path, mariadb: EmbeddedMariaDB, db: str, behavior: str) -> Path:
@@ -167,6 +167,27 @@ def test_ignore_keeps_the_target_columns(
     }
 
 
+def test_excluded_change_types_are_not_applied(
+    spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path
+) -> None:
+    """``evolve`` with ``exclude.schema.changes: [drop.column]``: c is added, but b is
+    kept, NULL in the rows written after its drop (as ``ignore`` takes a drop)."""
+    create_tables(mariadb, mysql_db)
+    block = "type: delta\npath: lake\nexclude.schema.changes: [drop.column]"
+    extra = "  schema.change.behavior: evolve\n"
+    path = pipeline_file(scratch, mariadb, f"{mysql_db}.(t|u)", block, blocks=extra)
+    run_script(spark, mariadb, path, mysql_db, SCRIPT[:7])
+    frame = spark.read.format("delta").load(str(scratch / "lake" / mysql_db / "t"))
+    assert tuple(frame.columns) == ("id", "a", "b", "c")
+    assert {r[0]: tuple(r) for r in frame.collect()} == {
+        1: (1, 1, "x", 10),
+        2: (2, 20, None, None),
+        3: (3, 3, "z", None),
+        4: (4, 4, "w", None),
+        5: (5, 5, "v", 50),
+    }
+
+
 def test_exception_stops_before_the_first_row_of_the_new_shape(
     spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path
 ) -> None:
@@ -197,14 +218,88 @@ def test_a_one_table_pipeline_restarts_its_query_at_a_change(
     }
 
 
-def test_evolve_is_refused_until_it_is_built(mariadb: EmbeddedMariaDB, scratch: Path) -> None:
+#: evolve: the target mirrors t. b is dropped, c renamed to d with its values, a widened.
+EVOLVE_COLUMNS = ("id", "a", "d")
+EVOLVE = {
+    1: (1, 1, 11),
+    2: (2, 20, None),
+    4: (4, 4, None),
+    5: (5, 5, 50),
+    6: (6, BIG, 60),
+    7: (7, 7, 70),
+}
+
+
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_evolve_mirrors_adds_drops_renames_and_widening(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    create_tables(mariadb, mysql_db)
+    block = sink_block(sink, postgres, pg_db, monkeypatch)
+    extra = "  schema.change.behavior: evolve\n"
+    path = pipeline_file(scratch, mariadb, f"{mysql_db}.(t|u)", block, blocks=extra)
+    run = run_script(spark, mariadb, path, mysql_db, SCRIPT)
+    assert target(spark, sink, scratch, postgres, pg_db, mysql_db, "t") == (EVOLVE_COLUMNS, EVOLVE)
+    assert target(spark, sink, scratch, postgres, pg_db, mysql_db, "u")[1] == U_ROWS
+    # the targets are the tables: verify finds nothing to report (unlike lenient's rename)
+    verdicts = verify_tables(spark, run.definition, run.sink, run.targets)
+    assert {str(v.table): v.status for v in verdicts} == {
+        f"{mysql_db}.t": "equal",
+        f"{mysql_db}.u": "equal",
+    }
+    # a column added FIRST lands first where the target keeps positions (Delta); a
+    # restart writes into the target as it is now
+    mariadb.execute("ALTER TABLE t ADD COLUMN x VARCHAR(4) FIRST", database=mysql_db)
+    mariadb.execute("UPDATE t SET x = 'xx' WHERE id = 5", database=mysql_db)
+    run_script(spark, mariadb, path, mysql_db, [])
+    columns, rows = target(spark, sink, scratch, postgres, pg_db, mysql_db, "t")
+    expected = ("x", "id", "a", "d") if sink == "delta" else ("id", "a", "d", "x")
+    assert columns == expected
+    assert rows[5] == (("xx", 5, 5, 50) if sink == "delta" else (5, 5, 50, "xx"))
+    assert rows[1] == ((None, 1, 1, 11) if sink == "delta" else (1, 1, 11, None))
+
+
+def test_try_evolve_goes_on_where_the_target_refuses_and_evolve_stops(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A view on the PostgreSQL target's column b makes PostgreSQL refuse to drop it.
+    ``evolve`` stops there, saying so; the same pipeline under ``try_evolve`` takes the
+    drop as ``ignore`` does (b kept, NULL in later rows) and follows the other changes."""
+    create_tables(mariadb, mysql_db)
+    block = postgres_sink_block(postgres, pg_db, monkeypatch)
     path = pipeline_file(
-        scratch, mariadb, "db.t", "type: console", blocks="  schema.change.behavior: evolve\n"
+        scratch, mariadb, f"{mysql_db}.(t|u)", block, blocks="  schema.change.behavior: evolve\n"
     )
-    with pytest.raises(
-        PipelineFileError, match=r"not built yet.*valid values now: exception, lenient, ignore"
-    ):
-        load_pipeline(path)
+    run_script(spark, mariadb, path, mysql_db, [])
+    with postgres.connect(pg_db) as conn:
+        conn.execute(f'CREATE VIEW "{mysql_db}".t_b AS SELECT id, b FROM "{mysql_db}".t')
+    with pytest.raises(AssertionError, match=r"could not apply it .*depend.*'try_evolve'"):
+        run_script(spark, mariadb, path, mysql_db, SCRIPT)
+    path.write_text(path.read_text().replace("behavior: evolve", "behavior: try_evolve"))
+    run_script(spark, mariadb, path, mysql_db, [])
+    columns, rows = target(spark, "jdbc-postgres", scratch, postgres, pg_db, mysql_db, "t")
+    assert columns == ("id", "a", "b", "d")
+    assert rows == {
+        1: (1, 1, None, 11),
+        2: (2, 20, None, None),
+        4: (4, 4, "w", None),
+        5: (5, 5, "v", 50),
+        6: (6, BIG, None, 60),
+        7: (7, 7, None, 70),
+    }
 
 
 def test_changes_made_while_a_one_table_pipeline_was_stopped(

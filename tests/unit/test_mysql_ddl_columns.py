@@ -120,3 +120,33 @@ def test_the_altered_table_is_named_even_when_the_statement_cannot_be_parsed() -
         ("a`b", "c d")
     ]
     assert statement_tables("CREATE INDEX ix ON t (d)", "shop") == []
+
+
+@pytest.mark.parametrize(
+    ("statement", "renamed", "dropped"),
+    [
+        ("ALTER TABLE t RENAME COLUMN b TO c", {"b": "c"}, ()),
+        ("ALTER TABLE t CHANGE b c VARCHAR(30)", {"b": "c"}, ()),
+        ("ALTER TABLE t CHANGE b b VARCHAR(30)", {}, ()),  # a retyped column, not a move
+        ("ALTER TABLE t MODIFY d BIGINT FIRST", {}, ()),
+        ("ALTER TABLE t DROP COLUMN d, ADD COLUMN e INT", {}, ("d",)),
+        # a column dropped and added again is a new column: its old values are gone
+        ("ALTER TABLE t DROP COLUMN d, ADD COLUMN d INT", {}, ("d",)),
+        # renames chain within a statement; a column added and renamed is simply added
+        (
+            "ALTER TABLE t RENAME COLUMN b TO c, RENAME COLUMN c TO e, ADD f INT, "
+            "RENAME COLUMN f TO g",
+            {"b": "e"},
+            (),
+        ),
+        ("ALTER TABLE t RENAME COLUMN d TO b2, DROP COLUMN b", {"d": "b2"}, ("b",)),
+    ],
+)
+def test_renames_and_drops_are_told_apart_from_adds(
+    statement: str, renamed: dict[str, str], dropped: tuple[str, ...]
+) -> None:
+    """The columns after a statement cannot tell a rename from a drop and an add; a target
+    that mirrors the table (``evolve``) renames and drops from what the statement says."""
+    moves = alter_table(statement, TABLE, "utf8mb4").moves
+    assert dict(moves.renamed) == renamed
+    assert moves.dropped == dropped

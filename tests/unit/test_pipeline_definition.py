@@ -68,6 +68,21 @@ def test_a_valid_file_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert definition.sink_options == {"path": "lake"}
 
 
+def test_schema_change_types_of_the_sink_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Flink CDC writes them as YAML lists; they are the pipeline's, not the sink type's."""
+    monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "x")
+    text = GOOD.replace(
+        "  path: lake",
+        "  path: lake\n  include.schema.changes: [column]\n  exclude.schema.changes: [drop]",
+    ).replace("  name: sync app_db", "  name: sync app_db\n  schema.change.behavior: evolve")
+    definition = load_pipeline(write(tmp_path, text))
+    assert definition.sink_options == {"path": "lake"}
+    assert definition.excluded_changes == {"drop.column", "drop.table", "truncate.table"}
+    assert definition.settings.schema_change_behavior == "evolve"
+
+
 def test_available_now_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "x")
     text = GOOD.replace("trigger-interval: 2s", "trigger-interval: available-now")
@@ -91,6 +106,11 @@ def test_available_now_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ),
         (("  server-id: 5400-5404", "  server-id: 9-1"), 8, "'source.server-id'"),
         (("  max-rows-per-trigger: 1000", "  max-rows-per-trigger: 0"), 18, "an integer >= 1"),
+        (
+            ("  path: lake", "  path: lake\n  exclude.schema.changes: [drop.column, nope]"),
+            14,
+            "'sink.exclude.schema.changes'.*invalid value 'nope'. Valid values: add.column",
+        ),
     ],
 )
 def test_mistakes_name_file_line_and_key(

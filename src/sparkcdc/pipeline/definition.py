@@ -18,7 +18,8 @@ from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
-from sparkcdc.pipeline.evolution import BEHAVIORS, FOLLOWED
+from sparkcdc.pipeline.change_types import LIST_OPTIONS, excluded_types, without_change_options
+from sparkcdc.pipeline.evolution import BEHAVIORS
 from sparkcdc.pipeline.rules import RouteRule, TransformRule, load_routes, load_transforms
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
 from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
@@ -62,8 +63,9 @@ PIPELINE_SPECS = (
         default="lenient",
         doc="what a change of a source table's columns does to its target (Flink CDC's "
         "names; docs/schema-evolution.md): `lenient` adds new columns and keeps dropped "
-        "ones, `ignore` keeps the target as it is, `exception` stops the pipeline; "
-        "`evolve` and `try_evolve` are not built yet",
+        "ones, `evolve` mirrors the table (adds, drops, renames), `try_evolve` too but goes "
+        "on as `ignore` where the target refuses, `ignore` keeps the target as it is, "
+        "`exception` stops the pipeline",
     ),
     OptionSpec(
         "spark-conf.",
@@ -103,6 +105,9 @@ class PipelineDefinition:
     settings: PipelineSettings
     transforms: tuple[TransformRule, ...] = ()
     routes: tuple[RouteRule, ...] = ()
+    #: Schema change types the sink block's ``include.schema.changes`` /
+    #: ``exclude.schema.changes`` keep from the targets (pipeline/change_types.py).
+    excluded_changes: frozenset[str] = frozenset()
 
     @property
     def connector(self) -> Connector[Any]:
@@ -159,6 +164,8 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     source_config = _checked(doc, "source", lambda: parse(source_options))
     sink = _strings(doc, "sink")
     sink_type = _type(doc, "sink", sink, SINK_TYPES)
+    excluded = _checked(doc, "sink", lambda: excluded_types(sink))
+    sink = without_change_options(sink)
     _checked(doc, "sink", lambda: validate_sink_options(sink_type, sink))
     settings = _settings(doc)
     return PipelineDefinition(
@@ -169,6 +176,7 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
         sink_type=sink_type,
         sink_options=sink,
         settings=settings,
+        excluded_changes=excluded,
         transforms=load_transforms(doc),
         routes=load_routes(doc),
     )
@@ -184,6 +192,8 @@ def _strings(doc: YamlDocument, block: str) -> dict[str, str]:
             name = f"{prefix}{key}"
             if isinstance(item, dict):
                 walk(item, name + ".")
+            elif isinstance(item, list) and name.lower() in LIST_OPTIONS:
+                flat[name] = ",".join(str(i) for i in item)
             elif isinstance(item, list):
                 raise doc.error(f"{block}.{name}", "a list is not a valid value here")
             elif item is None:
@@ -237,12 +247,6 @@ def _settings(doc: YamlDocument) -> PipelineSettings:
                 f"invalid value '{trigger}'; expected {exc} or '{AVAILABLE_NOW}'",
             ) from None
     behavior = opts["schema.change.behavior"]
-    if behavior not in FOLLOWED:
-        raise doc.error(
-            "pipeline.schema.change.behavior",
-            f"'{behavior}' is not built yet (it would change the target to mirror every "
-            f"change, renames and drops included); valid values now: {', '.join(FOLLOWED)}",
-        )
     checkpoint = Path(opts["checkpoint"])
     if not checkpoint.is_absolute():  # relative to the pipeline file, not the shell
         checkpoint = (doc.path.parent / checkpoint).resolve()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sparkcdc.connectors.registry import connectors
 from sparkcdc.core.options_doc import Table, render_tables, rewrite, stale_tables
+from sparkcdc.pipeline import change_types
 from sparkcdc.pipeline.definition import PIPELINE_SPECS
 from sparkcdc.sinks.registry import sink_types
 
@@ -27,6 +28,7 @@ def options_tables() -> list[Table]:
     return [
         *(Table(c.format, c.specs, "option") for c in connectors()),
         Table("pipeline", tuple(PIPELINE_SPECS)),
+        Table("sink-common", change_types.SPECS),
         *(Table(f"sink-{s.name}", s.specs) for s in sink_types()),
     ]
 

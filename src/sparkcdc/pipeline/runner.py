@@ -233,6 +233,7 @@ class PipelineRun:
                     self.sink,
                     self.definition.settings.schema_change_behavior,
                     self.metrics.schema_changed,
+                    self.definition.excluded_changes,
                 )
             changes, tally = self._split(frame, version)
             fetched = time.time()
@@ -455,7 +456,9 @@ def tables_at_checkpoint(
     if committed is None:
         return tables
     at = probe.table_columns(committed)
-    return [dataclasses.replace(t, schema=at[t.source][0]) if t.source in at else t for t in tables]
+    return [
+        dataclasses.replace(t, schema=at[t.source].columns) if t.source in at else t for t in tables
+    ]
 
 
 def pipeline_metrics(

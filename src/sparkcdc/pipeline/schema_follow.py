@@ -10,7 +10,17 @@ it finds the target ready (Flink CDC's flush-before-apply).
 
 Targets whose schema differs from their table's columns are kept in the run state, so a
 restart conforms rows to them too; a replay recomputes the same schema (evolution depends
-only on the target before and the columns after).
+only on the target before, the columns after and the change's renames and drops). Under
+``evolve`` / ``try_evolve`` every evolved target is kept there: the run state is saved
+with the change's batch, before Spark commits it, so after a crash in between the target
+may already have lost a column the checkpoint's columns still have.
+
+``try_evolve``: where the sink cannot apply a change (it raised), the change is taken as
+``ignore`` takes it, from the target as it was, and the pipeline goes on with a warning.
+A sink that applied part of the change before failing (a MySQL target's DDL is not
+transactional; Delta commits each ALTER) may leave the target with more than the runner
+writes into: an added column stays NULL, and a renamed one makes the next write fail,
+naming the column, rather than write into the wrong place.
 """
 
 from __future__ import annotations
@@ -22,11 +32,12 @@ from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.evolution import evolved_target
+from sparkcdc.pipeline.evolution import MIRRORING, evolution, evolved_target
 from sparkcdc.pipeline.run_state import RunState
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.targets import Target, TargetSource
 from sparkcdc.sinks.base import Sink, SinkTable
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +62,12 @@ def restore_targets(targets: Sequence[Target], state: RunState, behavior: str) -
     the tables have their columns at the checkpoint, which the stored schema was made
     for, unless the run state is older than the checkpoint's last batch; then the
     behaviour evolves it the rest of the way). A behaviour switched to ``exception``
-    since keeps the stored schema as it is: it was applied already."""
+    since keeps the stored schema as it is: it was applied already, and so does
+    ``evolve``: its stored target can be ahead of the checkpoint (see the module's
+    docstring), and the replayed change evolves it again, changing nothing."""
     from pyspark.sql.types import StructType
 
-    behavior = "ignore" if behavior == "exception" else behavior
+    behavior = "ignore" if behavior in ("exception", *MIRRORING) else behavior
     restored = []
     for target in targets:
         source = target.sources[0]
@@ -79,18 +92,20 @@ def follow_changes(
     sink: Sink,
     behavior: str,
     applied: Callable[[TableId, str | None], None],
+    excluded: frozenset[str] = frozenset(),
 ) -> None:
     """Apply the schema changes ``offset`` shows to the sink, updating ``tables`` (the
     columns rows are read with) and ``targets`` (what they are written as) in place;
-    ``applied(table, target schema JSON or None)`` is told of each (the run state)."""
+    ``applied(table, target schema JSON or None)`` is told of each (the run state).
+    Change types in ``excluded`` are taken as ``ignore`` takes them."""
     changed = probe.table_columns(offset)
     if not changed:
         return
     for i, table in enumerate(tables):
         found = changed.get(table.source)
-        if found is None or _fields(found[0]) == _fields(table.schema):
+        if found is None or _fields(found.columns) == _fields(table.schema):
             continue
-        columns, statement = found
+        columns, statement = found.columns, found.statement
         t = next(n for n, g in enumerate(targets) if table.source in _sources(g))
         target = targets[t]
         if not is_plain(target):
@@ -100,21 +115,65 @@ def follow_changes(
                 "tables are not followed yet. Adapt the rules to the new columns and start "
                 "from a new checkpoint"
             )
-        schema = evolved_target(behavior, target.table.schema, columns, table.source, statement)
+        before = target.table.schema
+        change = evolution(
+            behavior, before, columns, table.source, statement, found.moves, excluded
+        )
+        schema = change.schema
         new_table = dataclasses.replace(table, schema=columns)
         new_target = plain_target(new_table, schema)
-        if _fields(schema) != _fields(target.table.schema):
-            sink.evolve(spark, new_target.table, target.table)
+        if _fields(schema) != _fields(before) or change.moves != ColumnMoves():
+            try:
+                sink.evolve(spark, new_target.table, target.table, change.moves)
+            except Exception as exc:
+                if behavior not in MIRRORING:
+                    raise
+                schema = _refused(behavior, exc, before, columns, table.source, statement)
+                new_target = plain_target(new_table, schema)
         log.info(
             "schema change of %s (%s) followed (%s): target columns %s",
             table.source,
-            " ".join(statement.split())[:160],
+            _short(statement),
             behavior,
             ", ".join(f.name for f in schema.fields),
         )
         tables[i] = new_table
         targets[t] = new_target
-        applied(table.source, None if new_target.as_captured else schema.json())
+        keep = behavior in MIRRORING or not new_target.as_captured
+        applied(table.source, schema.json() if keep else None)
+
+
+def _refused(
+    behavior: str,
+    exc: Exception,
+    before: Any,
+    columns: Any,
+    table: TableId,
+    statement: str,
+) -> Any:
+    """The target schema after the sink refused a change: ``evolve`` stops with the
+    sink's reason and the ways on; ``try_evolve`` goes on as ``ignore`` would."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    if behavior == "evolve":
+        raise SchemaError(
+            f"schema change of {table} ({_short(statement)}): the sink could not apply it "
+            f"({reason}). Make the target able to take it and run the pipeline again, or set "
+            "'schema.change.behavior' to 'try_evolve' (go on with the target as it is) or "
+            "'lenient'"
+        ) from exc
+    log.warning(
+        "schema change of %s (%s): the sink could not apply it (%s); 'try_evolve' goes on "
+        "with the target as it was (new columns are not written, columns the table lost get "
+        "NULL)",
+        table,
+        _short(statement),
+        reason,
+    )
+    return evolved_target("ignore", before, columns, table, statement)
+
+
+def _short(statement: str) -> str:
+    return " ".join(statement.split())[:160]
 
 
 def _sources(target: Target) -> set[Any]:

@@ -12,14 +12,25 @@ import json
 import logging
 import threading
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.metrics import LogHead
 from sparkcdc.sinks.base import SinkTable
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OffsetColumns:
+    """A table's columns as an offset has them, and the last change that made them."""
+
+    columns: Any  #: Spark StructType
+    statement: str  #: empty when the columns never changed while captured
+    moves: ColumnMoves  #: the columns that change renamed and dropped
 
 
 class SourceProbe:
@@ -42,15 +53,14 @@ class SourceProbe:
         with self._lock:
             return self._dialect.position_from_json(json.loads(offset)["log"])
 
-    def table_columns(self, offset: str) -> dict[TableId, tuple[Any, str]]:
+    def table_columns(self, offset: str) -> dict[TableId, OffsetColumns]:
         """Each table's columns at the offset (a Spark StructType), for connectors that
-        keep them there, and the statement that changed them last (empty if none); no
-        connection needed."""
+        keep them there, with the change that made them last; no connection needed."""
         import pyarrow as pa
 
         from sparkcdc.spark.schema import to_spark_schema
 
-        found: dict[TableId, tuple[Any, str]] = {}
+        found: dict[TableId, OffsetColumns] = {}
         with self._lock:
             for key, progress in json.loads(offset)["tables"].items():
                 schema = progress.get("schema")
@@ -63,7 +73,9 @@ class SourceProbe:
                     table = dialect.table_from_json(schema["table"])
                     columns = to_spark_schema(pa.schema(dialect.arrow_fields(table)))
                     self._columns[text] = columns
-                found[TableId.from_key(key)] = (columns, str(schema.get("change", "")))
+                found[TableId.from_key(key)] = OffsetColumns(
+                    columns, str(schema.get("change", "")), ColumnMoves.from_json(schema)
+                )
         return found
 
     def tables_added(self, offset: str, known: Collection[TableId]) -> list[SinkTable]:

@@ -24,6 +24,7 @@ from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,23 @@ class Sink(ABC):
         """Apply one micro-batch. A batch already applied (same pipeline and batch id, or an
         older one) must change nothing."""
 
-    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
-        """The source table's columns changed (pipeline/evolution.py): from now on its
-        rows have ``table``'s columns, a superset of what the target had (``previous``,
-        when known), with types only widened and NOT NULL only relaxed. Make the target
-        take them (Flink CDC's MetadataApplier): add the new columns, relax, widen; fail
-        with the fix where the target cannot. Idempotent (a replayed batch, a restart);
-        callable before :meth:`open` (a target that does not exist yet is left to it)."""
-        del spark, previous
+    def evolve(
+        self,
+        spark: Any,
+        table: SinkTable,
+        previous: SinkTable | None = None,
+        moves: ColumnMoves | None = None,
+    ) -> None:
+        """The source table's columns changed (pipeline/evolution.py): from now on the
+        target has ``table``'s columns. Against what it had (``previous``, when known):
+        the columns ``moves`` names are renamed (old name -> new) and dropped, the others
+        are kept, with types only widened and NOT NULL only relaxed, and new columns are
+        added (nullable). Make the target take them (Flink CDC's MetadataApplier): rename,
+        drop, add, relax, widen; fail with the fix where the target cannot. Idempotent (a
+        replayed batch, a restart: a rename whose new name is there is done, a dropped
+        column that is gone is dropped); callable before :meth:`open` (a target that does
+        not exist yet is left to it)."""
+        del spark, previous, moves
         raise SparkCdcError(
             f"the {type(self).__name__} cannot apply schema changes (of {table.source}); "
             "set 'schema.change.behavior' to 'exception' to stop at them instead"

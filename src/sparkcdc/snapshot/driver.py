@@ -383,7 +383,11 @@ class IncrementalSource(Generic[P, T]):
         entry takes its new columns (the batch has no rows, see :meth:`partitions`)."""
         assert change.table is not None
         progress = dict(offset.tables)
-        schema = {"table": self.dialect.table_to_json(change.table), "change": change.statement}
+        schema = {
+            "table": self.dialect.table_to_json(change.table),
+            "change": change.statement,
+            **change.moves.to_json(),
+        }
         progress[change.table_id] = dataclasses.replace(progress[change.table_id], schema=schema)
         log.info("schema change of %s: a batch of its own", change.describe())
         return dataclasses.replace(offset, log=change.after, tables=progress).to_json()

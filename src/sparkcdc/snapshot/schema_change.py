@@ -10,14 +10,43 @@ batch boundaries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from sparkcdc.core.position import LogPosition
 from sparkcdc.core.table import TableId
 
 P = TypeVar("P", bound=LogPosition)
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ColumnMoves:
+    """What a change did to columns that the columns before and after it cannot tell:
+    which were renamed (old name -> new name) and which dropped (a column dropped and
+    added again under its name is in ``dropped``: its old values are gone). Targets that
+    mirror the table (``schema.change.behavior: evolve``) rename and drop from this."""
+
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    dropped: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The offset entry's keys (none when the change renamed and dropped nothing)."""
+        data: dict[str, Any] = {}
+        if self.renamed:
+            data["renamed"] = dict(self.renamed)
+        if self.dropped:
+            data["dropped"] = list(self.dropped)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ColumnMoves:
+        return cls(dict(data.get("renamed") or {}), tuple(data.get("dropped") or ()))
+
+
+#: A change that renamed and dropped nothing.
+NO_MOVES = ColumnMoves()
 
 
 @dataclass(frozen=True)
@@ -38,6 +67,8 @@ class SchemaChange(Generic[P, T]):
     #: The statement created a table the table options match that is not captured yet
     #: (CREATE TABLE, or a RENAME to its name): ``table_id`` names it, ``table`` is None.
     created: bool = False
+    #: The columns it renamed and dropped.
+    moves: ColumnMoves = NO_MOVES
 
     def describe(self) -> str:
         text = " ".join(self.statement.split())

@@ -20,6 +20,7 @@ from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.console.config import ConsoleSinkConfig
 from sparkcdc.sinks.console.print_format import format_change
 from sparkcdc.sinks.reduce import change_rank
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 
 class ConsoleSink(Sink):
@@ -42,10 +43,16 @@ class ConsoleSink(Sink):
             return f"{self.config.print_identifier}> "
         return f"{table}> " if len(self.tables) > 1 else ""
 
-    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+    def evolve(
+        self,
+        spark: Any,
+        table: SinkTable,
+        previous: SinkTable | None = None,
+        moves: ColumnMoves | None = None,
+    ) -> None:
         """Prints the table's new columns (as Flink's print sink prints a schema change);
         later rows are printed with them."""
-        del spark, previous
+        del spark, previous, moves
         self.tables[table.source] = table
         columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in table.schema.fields)
         print(f"{self._prefix(table.source)}schema change: {columns}", file=self.out)

@@ -34,6 +34,7 @@ from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, tar
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +116,20 @@ class DeltaSink(Sink):
                     builder = builder.property(key, value)
             builder.execute()
 
-    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
-        """Add the table's new columns (nullable), drop NOT NULL where its columns allow
-        NULL now, and widen changed types with Delta's type widening (enabled on the table
-        when first needed); Delta refuses what it cannot widen, and the error says how to
-        go on. Compared with the table as it is, so a replay applies nothing twice."""
+    def evolve(
+        self,
+        spark: Any,
+        table: SinkTable,
+        previous: SinkTable | None = None,
+        moves: ColumnMoves | None = None,
+    ) -> None:
+        """Rename and drop what ``moves`` says (through Delta's column mapping, turned on
+        in ``name`` mode the first time: renames and drops then change metadata only, the
+        data files stay), add the table's new columns (nullable; where a column is not the
+        last one, at its position), drop NOT NULL where its columns allow NULL now, and
+        widen changed types with Delta's type widening (enabled on the table when first
+        needed); Delta refuses what it cannot widen, and the error says how to go on.
+        Compared with the table as it is, so a replay applies nothing twice."""
         from delta.tables import DeltaTable
 
         del previous
@@ -130,20 +140,49 @@ class DeltaSink(Sink):
             return  # open() creates it with these columns
         name = f"delta.{quoted(path)}"
         existing = {f.name: f for f in spark.read.format("delta").load(path).schema}
+        self._move(spark, name, existing, moves or ColumnMoves(), path)
         wanted = self._target_schema(table)
-        added = [f for f in wanted.fields if f.name not in existing]
-        if added:
-            columns = ", ".join(f"{quoted(f.name)} {f.dataType.simpleString()}" for f in added)
-            spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({columns})")
-            log.info("delta sink: added %s to %s", ", ".join(f.name for f in added), path)
+        last = table.schema.fields[-1].name if table.schema.fields else None
+        for index, field in enumerate(wanted.fields):
+            if field.name in existing:
+                continue
+            where = ""
+            if field.name != last and index < len(table.schema.fields):
+                where = (
+                    " FIRST" if index == 0 else f" AFTER {quoted(wanted.fields[index - 1].name)}"
+                )
+            spark.sql(
+                f"ALTER TABLE {name} ADD COLUMNS "
+                f"({quoted(field.name)} {field.dataType.simpleString()}{where})"
+            )
+            existing[field.name] = field
+            log.info("delta sink: added %s to %s", field.name, path)
         for field in wanted.fields:
             old = existing.get(field.name)
-            if old is None:
+            if old is None or old is field:
                 continue
             if field.nullable and not old.nullable:
                 spark.sql(f"ALTER TABLE {name} ALTER COLUMN {quoted(field.name)} DROP NOT NULL")
             if old.dataType != field.dataType:
                 self._widen(spark, name, field, old.dataType, table)
+
+    def _move(
+        self, spark: Any, name: str, existing: dict[str, Any], moves: ColumnMoves, path: str
+    ) -> None:
+        """Renames and drops (``existing`` follows them)."""
+        renames = [(o, n) for o, n in moves.renamed.items() if o in existing and n not in existing]
+        drops = [c for c in moves.dropped if c in existing]
+        if not renames and not drops:
+            return
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+        for old, new in renames:
+            spark.sql(f"ALTER TABLE {name} RENAME COLUMN {quoted(old)} TO {quoted(new)}")
+            existing[new] = existing.pop(old)
+            log.info("delta sink: renamed %s to %s in %s", old, new, path)
+        for column in drops:
+            spark.sql(f"ALTER TABLE {name} DROP COLUMN {quoted(column)}")
+            del existing[column]
+            log.info("delta sink: dropped %s from %s", column, path)
 
     def _widen(self, spark: Any, name: str, field: Any, old: Any, table: SinkTable) -> None:
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")

@@ -35,6 +35,7 @@ from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import Converter, Dialect, SinkError, Target, dialect_for
 from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +101,20 @@ class JdbcSink(Sink):
     def close(self) -> None:
         self._discard()
 
-    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+    def evolve(
+        self,
+        spark: Any,
+        table: SinkTable,
+        previous: SinkTable | None = None,
+        moves: ColumnMoves | None = None,
+    ) -> None:
         """ALTER TABLE in a transaction of its own, before the batch that first has rows of
-        the new shape: columns the target lacks are added (nullable), and columns whose
-        type widened since ``previous`` get the wider type (PostgreSQL ``ALTER COLUMN ...
-        TYPE``, MySQL ``MODIFY``). Checked against the target's columns, so a replay adds
-        nothing twice. Non-key columns the sink created are nullable already."""
+        the new shape: the columns ``moves`` names are renamed and dropped, columns the
+        target lacks are added (nullable, at the end), and columns whose type widened
+        since ``previous`` get the wider type (PostgreSQL ``ALTER COLUMN ... TYPE``, MySQL
+        ``MODIFY``). Checked against the target's columns, so a replay changes nothing
+        twice. Non-key columns the sink created are nullable already. On PostgreSQL a
+        refused statement undoes the others; MySQL commits each one."""
         del spark
         conn = self._connection()
         try:
@@ -114,6 +123,7 @@ class JdbcSink(Sink):
                 qualifier = str(target.qualifier)
                 existing = self.dialect.existing_columns(cur, qualifier, target.name)
                 if existing is not None:
+                    existing = self._move(cur, target, existing, moves or ColumnMoves())
                     self._alter(cur, target, existing, previous)
             conn.commit()
         except BaseException:
@@ -121,6 +131,39 @@ class JdbcSink(Sink):
             raise
         if table.source in self._targets:
             self._targets[table.source] = target
+
+    def _move(
+        self, cur: Any, target: Target, existing: Sequence[str], moves: ColumnMoves
+    ) -> list[str]:
+        """Renames and drops; the target's columns after them."""
+        table_sql = self.dialect.table_sql(target.qualifier, target.name)
+        columns = list(existing)
+
+        def find(name: str) -> int | None:
+            return next(
+                (i for i, c in enumerate(columns) if self.dialect.same_column(name, c)), None
+            )
+
+        for old, new in moves.renamed.items():
+            at = find(old)
+            if at is None or find(new) is not None:
+                continue
+            quote = self.dialect.quote
+            cur.execute(
+                f"ALTER TABLE {table_sql} RENAME COLUMN {quote(columns[at])} TO {quote(new)}", ()
+            )
+            columns[at] = new
+            log.info("jdbc sink: renamed column %s to %s in %s", old, new, target)
+        for name in moves.dropped:
+            at = find(name)
+            if at is None:
+                continue
+            cur.execute(
+                f"ALTER TABLE {table_sql} DROP COLUMN {self.dialect.quote(columns[at])}", ()
+            )
+            del columns[at]
+            log.info("jdbc sink: dropped column %s from %s", name, target)
+        return columns
 
     def _alter(
         self, cur: Any, target: Target, existing: Sequence[str], previous: SinkTable | None

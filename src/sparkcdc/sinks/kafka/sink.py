@@ -19,6 +19,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 #: What Kafka allows as a topic name.
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -70,9 +71,15 @@ class KafkaSink(Sink):
             kafka_options=self.config.producer,
         )
 
-    def evolve(self, spark: Any, table: SinkTable, previous: SinkTable | None = None) -> None:
+    def evolve(
+        self,
+        spark: Any,
+        table: SinkTable,
+        previous: SinkTable | None = None,
+        moves: ColumnMoves | None = None,
+    ) -> None:
         """Records carry their own shape: later records simply have the new columns."""
-        del spark, previous
+        del spark, previous, moves
         if table.source in self.tables:
             self.tables[table.source] = table
 

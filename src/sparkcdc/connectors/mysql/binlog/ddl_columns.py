@@ -27,6 +27,7 @@ from typing import Any
 from sparkcdc.connectors.mysql.binlog.ddl_guard import resolve_name, without_comments
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
+from sparkcdc.snapshot.schema_change import NO_MOVES, ColumnMoves
 
 #: Types sqlglot names differently from information_schema's DATA_TYPE.
 _TYPE_NAMES = {
@@ -76,6 +77,10 @@ class AlterResult:
 
     table: CapturedTable
     changed: bool
+    #: Which columns the statement renamed (old name -> new name) and dropped, by the
+    #: names they had before it: the columns before and after cannot tell a rename from a
+    #: drop and an add, nor a column dropped and added again from a retyped one.
+    moves: ColumnMoves = NO_MOVES
 
 
 def statement_tables(statement: str, default_database: str) -> list[tuple[str, str]]:
@@ -104,6 +109,7 @@ def alter_table(
         raise UnfollowableStatement("sqlglot's MySQL dialect cannot parse it")
     assert isinstance(parsed, exp.Alter)
     columns = list(table.columns)
+    origins: list[str | None] = [c.name for c in columns]  # each column's name before it
     changed = False
     if parsed.args.get("options"):
         for option in parsed.args["options"]:
@@ -118,7 +124,7 @@ def alter_table(
                 if action.args.get("exists"):  # ADD COLUMN IF NOT EXISTS of a present one
                     continue
                 raise UnfollowableStatement(f"column {column.name} is there already")
-            _insert(columns, column, action.args.get("position"))
+            origins.insert(_insert(columns, column, action.args.get("position")), None)
             changed = True
         elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "COLUMN":
             for target in action.args.get("tables") or []:
@@ -127,7 +133,7 @@ def alter_table(
                     continue
                 if columns[index].name in table.primary_key:
                     raise UnfollowableStatement(f"it drops key column {columns[index].name}")
-                del columns[index]
+                del columns[index], origins[index]
                 changed = True
         elif kind == "ModifyColumn":
             definition = action.this
@@ -139,11 +145,13 @@ def alter_table(
             if columns[index].name in table.primary_key:
                 raise UnfollowableStatement(f"it changes key column {columns[index].name}")
             del columns[index]
+            origin = origins.pop(index)
             position = definition.args.get("position")
             if position is None:
                 columns.insert(index, column)
+                origins.insert(index, origin)
             else:
-                _insert(columns, column, position)
+                origins.insert(_insert(columns, column, position), origin)
             changed = True
         elif kind == "RenameColumn":
             index = _index(columns, action.this.name, bool(action.args.get("exists")))
@@ -163,7 +171,12 @@ def alter_table(
     if not changed:
         return AlterResult(table, False)
     renumbered = tuple(dataclasses.replace(c, ordinal=i + 1) for i, c in enumerate(columns))
-    return AlterResult(dataclasses.replace(table, columns=renumbered), True)
+    kept = {o: c.name for o, c in zip(origins, columns, strict=True) if o is not None}
+    moves = ColumnMoves(
+        renamed={old: new for old, new in kept.items() if old != new},
+        dropped=tuple(c.name for c in table.columns if c.name not in kept),
+    )
+    return AlterResult(dataclasses.replace(table, columns=renumbered), True, moves)
 
 
 def column_from_definition(
@@ -272,15 +285,17 @@ def _index(columns: Sequence[MySqlColumn], name: str, if_exists: bool) -> int | 
     raise UnfollowableStatement(f"the table has no column {name}")
 
 
-def _insert(columns: list[MySqlColumn], column: MySqlColumn, position: object | None) -> None:
+def _insert(columns: list[MySqlColumn], column: MySqlColumn, position: object | None) -> int:
+    """Insert ``column`` where ``position`` (FIRST / AFTER x / None: last) says; its index."""
     if position is None:
         columns.append(column)
-        return
+        return len(columns) - 1
     where = str(position.args.get("position", "")).upper()  # type: ignore[attr-defined]
     if where == "FIRST":
         columns.insert(0, column)
-        return
+        return 0
     after = position.this.name  # type: ignore[attr-defined]
     index = _index(columns, after, False)
     assert index is not None
     columns.insert(index + 1, column)
+    return index + 1

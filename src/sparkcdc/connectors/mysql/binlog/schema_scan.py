@@ -35,7 +35,7 @@ from sparkcdc.connectors.mysql.binlog.positions import binlog_files, gtid_at
 from sparkcdc.connectors.mysql.server.connection import query
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.schema_change import SchemaChange
+from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
 
 #: Events per ``SHOW BINLOG EVENTS`` page: the scan reads every event of a batch's range.
 SCAN_PAGE = 10_000
@@ -108,11 +108,11 @@ def first_schema_change(
                     boundary, standalone = True, False
                     found = _statement_change(text, tables, lowered, default_charset, mariadb)
                     if found is not None:
-                        table_id, table, problem = found
+                        table_id, table, problem, moves = found
                         before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
                         after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
                         return SchemaChange(
-                            table_id, before, after, _statement(text), table, problem
+                            table_id, before, after, _statement(text), table, problem, moves=moves
                         )
             if boundary and walked is not None:
                 walked.append((file, end_pos, seen, group_info))
@@ -152,7 +152,7 @@ def _statement_change(
     lowered: set[str],
     default_charset: DefaultCharset,
     mariadb: bool,
-) -> tuple[TableId, CapturedTable | None, str] | None:
+) -> tuple[TableId, CapturedTable | None, str, ColumnMoves] | None:
     match = _USE.match(text)
     database = match.group(1).replace("``", "`") if match else ""
     statement = _statement(text)
@@ -173,14 +173,15 @@ def _change(
     tables: Mapping[TableId, CapturedTable],
     default_charset: DefaultCharset,
     mariadb: bool,
-) -> tuple[TableId, CapturedTable | None, str] | None:
-    """(table, its shape after the statement or None, why not) for a statement that
-    changes a captured table's columns or removes it; None for any other statement."""
+) -> tuple[TableId, CapturedTable | None, str, ColumnMoves] | None:
+    """(table, its shape after the statement or None, why not, the columns it renamed and
+    dropped) for a statement that changes a captured table's columns or removes it; None
+    for any other statement."""
     by_name = {(t.database, t.table): t for t in tables}
     removed = tables_removed(statement, database, by_name.keys())
     if removed is not None:
         kind, names = removed
-        return by_name[names[0]], None, f"{kind}: {CONSEQUENCES[kind]}"
+        return by_name[names[0]], None, f"{kind}: {CONSEQUENCES[kind]}", ColumnMoves()
     altered = [by_name[n] for n in statement_tables(statement, database) if n in by_name]
     if not altered:
         return None
@@ -188,7 +189,7 @@ def _change(
     try:
         result = alter_table(statement, table, default_charset(table.table_id), mariadb)
     except UnfollowableStatement as exc:
-        return table.table_id, None, f"not followed: {exc}"
+        return table.table_id, None, f"not followed: {exc}", ColumnMoves()
     if not result.changed:
         return None  # indexes, defaults, options: the columns stay as they are
-    return table.table_id, result.table, ""
+    return table.table_id, result.table, "", result.moves
