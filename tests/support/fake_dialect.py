@@ -4,6 +4,10 @@ The protocol test drives the real driver (snapshot/driver.py) over it, so what i
 is the framework itself, not a copy of its algorithm. Positions are change counts: position
 ``p`` is the state after the first ``p`` changes. The test moves ``now`` (writes arrive) and
 chooses each chunk read's snapshot position ``S`` through ``snapshot_at``.
+
+A change with neither a before nor an after image is a change of its table's columns (an
+ALTER TABLE; the rows keep their values): the log scan reports it, and a chunk read whose
+window holds one raises ChunkCrossedChange, as a read after a real ALTER does.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.core.errors import ChunkCrossedChange
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import ChunkRows
@@ -117,6 +122,11 @@ class FakeDatabase(Dialect[Count, FakeTable]):
         tables: Mapping[TableId, FakeTable],
         watch_created: bool = False,
     ) -> SchemaChange[Count, FakeTable] | None:
+        for n in range(start.n, end.n):
+            change = self.changes[n]
+            if _is_alter(change) and change.table in tables:
+                altered = tables[change.table]
+                return SchemaChange(altered.table_id, Count(n), Count(n + 1), "ALTER", altered)
         if not watch_created:
             return None
         made = [(n, t) for t, n in self.created.items() if start.n < n <= end.n and t not in tables]
@@ -124,6 +134,12 @@ class FakeDatabase(Dialect[Count, FakeTable]):
             return None
         n, table = min(made)
         return SchemaChange(table, Count(n - 1), Count(n), "CREATE TABLE", None, created=True)
+
+    def table_to_json(self, table: FakeTable) -> dict[str, Any]:
+        return {"table": table.table_id.key}
+
+    def table_from_json(self, data: Mapping[str, Any]) -> FakeTable:
+        return FakeTable(TableId.from_key(data["table"]))
 
     def key_order(self, table: FakeTable) -> KeyOrder:
         return KeyOrder()
@@ -178,6 +194,8 @@ class FakeDatabase(Dialect[Count, FakeTable]):
         s = self.snapshot_at(target.n, self.now)
         order, t = KeyOrder(), table.table_id
         window = [c for c in self.changes[min(s, target.n) : max(s, target.n)] if c.table == t]
+        if any(_is_alter(c) for c in window):
+            raise ChunkCrossedChange(f"the window {s}..{target.n} holds an ALTER of {t}")
         overrides = (
             forward_overrides(window, key_of)
             if s <= target.n
@@ -204,7 +222,7 @@ class FakeDatabase(Dialect[Count, FakeTable]):
             [
                 _block(c, 2 * i + 1)
                 for i, c in enumerate(self.changes[: end.n])
-                if i >= start.n and c.table in tables
+                if i >= start.n and c.table in tables and not _is_alter(c)
             ]
         )
 
@@ -218,6 +236,10 @@ class FakeLog:
 
     def take(self, table: TableId) -> list[pa.Array]:
         raise AssertionError("the fake log writes no Arrow columns")
+
+
+def _is_alter(change: RowChange) -> bool:
+    return change.before is None and change.after is None
 
 
 def _block(change: RowChange, version: int) -> ChangeBlock:

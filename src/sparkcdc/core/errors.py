@@ -35,3 +35,9 @@ class RestartForSchemaError(SchemaError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(f"{RESTART_FOR_SCHEMA} {detail}")
+
+
+class ChunkCrossedChange(SchemaError):
+    """A chunk's table changed its columns between its batch's end and the chunk's read, so
+    the chunk cannot be read in the batch's shape. Its partition emits nothing for it; the
+    change's own batch reads its key range again (snapshot/progress.py, ``ChunkSpan``)."""

@@ -116,9 +116,14 @@ def follow_changes(
                 "from a new checkpoint"
             )
         before = target.table.schema
-        change = evolution(
-            behavior, before, columns, table.source, statement, found.moves, excluded
-        )
+        moves = found.moves
+        if not statement and behavior in MIRRORING:
+            # no change in the log explains the difference: the table changed between the
+            # pipeline's start (which planned its target) and the stream's first offset,
+            # before any row was written; the target mirrors the table as the stream has it
+            gone = tuple(n for n in table.columns if n not in columns.fieldNames())
+            moves = ColumnMoves(dropped=gone)
+        change = evolution(behavior, before, columns, table.source, statement, moves, excluded)
         schema = change.schema
         new_table = dataclasses.replace(table, schema=columns)
         new_target = plain_target(new_table, schema)

@@ -23,7 +23,7 @@ from typing import Any, Generic
 import pyarrow as pa
 
 from sparkcdc.core.changes import ChangeType
-from sparkcdc.core.errors import RestartForSchemaError, SchemaError
+from sparkcdc.core.errors import ChunkCrossedChange, RestartForSchemaError, SchemaError
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import (
@@ -39,7 +39,7 @@ from sparkcdc.snapshot.emit import changes_to_emit
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.planner import ChunkPlanner
-from sparkcdc.snapshot.progress import Resnapshot, TableProgress
+from sparkcdc.snapshot.progress import ChunkSpan, Resnapshot, TableProgress
 from sparkcdc.snapshot.schema_change import SchemaChange
 from sparkcdc.snapshot.signal import (
     PAUSE,
@@ -143,12 +143,39 @@ class IncrementalSource(Generic[P, T]):
 
     def initial_offset(self) -> Offset:
         mode = self.settings.startup_mode
-        tables = self.tables
         if mode in ("initial", "snapshot"):
-            progress = {t: self._shaped(TableProgress(), t) for t in tables}
-            return SourceOffset(self.current_position(), progress, mode == "snapshot").to_json()
+            position = self._columns_at_position()
+            progress = {t: self._shaped(TableProgress(), t) for t in self.tables}
+            return SourceOffset(position, progress, mode == "snapshot").to_json()
+        tables = self.tables
         done = {t: self._shaped(TableProgress.finished(), t) for t in tables}
         return SourceOffset(self.dialect.startup_position(mode), done).to_json()
+
+    def _columns_at_position(self) -> P:
+        """The log position now, with the tables discovered again so that their columns
+        are the ones at that position: discovery and the position cannot be taken at one
+        instant, so the log between the positions before and after discovery must hold no
+        change of a captured table (else a change would be in the offset's columns but
+        before its position, or after it and applied twice). Tried a few times; tables
+        whose columns keep changing stop the start, saying so."""
+        position = self.current_position()
+        last = ""
+        for _ in range(START_ATTEMPTS):
+            before = position
+            self._tables = None
+            tables = self.tables
+            position = self.current_position()
+            if not self.dialect.follows_schema_changes or position <= before:
+                return position
+            change = self.dialect.schema_change(before, position, tables, False)
+            if change is None:
+                return position
+            last = change.describe()
+            log.info("%s changed while the stream started; discovering again", change.table_id)
+        raise SchemaError(
+            f"the captured tables' columns changed {START_ATTEMPTS} times while the stream "
+            f"started (the last: {last}); start it again when they stay as they are"
+        )
 
     def _shaped(self, progress: TableProgress, table_id: TableId) -> TableProgress:
         """``progress`` with the table's columns now, when the dialect follows schema
@@ -202,8 +229,6 @@ class IncrementalSource(Generic[P, T]):
                         return self.latest_offset(start, max_rows, cap)
                     now, change = change.after, None  # gone again: the batch passes it by
                 if change is not None:
-                    progress = self._stop_again(change, progress)
-                    offset = dataclasses.replace(offset, tables=progress)
                     self._check_followable(change, progress, tables[change.table_id])
                     if change.boundary <= position:  # the change is next: a batch of its own
                         return self._schema_batch(offset, change)
@@ -214,8 +239,12 @@ class IncrementalSource(Generic[P, T]):
                     held = change.table_id
             if now > position:
                 position = now
+        # the log is seen change-free up to its end now: every chunk read of an earlier
+        # batch happened before now, so none crossed a change (see ChunkSpan)
+        clear = offset.bounded or self.head is None or position >= self.head
         chunk_size = self.settings.chunk_size
         new_progress = dict(progress)
+        planned: set[TableId] = set()
         for table_id in sorted(progress):
             if budget is not None and budget <= 0:
                 break
@@ -225,7 +254,7 @@ class IncrementalSource(Generic[P, T]):
             if table_id == held:
                 continue
             max_chunks = 1 << 30 if budget is None else max(1, math.ceil(budget / chunk_size))
-            if table_progress.done:  # a re-read on demand
+            if _rereading(table_progress):  # a re-read on demand, or after a schema change
                 chunks, after = self._plan_again(table_id, table_progress, max_chunks)
             else:
                 chunks = self._planner(table_id).plan(table_progress, max_chunks)
@@ -236,16 +265,25 @@ class IncrementalSource(Generic[P, T]):
                     else TableProgress(started=True, cursor=last.hi)
                 )
                 after = dataclasses.replace(after, schema=table_progress.schema)
+            span = ChunkSpan(chunks[0].lo, chunks[-1].hi)
+            if not clear and table_progress.chunks is not None:
+                span = _union(table_progress.chunks, span, self._order(self.tables[table_id]))
+            after = dataclasses.replace(after, chunks=span)
+            planned.add(table_id)
             new_progress[table_id] = after
             self._plans[_plan_key(table_id, table_progress, after)] = chunks
             if budget is not None:
                 budget -= len(chunks) * chunk_size
+        if clear:
+            for table_id, table_progress in new_progress.items():
+                if table_id not in planned and table_progress.chunks is not None:
+                    new_progress[table_id] = dataclasses.replace(table_progress, chunks=None)
         return dataclasses.replace(offset, log=position, tables=new_progress).to_json()
 
     def _plan_again(
         self, table_id: TableId, progress: TableProgress, max_chunks: int
     ) -> tuple[list[Chunk], TableProgress]:
-        """The next chunks of a done table's re-read, cut at its range's end."""
+        """The next chunks of a table's re-read, cut at its range's end."""
         again = progress.again
         assert again is not None
         planned = self._planner(table_id).plan(again.view, max_chunks)
@@ -299,7 +337,15 @@ class IncrementalSource(Generic[P, T]):
         named = signal.tables(tables)
         if signal.type == STOP:
             for table_id in named:
-                if tables[table_id].again is not None:
+                again = tables[table_id].again
+                if again is not None and again.signal == SCHEMA_CHANGE_READ:
+                    log.info(
+                        "signal %r: %s is read again after a schema change, which no signal "
+                        "stops (rows would be missing)",
+                        signal.id,
+                        table_id,
+                    )
+                elif again is not None:
                     tables[table_id] = dataclasses.replace(tables[table_id], again=None)
                     log.info("signal %r: re-read of %s stopped", signal.id, table_id)
             return paused
@@ -309,6 +355,13 @@ class IncrementalSource(Generic[P, T]):
                 log.info("signal %r: %s is still in its first snapshot", signal.id, table_id)
                 continue
             lo, hi = self._key_range(signal, table_id)
+            running = tables[table_id].again
+            if running is not None and running.signal == SCHEMA_CHANGE_READ and not running.done:
+                # the range a schema change left to read again stays in the new re-read
+                rest = running.view.cursor if running.started else running.lo
+                order = self._order(self.tables[table_id])
+                both = _union(ChunkSpan(lo, hi), ChunkSpan(rest, running.hi), order)
+                lo, hi = both.lo, both.hi
             changes[table_id] = Resnapshot(f"{signal.id}@{mark}", lo, hi)
         for table_id, again in changes.items():  # the whole signal checked before any of it
             tables[table_id] = dataclasses.replace(tables[table_id], again=again)
@@ -329,23 +382,32 @@ class IncrementalSource(Generic[P, T]):
             raise SignalError(f"signal {signal.id!r}: the key range of {table_id} is empty")
         return lo, hi
 
-    def _stop_again(
-        self, change: SchemaChange[P, T], progress: dict[TableId, TableProgress]
-    ) -> dict[TableId, TableProgress]:
-        """A schema change of a table being re-read stops the re-read (its chunks would be
-        read in one shape and normalised in the other). Nothing is lost: its log changes
-        were emitted all along; the signal can be sent again."""
-        current = progress.get(change.table_id)
-        if current is None or current.again is None or current.again.done:
-            return progress
-        log.warning(
-            "re-read of %s (signal %s) stopped by the schema change %s: send the signal "
-            "again to read it in its new shape",
-            change.table_id,
-            current.again.signal,
-            change.describe(),
+    def _read_again(self, table_id: TableId, current: TableProgress) -> TableProgress:
+        """The table's progress in the batch of a change of its columns: the chunks read
+        since the log was last seen change-free (``current.chunks``) may have been read
+        after the change, when they cannot be read in their batch's shape, and then their
+        partitions emitted nothing (ChunkCrossedChange). So their key range is read again
+        in the new shape, as a re-read (upserts; a running re-read goes on from there),
+        while the table's own cursor stays: every log change of the keys below it, deletes
+        included, is still emitted."""
+        span = current.chunks
+        if span is None:
+            return current
+        current = dataclasses.replace(current, chunks=None)
+        order = self._order(self.tables[table_id])
+        log.info(
+            "%s: reading chunk keys %r to %r again after its schema change",
+            table_id,
+            span.lo,
+            span.hi,
         )
-        return {**progress, change.table_id: dataclasses.replace(current, again=None)}
+        again = current.again
+        if again is not None and not again.done:
+            wider = _union(ChunkSpan(again.lo, again.hi), span, order)
+            new = Resnapshot(again.signal, span.lo, wider.hi)
+        else:
+            new = Resnapshot(SCHEMA_CHANGE_READ, span.lo, span.hi)
+        return dataclasses.replace(current, again=new)
 
     @property
     def _watch_created(self) -> bool:
@@ -383,6 +445,7 @@ class IncrementalSource(Generic[P, T]):
         entry takes its new columns (the batch has no rows, see :meth:`partitions`)."""
         assert change.table is not None
         progress = dict(offset.tables)
+        progress[change.table_id] = self._read_again(change.table_id, progress[change.table_id])
         schema = {
             "table": self.dialect.table_to_json(change.table),
             "change": change.statement,
@@ -479,11 +542,12 @@ class IncrementalSource(Generic[P, T]):
         per_partition = max(1, self.settings.rows_per_partition // self.settings.chunk_size)
         rests: list[tuple[T, tuple[Chunk, ...], bool]] = []
         for table_id in sorted(after):
-            if before.get(table_id, TableProgress()) == after[table_id]:
+            if _reads(before.get(table_id, TableProgress())) == _reads(after[table_id]):
                 continue
             key = _plan_key(table_id, before[table_id], after[table_id])
             chunks = self._plans.pop(key, None)
-            again = before[table_id].done
+            # a re-read (on demand, or after a schema change): upserts
+            again = _rereads(before[table_id], after[table_id])
             if chunks is None:  # planned in another process, or replayed after a restart
                 chunks = self._chunks_between(table_id, before[table_id], after[table_id])
             table = shapes[table_id]
@@ -529,8 +593,8 @@ class IncrementalSource(Generic[P, T]):
         cursors of a done table (from the range's start when the re-read is new in the
         batch; none when it was stopped or had finished before the batch)."""
         planner = self._planner(table_id)
-        if not before.done:
-            return planner.chunks_between(before, after)
+        if not _rereads(before, after):
+            return planner.chunks_between(_cursor(before), _cursor(after))
         new = after.again
         if new is None or not new.started:
             return []
@@ -668,12 +732,23 @@ class IncrementalSource(Generic[P, T]):
         return ChangelogBatchBuilder(schema, len(table.column_names), table.table_id, constants)
 
     def _read_chunks(self, spec: ChunkRead[P, T]) -> Iterator[pa.RecordBatch]:
+        """The chunks' rows as of the batch's end. Chunks whose table changed its columns
+        between the batch's end and their read emit nothing: the change's own batch has
+        their key range read again in the new shape (progress.py, ``ChunkSpan``)."""
         builder = self._builder(spec.table, spec.envelope)
         at = dt.datetime.now(dt.timezone.utc)
         chunks = self.dialect.read_chunks(spec.table, spec.chunks, spec.target, spec.reader)
         kind = ChangeType.UPDATE_POSTIMAGE if spec.again else ChangeType.INSERT
-        for rows in chunks:
-            yield builder.snapshot_batch(rows, spec.target.version, at, kind)
+        try:
+            for rows in chunks:
+                yield builder.snapshot_batch(rows, spec.target.version, at, kind)
+        except ChunkCrossedChange as exc:
+            log.info(
+                "chunks of %s from %r: %s; they are read again after the change",
+                spec.table.table_id,
+                spec.chunks[0].lo,
+                exc,
+            )
 
     def _read_log(self, spec: LogRead[P, T]) -> Iterator[pa.RecordBatch]:
         """One log partition's changes as Arrow batches of at least ``MIN_BATCH_ROWS`` rows
@@ -762,6 +837,45 @@ def _cut(chunks: list[Chunk], hi: Key, order: KeyOrder) -> tuple[list[Chunk], bo
             return out, True
         out.append(chunk)
     return out, False
+
+
+#: How often the start discovers the tables again while their columns change under it.
+START_ATTEMPTS = 5
+#: The ``signal`` of a re-read a schema change started (ChunkSpan).
+SCHEMA_CHANGE_READ = "schema-change"
+
+
+def _union(a: ChunkSpan, b: ChunkSpan, order: KeyOrder) -> ChunkSpan:
+    """The smallest key range holding both (None: open)."""
+
+    def lower(x: Key, y: Key) -> Key:
+        return None if x is None or y is None else min(x, y, key=order.sort_key)
+
+    def upper(x: Key, y: Key) -> Key:
+        return None if x is None or y is None else max(x, y, key=order.sort_key)
+
+    return ChunkSpan(lower(a.lo, b.lo), upper(a.hi, b.hi))
+
+
+def _reads(progress: TableProgress) -> TableProgress:
+    """What decides a batch's chunk reads (not the chunk span bookkeeping)."""
+    return dataclasses.replace(progress, chunks=None)
+
+
+def _rereading(progress: TableProgress) -> bool:
+    """A re-read runs: its chunks come before the snapshot's."""
+    return progress.again is not None and not progress.again.done
+
+
+def _rereads(before: TableProgress, after: TableProgress) -> bool:
+    """Whether the batch from ``before`` to ``after`` read chunks of a re-read (a done
+    table reads no others; a table in its snapshot reads a re-read's chunks first)."""
+    return before.done or (after.again is not None and after.again != before.again)
+
+
+def _cursor(progress: TableProgress) -> TableProgress:
+    """The snapshot's own cursor (what its chunks are planned from)."""
+    return TableProgress(progress.started, progress.cursor, progress.done)
 
 
 def _range_text(again: Resnapshot) -> str:

@@ -14,6 +14,14 @@ so a replayed batch and a restart decode its rows with the shape they had there
 A table whose snapshot is done may be read again on demand (a signal,
 snapshot/signal.py): ``again`` is that re-read's own cursor (:class:`Resnapshot`), while
 the table itself stays done, so every log change of it is still emitted.
+
+Chunks are read after their batch was planned, so a change of the table's columns can land
+between a batch's end and its chunk reads; such chunks cannot be read in the batch's shape,
+and their partitions emit nothing (docs/design.md, "Schema changes"). So every batch that
+reads chunks of a table marks their key range (``chunks``, a :class:`ChunkSpan`), and the
+change's own batch has that range read again after the change, as a re-read (``again``;
+also of a table still in its snapshot, whose cursor stays: the log changes of keys below
+it, deletes included, keep flowing while the range is read again).
 """
 
 from __future__ import annotations
@@ -26,6 +34,22 @@ from decimal import Decimal
 from typing import Any
 
 from sparkcdc.snapshot.chunks import Key
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """The key range ``[lo, hi)`` (None: open) of the chunks that batches read since the
+    driver last saw the log change-free up to its end."""
+
+    lo: Key = None
+    hi: Key = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": encode_key(self.lo), "to": encode_key(self.hi)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChunkSpan:
+        return cls(decode_key(data.get("from")), decode_key(data.get("to")))
 
 
 @dataclass(frozen=True)
@@ -89,6 +113,8 @@ class TableProgress:
     schema: Mapping[str, Any] | None = None
     #: A re-read of the done table on demand, while its log changes keep flowing.
     again: Resnapshot | None = None
+    #: The key range of the chunks read since the log was last seen change-free.
+    chunks: ChunkSpan | None = None
 
     @property
     def reading(self) -> bool:
@@ -110,17 +136,21 @@ class TableProgress:
             data["schema"] = dict(self.schema)
         if self.again is not None:
             data["again"] = self.again.to_json()
+        if self.chunks is not None:
+            data["chunks"] = self.chunks.to_json()
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableProgress:
         schema = data.get("schema")
+        chunks = ChunkSpan.from_json(data["chunks"]) if "chunks" in data else None
+        again = Resnapshot.from_json(data["again"]) if "again" in data else None
         if data.get("done"):
-            again = Resnapshot.from_json(data["again"]) if "again" in data else None
-            return cls(started=True, done=True, schema=schema, again=again)
+            return cls(started=True, done=True, schema=schema, again=again, chunks=chunks)
         if "cursor" in data:
-            return cls(started=True, cursor=decode_key(data["cursor"]), schema=schema)
-        return cls(schema=schema)
+            cursor = decode_key(data["cursor"])
+            return cls(True, cursor, schema=schema, again=again, chunks=chunks)
+        return cls(schema=schema, again=again, chunks=chunks)
 
 
 def encode_key(value: Key) -> Any:

@@ -19,6 +19,7 @@ from sparkcdc.connectors.mysql.snapshot.chunk_query import chunk_query
 from sparkcdc.connectors.mysql.snapshot.consistent import (
     Overrides,
     consistent_snapshot,
+    crossed_change,
     partition_keys,
 )
 from sparkcdc.core.rows import Row
@@ -54,6 +55,11 @@ def read_chunks_classic(
     try:
         with consistent_snapshot(conn, config, table, keys, target, server_id) as overrides:
             yield from _read(conn, config, table, chunks, keys, overrides)
+    except Exception as exc:
+        crossed = crossed_change(exc)
+        if crossed is None:
+            raise
+        raise crossed from exc
     finally:
         conn.close()
 

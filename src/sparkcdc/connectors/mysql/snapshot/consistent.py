@@ -6,6 +6,12 @@ load), then one ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY`` (MVCC,
 whose exact binlog position S MariaDB reports; the log window between S and the target
 position P is read once and folded into per-key overrides (snapshot/normalize.py). Only how
 rows are fetched differs between the readers.
+
+A change of the table's columns between P and S (the chunk is read after its batch was
+planned) makes the chunk unreadable in the batch's shape: the window then holds a table map
+with other columns, or the SELECT names a column that is gone. Both raise
+:class:`ChunkCrossedChange`; the chunk's range is read again after the change
+(snapshot/progress.py, ``ChunkSpan``).
 """
 
 from __future__ import annotations
@@ -21,12 +27,25 @@ from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import with_retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
+from sparkcdc.core.errors import ChunkCrossedChange, SchemaError
 from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import PartitionKeys
 from sparkcdc.snapshot.normalize import backward_overrides, forward_overrides
 
 Overrides = dict[Any, Row | None]
+#: MySQL's ER_BAD_FIELD_ERROR: a SELECT of a column the table no longer has.
+UNKNOWN_COLUMN = 1054
+
+
+def crossed_change(exc: BaseException) -> ChunkCrossedChange | None:
+    """The chunk read's error as a crossed change, if it is one (a column gone since the
+    batch was planned); None for any other error."""
+    args = getattr(exc, "args", ())
+    if not args or args[0] != UNKNOWN_COLUMN:
+        return None
+    detail = args[1] if len(args) > 1 else str(exc)
+    return ChunkCrossedChange(f"a column of the batch is gone ({detail})")
 
 
 def partition_keys(
@@ -83,5 +102,8 @@ def window_overrides(
             or (c.after is not None and relevant(c.after))
         ]
 
-    changes = with_retries(config, f"reading the binlog window {low}..{high}", window)
+    try:
+        changes = with_retries(config, f"reading the binlog window {low}..{high}", window)
+    except SchemaError as exc:  # a table map with other columns, or the table dropped
+        raise ChunkCrossedChange(f"its window {low}..{high} crosses a change: {exc}") from exc
     return forward_overrides(changes, key_of) if forward else backward_overrides(changes, key_of)

@@ -33,7 +33,11 @@ from sparkcdc.connectors.mysql.server.connection import open_with_retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type, value_family
 from sparkcdc.connectors.mysql.snapshot.chunk_query import chunk_query
-from sparkcdc.connectors.mysql.snapshot.consistent import consistent_snapshot, partition_keys
+from sparkcdc.connectors.mysql.snapshot.consistent import (
+    consistent_snapshot,
+    crossed_change,
+    partition_keys,
+)
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.normalize import apply_overrides
@@ -245,6 +249,11 @@ def read_chunks_native(
                 patched = apply_overrides(rows, overrides, keys.key_of, keys.in_partition)
                 while batch := list(itertools.islice(patched, batch_rows)):
                     yield ChunkRows(batch)
+    except Exception as exc:
+        crossed = crossed_change(exc)
+        if crossed is None:
+            raise
+        raise crossed from exc
     finally:
         conn.close()
 

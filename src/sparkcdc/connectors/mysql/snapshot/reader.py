@@ -50,6 +50,9 @@ def reader_for(config: MySqlSourceConfig) -> str:
 
 
 _explained: list[str] = []
+#: MySQL's ER_TABLE_DEF_CHANGED, and how often a read is made again for it.
+TABLE_DEF_CHANGED = 1412
+TABLE_DEF_RETRIES = 3
 
 
 def read_chunks(
@@ -59,7 +62,33 @@ def read_chunks(
     target: BinlogPosition,
     server_id: int,
 ) -> Iterator[ChunkRows]:
-    """The rows of ``chunks`` as of ``target``, by the reader ``reader_for`` picks."""
+    """The rows of ``chunks`` as of ``target``, by the reader ``reader_for`` picks.
+
+    A DDL of the table between the read's consistent snapshot and its SELECT fails the
+    SELECT with ER_TABLE_DEF_CHANGED (1412): the read is made again in a new snapshot,
+    whose log window then holds the DDL (a change of the columns is then found there,
+    ChunkCrossedChange; any other DDL changes nothing)."""
+    for attempt in range(1, TABLE_DEF_RETRIES + 1):
+        yielded = False
+        try:
+            for rows in _read_once(config, table, chunks, target, server_id):
+                yielded = True
+                yield rows
+            return
+        except Exception as exc:
+            args = getattr(exc, "args", ())
+            if yielded or not args or args[0] != TABLE_DEF_CHANGED or attempt == TABLE_DEF_RETRIES:
+                raise
+            log.info("%s changed while its chunks were read; reading them again", table.table_id)
+
+
+def _read_once(
+    config: MySqlSourceConfig,
+    table: CapturedTable,
+    chunks: Sequence[Chunk],
+    target: BinlogPosition,
+    server_id: int,
+) -> Iterator[ChunkRows]:
     if reader_for(config) == "native":
         return read_chunks_native(
             config, table, chunks, target, server_id, native_batch_rows(config)

@@ -1,0 +1,273 @@
+"""Random DDL of every followed kind interleaved with random DML, during a table's
+snapshot and while it streams, into Delta and PostgreSQL, per ``schema.change.behavior``.
+
+The expected target is computed here, independently of the product's code:
+
+* ``evolve``: the target is the table (read from MariaDB at the end), column for column;
+* ``lenient``: a model of the target. Every name the table ever had is a target column;
+  a row's target values are its values at its last write (or at its snapshot read), with
+  NULL in every name the table did not have then. A row's snapshot read can happen at any
+  moment between its last write and the end of the snapshot, so for such rows any of
+  those moments' shapes is accepted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.runner import prepare
+from tests.support.pipelines import (
+    at_or_after,
+    committed_offsets,
+    master_position,
+    pipeline_file,
+    postgres_sink_block,
+    snapshot_done,
+    wait_until,
+)
+
+ROWS = 1000
+STEPS = 40
+#: Column names and the type each always has (a name added again gets its type again).
+POOL = {**{f"i{n}": "INT" for n in range(1, 6)}, **{f"s{n}": "VARCHAR(8)" for n in range(1, 6)}}
+WIDER = {"INT": "BIGINT", "VARCHAR(8)": "VARCHAR(32)"}
+
+
+_IDENTS = itertools.count()
+
+
+@dataclass
+class Column:
+    """A column of the table, by identity (a rename keeps it, a drop ends it)."""
+
+    name: str
+    kind: str
+    ident: int = field(default_factory=lambda: next(_IDENTS))
+
+
+@dataclass
+class Model:
+    """The table as the test changed it, with the history the lenient target needs."""
+
+    columns: list[Column]
+    #: row key -> (column identity -> value), the table's rows.
+    rows: dict[int, dict[int, Any]] = field(default_factory=dict)
+    #: (identity, name) of the columns after each DDL ("epochs"), oldest first.
+    shapes: list[list[tuple[int, str]]] = field(default_factory=list)
+    #: row key -> the epoch of its last write by the test (0: only the initial load).
+    written: dict[int, int] = field(default_factory=dict)
+    #: Every name the table ever had but the key's, in order of first appearance.
+    names: list[str] = field(default_factory=list)
+
+    @property
+    def epoch(self) -> int:
+        return len(self.shapes) - 1
+
+    def shape(self) -> None:
+        self.shapes.append([(c.ident, c.name) for c in self.columns])
+        for column in self.columns:
+            if column.name != "id" and column.name not in self.names:
+                self.names.append(column.name)
+
+    def target_row(self, key: int, epoch: int) -> tuple[Any, ...]:
+        """The lenient target's row of ``key`` written with the table's shape at ``epoch``."""
+        by_name = {name: self.rows[key].get(ident) for ident, name in self.shapes[epoch]}
+        return (key, *(by_name.get(n) for n in self.names))
+
+
+def value(rng: random.Random, kind: str) -> Any:
+    if rng.random() < 0.15:
+        return None
+    if kind in ("INT", "BIGINT"):
+        return rng.randint(-1000, 1000)
+    return "".join(rng.choices("abcxyz", k=rng.randint(0, 8)))
+
+
+def ddl(rng: random.Random, model: Model) -> str | None:
+    """A random followed ALTER TABLE, applied to the model; None if none fits now."""
+    present = {c.name for c in model.columns}
+    free = [n for n in POOL if n not in present]
+    kind = rng.choice(["add", "add", "drop", "rename", "change", "widen"])
+    if kind == "add" and free:
+        name = rng.choice(free)
+        column = Column(name, POOL[name])
+        where = rng.choice(["", " FIRST", "after"])
+        if where == "after":
+            after = rng.choice(model.columns[1:] or model.columns[:1])
+            where = f" AFTER {after.name}"
+            model.columns.insert(model.columns.index(after) + 1, column)
+        elif where == " FIRST":
+            model.columns.insert(0, column)
+        else:
+            model.columns.append(column)
+        return f"ALTER TABLE t ADD COLUMN {name} {column.kind}{where}"
+    others = [c for c in model.columns if c.name != "id"]
+    if not others:
+        return None
+    column = rng.choice(others)
+    if kind == "drop":
+        model.columns.remove(column)
+        return f"ALTER TABLE t DROP COLUMN {column.name}"
+    if kind in ("rename", "change"):
+        names = [n for n in free if POOL[n] == POOL[column.name]]
+        if not names:
+            return None
+        old, column.name = column.name, rng.choice(names)
+        if kind == "rename":
+            return f"ALTER TABLE t RENAME COLUMN {old} TO {column.name}"
+        return f"ALTER TABLE t CHANGE {old} {column.name} {column.kind}"
+    if kind == "widen" and column.kind in WIDER:
+        column.kind = WIDER[column.kind]
+        return f"ALTER TABLE t MODIFY {column.name} {column.kind}"
+    return None
+
+
+def dml(rng: random.Random, model: Model) -> tuple[str, tuple[Any, ...]]:
+    """A random write of one row, applied to the model."""
+    key = rng.randint(1, ROWS + 300)
+    others = [c for c in model.columns if c.name != "id"]
+    model.written[key] = model.epoch
+    if key in model.rows and rng.random() < 0.2:
+        del model.rows[key]
+        return "DELETE FROM t WHERE id = %s", (key,)
+    values = {c.ident: value(rng, c.kind) for c in others}
+    if key in model.rows:
+        model.rows[key].update(values)
+    else:
+        model.rows[key] = values
+    names = ", ".join(c.name for c in others)
+    sets = ", ".join(f"{c.name} = VALUES({c.name})" for c in others) or "id = id"
+    marks = ", ".join(["%s"] * (len(others) + 1))
+    return (
+        f"INSERT INTO t (id{', ' if others else ''}{names}) VALUES ({marks}) "
+        f"ON DUPLICATE KEY UPDATE {sets}",
+        (key, *(values[c.ident] for c in others)),
+    )
+
+
+def target_rows(
+    spark: Any, sink: str, scratch: Path, postgres: EmbeddedPostgres, pg_db: str, db: str
+) -> dict[str, dict[int, Any]]:
+    """The target of t, as column name -> (key -> value)."""
+    if sink == "delta":
+        frame = spark.read.format("delta").load(str(scratch / "lake" / db / "t"))
+        names, rows = frame.columns, [tuple(r) for r in frame.collect()]
+    else:
+        with postgres.connect(pg_db) as conn:
+            cursor = conn.execute(f'SELECT * FROM "{db}".t')
+            names = [d.name for d in cursor.description]
+            rows = [tuple(r) for r in cursor.fetchall()]
+    key = names.index("id")
+    return {n: {r[key]: r[i] for r in rows} for i, n in enumerate(names)}
+
+
+def source_rows(mariadb: EmbeddedMariaDB, db: str) -> dict[str, dict[int, Any]]:
+    names = [r[0] for r in mariadb.execute("SHOW COLUMNS FROM t", database=db)]
+    rows = mariadb.execute("SELECT * FROM t", database=db)
+    key = names.index("id")
+    return {n: {r[key]: r[i] for r in rows} for i, n in enumerate(names)}
+
+
+@pytest.mark.parametrize(
+    ("behavior", "sink"),
+    [("evolve", "delta"), ("evolve", "jdbc-postgres"), ("lenient", "delta")],
+)
+def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    behavior: str,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seed = random.randrange(10**6)
+    rng = random.Random(seed)
+    model = Model([Column("id", "INT"), Column("i1", "INT"), Column("s1", "VARCHAR(8)")])
+    model.shape()
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, i1 INT, s1 VARCHAR(8))", database=mysql_db)
+    mariadb.execute("CREATE TABLE u (id INT PRIMARY KEY)", database=mysql_db)  # the envelope
+    initial = []
+    for key in range(1, ROWS + 1):
+        i1, s1 = value(rng, "INT"), value(rng, "VARCHAR(8)")
+        model.rows[key] = {model.columns[1].ident: i1, model.columns[2].ident: s1}
+        model.written[key] = 0
+        initial.append((key, i1, s1))
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", initial)
+    if sink == "delta":
+        block = "type: delta\npath: lake"
+    else:
+        block = postgres_sink_block(postgres, pg_db, monkeypatch)
+    path = pipeline_file(
+        scratch,
+        mariadb,
+        f"{mysql_db}.(t|u)",
+        block,
+        max_rows=150,
+        trigger="200ms",
+        blocks=f"  schema.change.behavior: {behavior}\n",
+    )
+    checkpoint = scratch / "checkpoint"
+    run = prepare(load_pipeline(path), spark=spark)
+    run.start()
+    statements: list[str] = []
+    snapshot_end: int | None = None  # the last epoch a snapshot read can have
+    try:
+        for _ in range(STEPS):
+            assert run.active, f"the pipeline stopped: {run.query.exception()} ({seed=})"
+            if snapshot_end is None and any(
+                snapshot_done(o) for o in committed_offsets(checkpoint)
+            ):
+                snapshot_end = model.epoch
+            if rng.random() < 0.3:
+                statement = ddl(rng, model)
+                if statement is not None:
+                    mariadb.execute(statement, database=mysql_db)
+                    statements.append(statement)
+                    model.shape()
+                    continue
+            for _ in range(rng.randint(1, 5)):
+                sql, args = dml(rng, model)
+                mariadb.execute(sql, args, database=mysql_db)
+            time.sleep(rng.uniform(0.0, 0.3))
+        file, pos = master_position(mariadb)
+
+        def caught_up() -> bool:
+            assert run.active, f"the pipeline stopped: {run.query.exception()} ({seed=})"
+            offsets = committed_offsets(checkpoint)
+            return any(at_or_after(o, file, pos) and snapshot_done(o) for o in offsets)
+
+        wait_until(caught_up, "the pipeline to catch up")
+    finally:
+        run.stop()
+    if snapshot_end is None:
+        snapshot_end = model.epoch
+    found = target_rows(spark, sink, scratch, postgres, pg_db, mysql_db)
+    story = f"seed {seed}, {behavior}, {sink}; DDL: {statements}"
+    if behavior == "evolve":
+        expected = source_rows(mariadb, mysql_db)
+        assert list(found) == list(expected) or sink != "delta", story
+        assert sorted(found) == sorted(expected), story
+        for name, column in expected.items():
+            assert found[name] == column, f"column {name} differs; {story}"
+        return
+    assert sorted(found) == sorted(["id", *model.names]), story
+    names = ["id", *model.names]
+    for key in model.rows:
+        row = tuple(found[n].get(key) for n in names)
+        last = model.written[key]
+        accepted = {model.target_row(key, e) for e in range(last, max(last, snapshot_end) + 1)}
+        assert row in accepted, f"row {key}: {row} not in {sorted(accepted, key=str)}; {story}"
+    assert set(found["id"]) == set(model.rows), story
