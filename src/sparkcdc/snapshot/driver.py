@@ -274,18 +274,11 @@ class IncrementalSource(Generic[P, T]):
             self._plans[_plan_key(table_id, table_progress, after)] = chunks
             if budget is not None:
                 budget -= len(chunks) * chunk_size
-        cleared = []
         if clear:
             for table_id, table_progress in new_progress.items():
                 if table_id not in planned and table_progress.chunks is not None:
                     new_progress[table_id] = dataclasses.replace(table_progress, chunks=None)
-                    cleared.append(table_id)
-        end = dataclasses.replace(offset, log=position, tables=new_progress).to_json()
-        if cleared:  # a batch that would only clear spans is no batch: they stay till the next
-            kept = {**new_progress, **{t: progress[t] for t in cleared}}
-            if dataclasses.replace(offset, log=position, tables=kept).to_json() == start:
-                return start
-        return end
+        return dataclasses.replace(offset, log=position, tables=new_progress).to_json()
 
     def _plan_again(
         self, table_id: TableId, progress: TableProgress, max_chunks: int
