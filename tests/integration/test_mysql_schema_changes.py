@@ -21,12 +21,13 @@ from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.inprocess import run_batches
 
 
-def source(mariadb: EmbeddedMariaDB, database: str) -> MySqlCdcSource:
+def source(mariadb: EmbeddedMariaDB, database: str, **extra: str) -> MySqlCdcSource:
     options = {
         **mariadb.source_options(),
         "database-name": database,
         "table-name": "t",
         "server-id": "6200-6210",
+        **extra,
     }
     return MySqlCdcSource(parse_config(options))
 
@@ -269,7 +270,6 @@ def test_a_change_of_the_chunk_key_while_a_table_is_snapshotted_stops_the_stream
 @pytest.mark.parametrize(
     ("statement", "expected"),
     [
-        ("TRUNCATE TABLE t", r"of {db}\.t .*TRUNCATE: the changelog would keep the rows"),
         ("DROP TABLE t", r"of {db}\.t .*DROP: "),
         ("RENAME TABLE t TO t_old", r"of {db}\.t .*RENAME: .*missed under its new name"),
         ("ALTER TABLE t RENAME TO t_old", r"of {db}\.t .*RENAME: "),
@@ -281,7 +281,7 @@ def test_a_change_of_the_chunk_key_while_a_table_is_snapshotted_stops_the_stream
         ("TRUNCATE TABLE other", None),
     ],
 )
-def test_a_truncate_drop_or_rename_stops_the_stream_at_planning(
+def test_a_drop_or_rename_stops_the_stream_at_planning(
     mariadb: EmbeddedMariaDB, mysql_db: str, statement: str, expected: str | None
 ) -> None:
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=mysql_db)
@@ -300,6 +300,46 @@ def test_a_truncate_drop_or_rename_stops_the_stream_at_planning(
         assert "new checkpoint" in str(stopped.value)
     finally:
         cdc.close()
+
+
+def test_a_truncate_stops_the_stream_or_is_a_batch_of_its_own_recorded_in_the_offset(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """``truncate.handling.mode``: ``fail`` (the default) stops at planning, naming the
+    statement and the option; ``skip`` makes the truncate a batch of its own (no rows),
+    whose offset records it, each truncate with its own position; rows around it flow."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mysql_db)
+    mariadb.execute("INSERT INTO t VALUES (1, 1), (2, 2)", database=mysql_db)
+    stopping = source(mariadb, mysql_db)
+    try:
+        offset = run_batches(stopping, None, lambda rows: None)
+        mariadb.execute("/* nightly */ TRUNCATE TABLE `t`", database=mysql_db)
+        with pytest.raises(SchemaError, match=r"TRUNCATE of .*t.*truncate\.handling\.mode"):
+            run_batches(stopping, offset, lambda rows: None)
+    finally:
+        stopping.close()
+
+    cdc = source(mariadb, mysql_db, **{"truncate.handling.mode": "skip"})
+    batches: list[list[tuple[str, int]]] = []
+    ends: list[Any] = []
+    try:
+        mariadb.execute("INSERT INTO t VALUES (3, 3)", database=mysql_db)
+        mariadb.execute("TRUNCATE t", database=mysql_db)
+        mariadb.execute("INSERT INTO t VALUES (4, 4)", database=mysql_db)
+        run_batches(
+            cdc,
+            offset,
+            lambda rows: batches.append([(r["_change_type"], r["id"]) for r in rows]),
+            ends=ends,
+        )
+    finally:
+        cdc.close()
+    # the first truncate, the insert, the second truncate, the insert: each alone
+    assert batches == [[], [("insert", 3)], [], [("insert", 4)]]
+    marks = [e["tables"][f"{mysql_db}.t"]["schema"] for e in ends]
+    assert "TRUNCATE" in marks[0]["change"] and marks[2]["change"] == "TRUNCATE t"
+    assert marks[0]["truncated"] != marks[2]["truncated"]
+    assert marks[1]["truncated"] == marks[0]["truncated"]  # kept until the next change
 
 
 def test_the_log_split_cut_from_the_planning_walk_is_the_split_walked_again(

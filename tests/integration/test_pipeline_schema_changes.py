@@ -149,12 +149,14 @@ def test_lenient_follows_adds_drops_renames_and_widening_while_streaming(
     )
 
 
-def test_ignore_keeps_the_target_columns(
+def test_ignore_keeps_the_target_columns_and_rows(
     spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, scratch: Path
 ) -> None:
+    """Up to the drop of b and an update after it, then a TRUNCATE (not applied: the
+    rows stay) and a row after it."""
     create_tables(mariadb, mysql_db)
     path = delta_pipeline(scratch, mariadb, mysql_db, "ignore")
-    script = SCRIPT[:7]  # up to the drop of b and an update after it
+    script = [*SCRIPT[:7], "TRUNCATE TABLE t", "INSERT INTO t VALUES (9, 9, 90)"]
     run_script(spark, mariadb, path, mysql_db, script)
     frame = spark.read.format("delta").load(str(scratch / "lake" / mysql_db / "t"))
     assert tuple(frame.columns) == ("id", "a", "b")
@@ -164,6 +166,7 @@ def test_ignore_keeps_the_target_columns(
         3: (3, 3, "z"),
         4: (4, 4, "w"),
         5: (5, 5, "v"),
+        9: (9, 9, None),
     }
 
 

@@ -23,6 +23,7 @@ from sparkcdc.pipeline.evolution import BEHAVIORS
 from sparkcdc.pipeline.rules import RouteRule, TransformRule, load_routes, load_transforms
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
 from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
+from sparkcdc.snapshot.options import TRUNCATE_HANDLING
 
 BLOCKS = ("source", "sink", "pipeline")
 #: Optional blocks: lists of rules (pipeline/rules.py).
@@ -133,11 +134,16 @@ class PipelineDefinition:
 
     def stream_options(self) -> dict[str, str]:
         """Options for the connector's Spark format, including the pipeline's read limit
-        and signal file."""
+        and signal file. Truncates pass the stream (``truncate.handling.mode: skip``) unless
+        the source block says otherwise: the runner applies them as
+        ``schema.change.behavior`` says (pipeline/truncates.py)."""
         options = dict(self.source_options)
         if self.settings.max_rows_per_trigger is not None:
             options["maxRowsPerTrigger"] = str(self.settings.max_rows_per_trigger)
         options["signal.file"] = str(self.signal_file)
+        given = {k.lower() for k in options}
+        if TRUNCATE_HANDLING.name not in given and TRUNCATE_HANDLING in self.connector.specs:
+            options[TRUNCATE_HANDLING.name] = "skip"
         return options
 
 

@@ -150,6 +150,12 @@ class PipelineMetrics:
             else:
                 self._state.targets[table] = target
 
+    def truncate_applied(self, table: TableId) -> None:
+        """A TRUNCATE of ``table`` emptied its target (counted with the schema changes)."""
+        with self._lock:
+            counts = self._state.schema_changes
+            counts[table] = counts.get(table, 0) + 1
+
     def snapshot(self) -> MetricsSnapshot:
         self._refresh_head(force=False)
         with self._lock:

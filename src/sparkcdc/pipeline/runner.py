@@ -35,6 +35,7 @@ from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.tables import captured_tables
 from sparkcdc.pipeline.targets import Target, plan_targets
+from sparkcdc.pipeline.truncates import follow_truncates, new_truncates
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
 from sparkcdc.snapshot.options import ENVELOPE
@@ -251,6 +252,20 @@ class PipelineRun:
                 snapshot_version=version,
                 snapshot_counts={t.table.source: _summed(t, snapshot_rows) for t in self.targets},
             )
+            if offset is not None:
+                previous = batch_offset(checkpoint, batch_id - 1) if batch_id else None
+                truncated = new_truncates(previous, offset)
+                if truncated:
+                    follow_truncates(
+                        self.spark,
+                        truncated,
+                        self.targets,
+                        self.sink,
+                        batch,
+                        self.definition.settings.schema_change_behavior,
+                        self.metrics.truncate_applied,
+                        self.definition.excluded_changes,
+                    )
             self.sink.write(batch)
         finally:
             frame.unpersist()

@@ -135,6 +135,15 @@ class Sink(ABC):
             "set 'schema.change.behavior' to 'exception' to stop at them instead"
         )
 
+    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """The source table was truncated (pipeline/truncates.py): empty its target, before
+        ``batch`` (the truncate's own, which has no rows) is written. Idempotent: the
+        target gets no rows between a truncate and its replay."""
+        del spark, batch
+        raise SparkCdcError(
+            f"the {type(self).__name__} cannot empty its targets (of {table.source})"
+        )
+
     def target_of(self, table: SinkTable) -> str | None:
         """The target ``table`` is written to, as a name that is equal exactly when two
         tables would land in one target (None: this sink writes no shared targets). The

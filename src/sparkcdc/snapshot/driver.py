@@ -446,11 +446,13 @@ class IncrementalSource(Generic[P, T]):
         assert change.table is not None
         progress = dict(offset.tables)
         progress[change.table_id] = self._read_again(change.table_id, progress[change.table_id])
-        schema = {
+        schema: dict[str, Any] = {
             "table": self.dialect.table_to_json(change.table),
             "change": change.statement,
             **change.moves.to_json(),
         }
+        if change.truncated:  # no row says so: the position tells this truncate apart
+            schema["truncated"] = change.after.to_json()
         progress[change.table_id] = dataclasses.replace(progress[change.table_id], schema=schema)
         log.info("schema change of %s: a batch of its own", change.describe())
         return dataclasses.replace(offset, log=change.after, tables=progress).to_json()
@@ -458,6 +460,14 @@ class IncrementalSource(Generic[P, T]):
     def _check_followable(
         self, change: SchemaChange[P, T], progress: Mapping[TableId, TableProgress], old: T
     ) -> None:
+        # a connector without the option finds no truncates to follow
+        if change.truncated and getattr(self.settings, "truncate_handling", "fail") == "fail":
+            raise SchemaError(
+                f"TRUNCATE of {change.describe()}: no row events say which rows it removed, so "
+                "the changelog would keep them. Set option 'truncate.handling.mode' to 'skip' "
+                "to go on past it (a pipeline applies it as 'schema.change.behavior' says), "
+                "or start the stream again from a new checkpoint (a new snapshot)"
+            )
         if change.table is None:
             raise SchemaError(
                 f"schema change of {change.describe()}: {change.problem}. It cannot be "

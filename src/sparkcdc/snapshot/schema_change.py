@@ -1,4 +1,5 @@
-"""A change of a captured table's columns found in the log, as the driver plans around it.
+"""A change of a captured table's columns (or a TRUNCATE of it) found in the log, as the
+driver plans around it.
 
 A micro-batch never spans such a change: the batch before it ends at ``boundary`` (the
 change's transaction start), and the change itself is a batch of its own that moves the
@@ -69,6 +70,10 @@ class SchemaChange(Generic[P, T]):
     created: bool = False
     #: The columns it renamed and dropped.
     moves: ColumnMoves = NO_MOVES
+    #: The statement removed every row (TRUNCATE): ``table`` is the table unchanged. Its
+    #: batch records it in the table's offset entry (``"truncated"``) for the consumer:
+    #: no row says so (``truncate.handling.mode``).
+    truncated: bool = False
 
     def describe(self) -> str:
         text = " ".join(self.statement.split())

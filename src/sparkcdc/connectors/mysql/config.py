@@ -39,6 +39,7 @@ from sparkcdc.snapshot.options import (
     SIGNAL_KAFKA_KEY,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_TOPIC,
+    TRUNCATE_HANDLING,
     SourceConfig,
     TablePatterns,
     capture_patterns,
@@ -197,6 +198,7 @@ SPECS: tuple[OptionSpec, ...] = (
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_KEY,
     ENVELOPE,
+    TRUNCATE_HANDLING,
     OptionSpec(
         "metadata.list",
         metadata_parser(METADATA_COLUMNS),
@@ -251,6 +253,7 @@ class MySqlSourceConfig(SourceConfig):
     snapshot_position: BinlogPosition | None = None
     tls: Mapping[str, str] = field(default_factory=dict)
     snapshot_reader: str = "auto"
+    truncate_handling: str = "fail"
 
     def server_id(self, index: int) -> int:
         """The replication server id of the index-th concurrent binlog reader."""

@@ -58,6 +58,12 @@ class ConsoleSink(Sink):
         print(f"{self._prefix(table.source)}schema change: {columns}", file=self.out)
         self.out.flush()
 
+    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """Prints the truncate (the rows printed before are history, not a table)."""
+        del spark, batch
+        print(f"{self._prefix(table.source)}truncate table", file=self.out)
+        self.out.flush()
+
     def write(self, batch: MicroBatch) -> None:
         from pyspark.sql import functions as F
 

@@ -60,6 +60,8 @@ def folder_name(name: str) -> str:
 APPENDS_FOR = "sparkcdc.appends-for"
 #: The transaction app id suffix of a batch's snapshot append.
 SNAPSHOT_APP = ":snapshot"
+#: The transaction app id suffix of a batch's truncate.
+TRUNCATE_APP = ":truncate"
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -260,6 +262,18 @@ class DeltaSink(Sink):
             else:
                 with _commit_options(spark, batch):
                     self._append(table, changes)
+
+    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """``DELETE`` of every row, a commit of the truncate's batch (skipped on replay, and
+        recording the batch's offset for ``verify``). Upsert targets only: an append-mode
+        target is a history of changes, which a truncate does not rewrite."""
+        if not self.upsert:
+            raise SparkCdcError(
+                f"the target of {table.source} is a history of changes ('changelog-mode: "
+                "append'); a truncate is not applied to it"
+            )
+        with _commit_options(spark, batch, app=TRUNCATE_APP):
+            spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
 
     def _upsert(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
         """Snapshot rows are appended when the target holds only this pipeline's rows (their

@@ -66,6 +66,8 @@ class JdbcSink(Sink):
         self._offsets_sql = ""
         #: Targets known to hold this pipeline's rows only (snapshot rows bulk-loaded).
         self._owned: dict[TableId, bool] = {}
+        #: Targets to empty in the next batch's transaction (:meth:`truncate`).
+        self._truncating: set[TableId] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -211,6 +213,11 @@ class JdbcSink(Sink):
                     conn.rollback()
                     return
                 counts = []
+                for table_id in sorted(self._truncating):
+                    target = self._targets[table_id]
+                    table_sql = self.dialect.table_sql(target.qualifier, target.name)
+                    cur.execute(f"DELETE FROM {table_sql}")
+                    counts.append(f"{table_id}: emptied (TRUNCATE), {cur.rowcount} rows")
                 for table_id, changes in batch.changes.items():
                     if not batch.has_changes(table_id):
                         continue
@@ -229,12 +236,22 @@ class JdbcSink(Sink):
             self._discard()  # rolls back: nothing of this batch stays
             self._owned.clear()  # a mark set in this transaction is gone too
             raise
+        finally:
+            self._truncating.clear()  # a replay of the batch asks again
         log.info(
             "jdbc sink: pipeline %s batch %d applied (%s)",
             batch.pipeline,
             batch.batch_id,
             "; ".join(counts) or "no changes",
         )
+
+    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """The target is emptied (``DELETE``) in the transaction that writes ``batch``,
+        with its offset: a replay the target already has skips both."""
+        del spark, batch
+        if table.source not in self._targets:
+            raise SinkError(f"jdbc sink: {table.source} is not a target the sink was opened with")
+        self._truncating.add(table.source)
 
     def _lock_offsets(self, cur: Any, pipeline: str) -> int:
         cur.execute(self.dialect.insert_offsets_row_sql(self._offsets_sql), (pipeline,))

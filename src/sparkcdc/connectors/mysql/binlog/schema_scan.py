@@ -9,8 +9,9 @@ GTID group of its own; ``Info`` holds ``use `db`; <statement>`` when the session
 default database.
 
 Statements that do not name a captured table (by a case-insensitive substring test) are
-not parsed. ALTER TABLE is read by ddl_columns.py; TRUNCATE, DROP and RENAME of a captured
-table (ddl_guard.py) are reported as not followable.
+not parsed. ALTER TABLE is read by ddl_columns.py; a TRUNCATE of a captured table is a
+change that keeps the columns (``truncated``); DROP and RENAME of one (ddl_guard.py) are
+reported as not followable.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
 SCAN_PAGE = 10_000
 _USE = re.compile(r"^use\s+`((?:[^`]|``)+)`;\s*", re.I)
 _TRANSACTION = frozenset({"BEGIN", "COMMIT", "ROLLBACK"})
+
+#: What a statement did to a captured table: (table, its shape after or None, why not,
+#: the columns it renamed and dropped, whether it truncated the table).
+_Found = tuple[TableId, CapturedTable | None, str, ColumnMoves, bool]
 
 #: ``(table) -> its default character set`` (of new text columns without one), asked once
 #: per ALTER of a captured table.
@@ -108,11 +113,18 @@ def first_schema_change(
                     boundary, standalone = True, False
                     found = _statement_change(text, tables, lowered, default_charset, mariadb)
                     if found is not None:
-                        table_id, table, problem, moves = found
+                        table_id, table, problem, moves, truncated = found
                         before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
                         after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
                         return SchemaChange(
-                            table_id, before, after, _statement(text), table, problem, moves=moves
+                            table_id,
+                            before,
+                            after,
+                            _statement(text),
+                            table,
+                            problem,
+                            moves=moves,
+                            truncated=truncated,
                         )
             if boundary and walked is not None:
                 walked.append((file, end_pos, seen, group_info))
@@ -152,7 +164,7 @@ def _statement_change(
     lowered: set[str],
     default_charset: DefaultCharset,
     mariadb: bool,
-) -> tuple[TableId, CapturedTable | None, str, ColumnMoves] | None:
+) -> _Found | None:
     match = _USE.match(text)
     database = match.group(1).replace("``", "`") if match else ""
     statement = _statement(text)
@@ -173,15 +185,18 @@ def _change(
     tables: Mapping[TableId, CapturedTable],
     default_charset: DefaultCharset,
     mariadb: bool,
-) -> tuple[TableId, CapturedTable | None, str, ColumnMoves] | None:
+) -> _Found | None:
     """(table, its shape after the statement or None, why not, the columns it renamed and
-    dropped) for a statement that changes a captured table's columns or removes it; None
-    for any other statement."""
+    dropped, whether it truncated the table) for a statement that changes a captured
+    table's columns, truncates it or removes it; None for any other statement."""
     by_name = {(t.database, t.table): t for t in tables}
     removed = tables_removed(statement, database, by_name.keys())
     if removed is not None:
         kind, names = removed
-        return by_name[names[0]], None, f"{kind}: {CONSEQUENCES[kind]}", ColumnMoves()
+        table_id = by_name[names[0]]
+        if kind == "TRUNCATE":  # the columns stay; the driver decides (truncate.handling.mode)
+            return table_id, tables[table_id], "", ColumnMoves(), True
+        return table_id, None, f"{kind}: {CONSEQUENCES[kind]}", ColumnMoves(), False
     altered = [by_name[n] for n in statement_tables(statement, database) if n in by_name]
     if not altered:
         return None
@@ -189,7 +204,7 @@ def _change(
     try:
         result = alter_table(statement, table, default_charset(table.table_id), mariadb)
     except UnfollowableStatement as exc:
-        return table.table_id, None, f"not followed: {exc}", ColumnMoves()
+        return table.table_id, None, f"not followed: {exc}", ColumnMoves(), False
     if not result.changed:
         return None  # indexes, defaults, options: the columns stay as they are
-    return table.table_id, result.table, "", result.moves
+    return table.table_id, result.table, "", result.moves, False

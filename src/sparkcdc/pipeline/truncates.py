@@ -1,0 +1,122 @@
+"""A running pipeline following TRUNCATEs of its tables (docs/schema-evolution.md).
+
+No row event says which rows a TRUNCATE removed. The source makes it a batch of its own
+(no rows) whose end offset records it in the table's entry (``"truncated"``: the position
+after it, so two truncates are told apart; ``truncate.handling.mode: skip``, which
+pipelines set). A truncate is new in a batch when that batch's end offset records one the
+previous batch's end offset does not; the runner then applies it before writing the
+batch, as ``schema.change.behavior`` says:
+
+* ``evolve`` / ``try_evolve``: the sink empties the target (:meth:`Sink.truncate`), unless
+  the target also holds other tables' rows (a route); ``try_evolve`` goes on with a
+  warning where the sink cannot;
+* ``lenient`` / ``ignore``: not applied (Flink CDC's behaviours do the same): the target
+  keeps the rows, and ``verify`` reports them;
+* ``exception``: the pipeline stops, naming the statement.
+
+A sink's ``exclude.schema.changes: [truncate.table]`` makes it ``ignore``. Applying twice
+changes nothing: the truncate's batch writes no rows, so a replay of it (a crash before
+Spark committed it) finds the target as the first run left it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.table import TableId
+from sparkcdc.pipeline.change_types import TRUNCATE_TABLE
+from sparkcdc.pipeline.evolution import MIRRORING
+from sparkcdc.pipeline.targets import Target
+from sparkcdc.sinks.base import MicroBatch, Sink
+
+log = logging.getLogger(__name__)
+
+
+def new_truncates(previous: str | None, offset: str) -> dict[TableId, str]:
+    """The tables truncated in the batch that ends at ``offset`` (JSON text) and starts at
+    ``previous`` (None: the stream's first batch, whose start records none), each with the
+    statement."""
+    before = _truncates(previous) if previous is not None else {}
+    return {
+        table: statement
+        for table, (marker, statement) in _truncates(offset).items()
+        if before.get(table, (None, ""))[0] != marker
+    }
+
+
+def _truncates(offset: str) -> dict[TableId, tuple[str, str]]:
+    found = {}
+    for key, progress in json.loads(offset).get("tables", {}).items():
+        schema = progress.get("schema") or {}
+        if "truncated" in schema:
+            marker = json.dumps(schema["truncated"], sort_keys=True)
+            found[TableId.from_key(key)] = (marker, str(schema.get("change", "")))
+    return found
+
+
+def follow_truncates(
+    spark: Any,
+    truncated: dict[TableId, str],
+    targets: Sequence[Target],
+    sink: Sink,
+    batch: MicroBatch,
+    behavior: str,
+    applied: Callable[[TableId], None],
+    excluded: frozenset[str] = frozenset(),
+) -> None:
+    """Apply the truncates ``truncated`` (table -> statement) to the targets of ``batch``;
+    ``applied(table)`` is told of each one the sink applied."""
+    for table, statement in sorted(truncated.items()):
+        target = next((t for t in targets if table in {s.table.source for s in t.sources}), None)
+        if target is None:  # a table the pipeline does not write (filtered out)
+            continue
+        short = " ".join(statement.split())[:160]
+        behavior_here = "ignore" if TRUNCATE_TABLE in excluded else behavior
+        if behavior_here == "exception":
+            raise SchemaError(
+                f"TRUNCATE of {table} ({short}) under 'schema.change.behavior: exception'. "
+                "Choose another behaviour ('evolve' empties the target, 'lenient' keeps its "
+                "rows) or exclude the change type (exclude.schema.changes: [truncate.table])"
+            )
+        if behavior_here not in MIRRORING:
+            log.warning(
+                "TRUNCATE of %s (%s) not applied ('%s'): the target keeps the rows the table "
+                "no longer has ('evolve' applies truncates)",
+                table,
+                short,
+                behavior_here,
+            )
+            continue
+        try:
+            if len(target.sources) > 1:
+                others = ", ".join(
+                    str(s.table.source) for s in target.sources if s.table.source != table
+                )
+                raise SchemaError(
+                    f"the target {target.table.source} also holds the rows of {others} "
+                    "(a route): emptying it would remove theirs"
+                )
+            sink.truncate(spark, target.table, batch)
+        except Exception as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            if behavior_here == "evolve":
+                raise SchemaError(
+                    f"TRUNCATE of {table} ({short}): the sink could not apply it ({reason}). "
+                    "Set 'schema.change.behavior' to 'try_evolve' (go on, the target keeping "
+                    "its rows) or 'lenient', or exclude the change type "
+                    "(exclude.schema.changes: [truncate.table])"
+                ) from exc
+            log.warning(
+                "TRUNCATE of %s (%s): the sink could not apply it (%s); 'try_evolve' goes on "
+                "with the target's rows kept",
+                table,
+                short,
+                reason,
+            )
+            continue
+        log.info("TRUNCATE of %s (%s) applied: its target is empty", table, short)
+        applied(table)
