@@ -34,6 +34,7 @@ from tests.conformance.conftest import FIXTURES
 from tests.conformance.connector import ConnectorUnderTest
 from tests.support.changelog import ChangelogReplayer
 from tests.support.inprocess import run_batches
+from tests.support.pipelines import committed_offsets, snapshot_done
 from tests.support.streams import run_available_now
 from tests.support.tcp_proxy import CuttableProxy
 
@@ -154,10 +155,10 @@ def batches(out: Path) -> list[Path]:
     return sorted(out.glob("batch_*.parquet"))
 
 
-def kill_when(process: Any, out: Path, count: int, timeout: float = 300) -> None:
-    """SIGKILL the driver's whole process group once ``count`` batch files exist."""
+def kill_when(process: Any, ready: Callable[[], bool], timeout: float = 300) -> None:
+    """SIGKILL the driver's whole process group once ``ready()``."""
     deadline = time.monotonic() + timeout
-    while len(batches(out)) < count:
+    while not ready():
         assert process.poll() is None, f"driver exited early with {process.returncode}"
         assert time.monotonic() < deadline, "driver made no progress"
         time.sleep(0.2)
@@ -179,12 +180,18 @@ def test_sigkill_mid_snapshot_and_mid_stream_then_resume_exactly_once(
     out.mkdir()
     with db.writing(namespace, seed=3, key_space=18000) as writer:
         writer.limit = 100_000
+        writer.pause = 0.02  # writes go on until the last kill; a backlog only adds catch-up
         first = start_driver(db, options, checkpoint, out, "stream")
-        kill_when(first, out, 3)  # mid-snapshot: 6000 rows need ~14 batches
-        snapshot_batches = len(batches(out))
+        kill_when(first, lambda: len(batches(out)) >= 3)  # mid-snapshot: 6000 rows
+        first_batches = len(batches(out))
         second = start_driver(db, options, checkpoint, out, "stream")
-        kill_when(second, out, 20)  # past the snapshot, while the log streams
-        assert len(batches(out)) > snapshot_batches
+
+        def streaming() -> bool:  # two batches past the snapshot's end
+            done = [snapshot_done(o) for o in committed_offsets(checkpoint)]
+            return True in done and len(done) - done.index(True) > 2
+
+        kill_when(second, streaming)
+        assert len(batches(out)) > first_batches
     final = start_driver(db, options, checkpoint, out, "available-now")
     assert final.wait(300) == 0
 
