@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.markup import escape
@@ -49,9 +50,13 @@ def status_view(status: PipelineStatus, now: float | None = None) -> RenderableT
             snapshot += f" of {estimate} ({t.snapshot_progress:.0%})"
         else:
             snapshot += " (done)"
+        state = f"[{COLOURS.get(t.state, 'white')}]{t.state}[/]"
+        if t.reread is not None:
+            state += ", [yellow]re-reading[/]" + (" (paused)" if t.reread["paused"] else "")
+            snapshot += "; " + escape(_reread(t.reread, t.reread_rows))
         table.add_row(
             escape(t.table),
-            f"[{COLOURS.get(t.state, 'white')}]{t.state}[/]",
+            state,
             snapshot,
             f"{t.inserts:,}",
             f"{t.updates:,}",
@@ -59,6 +64,13 @@ def status_view(status: PipelineStatus, now: float | None = None) -> RenderableT
             escape(t.target or status.sink),
         )
     return Group(*(Text(line) for line in lines), table)
+
+
+def _reread(reread: dict[str, Any], rows: int) -> str:
+    """``signal 'fix' keys 100..200, at 150, 1,234 rows read again`` (open ends: ``..``)."""
+    keys = f"{reread['from'] or ''}..{reread['to'] or ''}"
+    at = "not started" if reread["at"] is None else f"at {reread['at']}"
+    return f"signal '{reread['signal']}' keys {keys}, {at}, {rows:,} rows read again"
 
 
 def _when(epoch: float, now: float) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.core.errors import SparkCdcError
+from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, TableCounts, table_states
 from sparkcdc.pipeline.checkpoint import batch_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
@@ -24,6 +25,7 @@ from sparkcdc.pipeline.run_state import load_run_state
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.registry import make_sink
+from sparkcdc.snapshot.progress import Resnapshot
 
 
 class NoCheckpointError(SparkCdcError):
@@ -42,6 +44,11 @@ class TableStatus:
     deletes: int
     target: str | None
     schema_changes: int = 0  #: applied to its target, across restarts
+    #: A re-read of a streaming table running (a signal, or after a schema change):
+    #: ``signal``, the key range ``from`` / ``to`` (None: open), ``at`` (the key read up
+    #: to; None before its first chunk), ``paused``; None when there is none.
+    reread: dict[str, Any] | None = None
+    reread_rows: int = 0  #: rows read again on demand, across restarts
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,34 @@ def last_commit(checkpoint: Path) -> tuple[int, float] | None:
     return batch, (commits / str(batch)).stat().st_mtime
 
 
+def running_rereads(offset: str) -> dict[TableId, dict[str, Any]]:
+    """The re-reads running in a source offset (JSON text), by table, as
+    :attr:`TableStatus.reread` shows them (keys as text; a one-column key is its value)."""
+    data = json.loads(offset)
+    paused = bool(data.get("paused"))
+    found = {}
+    for key, progress in data.get("tables", {}).items():
+        again = progress.get("again")
+        if not again or again.get("done"):
+            continue
+        resnapshot = Resnapshot.from_json(again)
+        found[TableId.from_key(key)] = {
+            "signal": resnapshot.signal,
+            "from": _key_text(resnapshot.lo),
+            "to": _key_text(resnapshot.hi),
+            "at": _key_text(resnapshot.cursor) if resnapshot.started else None,
+            "paused": paused,
+        }
+    return found
+
+
+def _key_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    parts = value if isinstance(value, tuple) else (value,)
+    return ", ".join(str(p) for p in parts)
+
+
 def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
     settings = definition.settings
     commit = last_commit(settings.checkpoint)
@@ -91,6 +126,7 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         )
     state = load_run_state(settings.checkpoint)
     states = table_states(offset)
+    rereads = running_rereads(offset)
     probe = SourceProbe(definition.connector, definition.source_config)
     try:
         position = probe.describe(offset)
@@ -117,6 +153,8 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
                 deletes=totals.deletes,
                 target=sink.target_of(SinkTable(table, None, ())),
                 schema_changes=state.schema_changes.get(table, 0),
+                reread=rereads.get(table),
+                reread_rows=totals.reread_rows,
             )
         )
     sink.close()
