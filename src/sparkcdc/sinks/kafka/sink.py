@@ -6,7 +6,9 @@ key (see :mod:`sparkcdc.spark.kafka.sink`). Kafka has no idempotent replay of a 
 this sink is **at-least-once**, unlike the pipeline's exactly-once sinks: a batch Spark
 re-runs after a crash is produced again. Upsert readers are unaffected (a duplicate of a
 key's last row normalises to nothing); changelog readers must tolerate duplicates.
-Schema changes are not applied (messages carry the row as it is).
+Schema changes are not applied (messages carry the row as it is). A truncate (under
+``evolve``) is a ``t`` message in debezium-json, as Debezium writes one; the other formats
+cannot say it (an upsert topic would need a tombstone per key it never saw).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sparkcdc.core.errors import OptionError
+from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
@@ -58,7 +60,9 @@ class KafkaSink(Sink):
             return None
         return self.config.topic_of(table.source)
 
-    def writer(self, table: TableId) -> Any:
+    def writer(self, table: TableId, read_version: int | None = None) -> Any:
+        """``read_version``: the batch end's version, of the rows its snapshot and re-reads
+        emitted (debezium-json writes them as ``r``, Debezium's snapshot reads)."""
         from sparkcdc.spark.kafka.sink import KafkaChangelogWriter
 
         return KafkaChangelogWriter(
@@ -69,6 +73,7 @@ class KafkaSink(Sink):
             database=table.database,
             table=table.table,
             kafka_options=self.config.producer,
+            read_version=read_version,
         )
 
     def evolve(
@@ -83,7 +88,16 @@ class KafkaSink(Sink):
         if table.source in self.tables:
             self.tables[table.source] = table
 
+    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        if self.config.format != "debezium-json":
+            raise SparkCdcError(
+                f"a {self.config.format} topic cannot say that {table.source} was truncated "
+                "(debezium-json writes a 't' message)"
+            )
+        offset = batch.offset()
+        self.writer(table.source).write_truncate(spark, offset["log"] if offset else None)
+
     def write(self, batch: MicroBatch) -> None:
         for table, changes in batch.changes.items():
             if batch.has_changes(table):
-                self.writer(table).write(changes)
+                self.writer(table, batch.snapshot_version).write(changes)

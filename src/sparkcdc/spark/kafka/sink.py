@@ -10,7 +10,9 @@ sorts and windows need a static DataFrame. Delivery is at-least-once.
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,11 +72,14 @@ def kafka_records(
     topic_pattern: str | None = None,
     database: str | None = None,
     table: str | None = None,
+    read_version: int | None = None,
 ) -> Any:
     """A static changelog DataFrame as Kafka records: ``topic``, ``key``, ``value``
     (strings; ``value`` null for a tombstone), partitioned by key and sorted by
     ``_commit_version`` within each partition. ``database``/``table`` fill debezium's
-    ``source`` when the DataFrame has no ``database_name``/``table_name`` columns."""
+    ``source`` when the DataFrame has no ``database_name``/``table_name`` columns.
+    ``read_version``: the ``_commit_version`` of the rows a snapshot or re-read emitted
+    (a pipeline batch's end; no log change has it), which debezium-json writes as ``r``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -123,7 +128,8 @@ def kafka_records(
     # debezium-json: the paired pre-image becomes the message, its post-image is dropped
     after = F.when(paired_pre, F.lead(data).over(window)).when(sets, data)
     before = F.when(~sets, data)
-    op = F.when(paired_pre, "u").when(~sets, "d").when(_is_snapshot_row(df, ct), "r").otherwise("c")
+    read = _is_snapshot_row(df, ct, read_version)
+    op = F.when(paired_pre, "u").when(~sets, "d").when(read, "r").otherwise("c")
     value = F.to_json(
         F.struct(
             before.alias("before"),
@@ -138,11 +144,13 @@ def kafka_records(
     return _records(out.where(~F.col("_drop")).sortWithinPartitions(*order))
 
 
-def _is_snapshot_row(df: Any, ct: Any) -> Any:
-    """Snapshot rows are inserts (and a re-read's upserts) without a binlog position (when
-    the column is there)."""
+def _is_snapshot_row(df: Any, ct: Any, read_version: int | None = None) -> Any:
+    """Snapshot rows are inserts (and a re-read's upserts) at ``read_version`` when given,
+    else without a binlog position (when the column is there)."""
     from pyspark.sql import functions as F
 
+    if read_version is not None:
+        return ct.isin("insert", "update_postimage") & (F.col(COMMIT_VERSION) == read_version)
     if "binlog_file" not in df.columns:
         return F.lit(False)
     return ct.isin("insert", "update_postimage") & F.col("binlog_file").isNull()
@@ -187,6 +195,8 @@ class KafkaChangelogWriter:
     database: str | None = None
     table: str | None = None
     kafka_options: Mapping[str, str] = field(default_factory=dict)
+    #: See :func:`kafka_records`.
+    read_version: int | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -203,17 +213,45 @@ class KafkaChangelogWriter:
             topic_pattern=self.topic_pattern,
             database=self.database,
             table=self.table,
+            read_version=self.read_version,
         )
 
     def write(self, df: Any) -> None:
-        writer = (
-            self.records(df)
-            .write.format("kafka")
-            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+        self.produce(self.records(df))
+
+    def produce(self, records: Any) -> None:
+        """Write a DataFrame of ``topic``, ``key``, ``value`` to the brokers."""
+        writer = records.write.format("kafka").option(
+            "kafka.bootstrap.servers", self.bootstrap_servers
         )
         for name, value in self.kafka_options.items():
             writer = writer.option(f"kafka.{name}", value)
         writer.save()
+
+    def write_truncate(self, spark: Any, position: dict[str, Any] | None) -> None:
+        """debezium-json only: one ``t`` message (no key, no images), as Debezium writes
+        for a truncate; ``source`` names the table and the log position after it,
+        ``ts_ms`` is when it was written (the statement's own time is not kept)."""
+        if self.format != "debezium-json" or self.topic is None:
+            raise ValueError("a truncate is written as a debezium-json message to one topic")
+        log = position or {}
+        value = {
+            "before": None,
+            "after": None,
+            "op": "t",
+            "source": {
+                "db": self.database,
+                "table": self.table,
+                "file": log.get("file"),
+                "pos": log.get("pos"),
+                "gtid": log.get("gtid"),
+            },
+            "ts_ms": int(time.time() * 1000),
+        }
+        records = spark.createDataFrame(
+            [(self.topic, None, json.dumps(value))], "topic string, key string, value string"
+        )
+        self.produce(records)
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         self.write(batch)

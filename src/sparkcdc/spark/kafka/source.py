@@ -253,6 +253,7 @@ def decode_debezium_json(raw: Any, schema: Any, malformed: Malformed | None = No
     error = _error_of(
         [
             (F.col(f"_m.{CORRUPT}").isNotNull(), "not debezium-json of the table's schema"),
+            (op == "t", "a truncate (op t): a changelog cannot say which rows it removed"),
             (~op.isin("c", "u", "d", "r") | op.isNull(), "unknown or missing op"),
             (op.isin("u", "d") & before.isNull(), "no before image"),
             (op.isin("c", "u", "r") & after.isNull(), "no after image"),
