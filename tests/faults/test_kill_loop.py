@@ -36,6 +36,7 @@ from tests.support.pipelines import (
     committed_offsets,
     pipeline_file,
     postgres_sink_block,
+    run_available_now,
     snapshot_done,
     wait_until,
 )
@@ -158,8 +159,7 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
             survived += 1
     finally:
         writer.stop()
-    last = start_run(pipeline, "--available-now")
-    assert last.wait(900) == 0, "sparkcdc run --available-now failed (see run-*.log)"
+    run_available_now(spark, pipeline)
     final = committed_offsets(checkpoint)[-1]
     if signals:
         size = load_pipeline(pipeline).signal_file.stat().st_size
@@ -255,8 +255,7 @@ def test_sigkill_around_schema_changes_applies_each_once(
             run.wait(30)
     finally:
         writer.stop()
-    last = start_run(pipeline, "--available-now")
-    assert last.wait(900) == 0, "sparkcdc run --available-now failed (see run-*.log)"
+    run_available_now(spark, pipeline)
     checked = 0
     for table in ("orders", "audit"):
         source = table_state(mariadb, orders, table)

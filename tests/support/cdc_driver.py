@@ -18,15 +18,20 @@ from typing import Any
 
 def main() -> None:
     source_format, options = sys.argv[1], json.loads(sys.argv[2])
-    checkpoint, out = sys.argv[3], Path(sys.argv[4])
-    mode = sys.argv[5]
-    out.mkdir(parents=True, exist_ok=True)
-
-    import pyarrow.parquet as pq
-
     from sparkcdc.spark.session import local_session
 
     spark = local_session("sparkcdc-restart-test")
+    drive(spark, source_format, options, sys.argv[3], Path(sys.argv[4]), sys.argv[5])
+
+
+def drive(
+    spark: Any, source_format: str, options: dict[str, str], checkpoint: str, out: Path, mode: str
+) -> None:
+    """Run the stream into OUT_DIR until it ends (available-now) or the process is killed.
+    Tests call it in their own session for the last, catching-up run: a warm JVM."""
+    out.mkdir(parents=True, exist_ok=True)
+
+    import pyarrow.parquet as pq
 
     def each(batch: Any, batch_id: int) -> None:
         table = batch.toArrow()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 import time
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.runner import prepare
 
 
 def pipeline_file(
@@ -91,6 +94,16 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+
+
+def run_available_now(spark: Any, pipeline: Path) -> None:
+    """What ``sparkcdc run PIPELINE --available-now`` does, in this session's (warm) JVM:
+    fault tests end with it, after their killed runs, and a cold process would add ~15 s."""
+    definition = load_pipeline(pipeline)
+    settings = dataclasses.replace(definition.settings, trigger_seconds=None)
+    run = prepare(dataclasses.replace(definition, settings=settings), spark=spark)
+    run.start()
+    run.wait()
 
 
 def run_until_caught_up(
