@@ -1,8 +1,8 @@
 """A captured table's columns change while the stream reads it: every row is decoded with
 the columns it was written with. A one-table stream stops at the change for a restart
-with the new columns; several tables follow changes without one. A truncate, drop or
-rename of a captured table stops the stream with the statement and the way out (never
-silently wrong rows)."""
+with the new columns; several tables follow changes without one. A drop or rename of a
+captured table stops the stream with the statement and the way out (never silently wrong
+rows), a truncate too unless skipped; an online schema change tool's swap is followed."""
 
 from __future__ import annotations
 
@@ -279,6 +279,7 @@ def test_a_change_of_the_chunk_key_while_a_table_is_snapshotted_stops_the_stream
             "not followed",
         ),
         ("TRUNCATE TABLE other", None),
+        ("RENAME TABLE t TO t_old, other TO t", None),  # a swap: followed
     ],
 )
 def test_a_drop_or_rename_stops_the_stream_at_planning(
@@ -340,6 +341,81 @@ def test_a_truncate_stops_the_stream_or_is_a_batch_of_its_own_recorded_in_the_of
     assert "TRUNCATE" in marks[0]["change"] and marks[2]["change"] == "TRUNCATE t"
     assert marks[0]["truncated"] != marks[2]["truncated"]
     assert marks[1]["truncated"] == marks[0]["truncated"]  # kept until the next change
+
+
+@pytest.mark.parametrize(
+    ("tool", "at_batch"),
+    [("gh-ost", 1), ("pt-osc", None)],  # while t's snapshot runs; after it is done
+)
+def test_an_online_schema_change_tools_swap_is_followed_and_the_table_read_again(
+    mariadb: EmbeddedMariaDB, mysql_db: str, tool: str, at_batch: int | None
+) -> None:
+    """gh-ost and pt-online-schema-change alter a copy of the table (``_t_gho`` /
+    ``_t_new``, not captured), keep it in step with the table's writes, and swap it in
+    with one RENAME. The stream takes the copy's columns at the swap (a column the tool
+    renamed is a drop and an add) and reads the table again, so the replayed rows equal
+    the table afterwards: values of the renamed and added columns included."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, name VARCHAR(8))")
+    execute("CREATE TABLE u (id INT PRIMARY KEY)")
+    execute("INSERT INTO t SELECT seq, seq, CONCAT('n', seq) FROM seq_0_to_399")
+    shadow, old = ("_t_gho", "_t_del") if tool == "gh-ost" else ("_t_new", "_t_old")
+    swap = [
+        "UPDATE t SET a = -1 WHERE id = 3",
+        f"CREATE TABLE {shadow} LIKE t",
+        f"ALTER TABLE {shadow} CHANGE name label VARCHAR(8), ADD COLUMN extra INT DEFAULT 5",
+        "DELETE FROM t WHERE id = 7",  # the tool applies the table's writes to its copy
+        f"INSERT INTO {shadow} (id, a, label) SELECT id, a, name FROM t",
+        "INSERT INTO u VALUES (1)",
+        f"RENAME /* {tool} */ TABLE `{mysql_db}`.`t` TO `{mysql_db}`.`{old}`, "
+        f"`{mysql_db}`.`{shadow}` TO `{mysql_db}`.`t`",
+        f"DROP TABLE {old}",
+        "UPDATE t SET extra = 9, label = 'upd' WHERE id % 11 = 0",
+        "INSERT INTO t VALUES (1000, 1, 'late', 1)",
+    ]
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "t|u",
+        "server-id": "6200-6210",
+        "scan.incremental.snapshot.chunk.size": "20",
+    }
+    cdc = MySqlCdcSource(parse_config(options))
+    state: dict[Any, dict[str, Any]] = {}
+    ends: list[Any] = []
+
+    def replay(rows: list[dict[str, Any]]) -> None:
+        for r in sorted(rows, key=lambda r: r["_commit_version"]):
+            if r["table_name"] != "t":
+                continue
+            if r["before"]:
+                state.pop(json.loads(r["before"])["id"], None)
+            if r["after"]:
+                image = json.loads(r["after"])
+                state[image["id"]] = image
+
+    def between(batch: int) -> None:
+        if batch == at_batch:
+            for statement in swap:
+                execute(statement)
+
+    try:
+        offset = run_batches(cdc, None, replay, max_rows=60, between=between, ends=ends)
+        if at_batch is None:
+            assert all(p.get("done") for p in ends[-1]["tables"].values())
+            for statement in swap:
+                execute(statement)
+            run_batches(cdc, offset, replay, max_rows=60, ends=ends)
+    finally:
+        cdc.close()
+    columns = ["id", "a", "label", "extra"]
+    table = {r[0]: dict(zip(columns, r, strict=True)) for r in execute("SELECT * FROM t")}
+    assert len(table) == 400 and table[11]["extra"] == 9 and table[12]["label"] == "n12"
+    assert {k: {c: image.get(c) for c in columns} for k, image in state.items()} == table
+    changes = [e["tables"][f"{mysql_db}.t"]["schema"] for e in ends]
+    swapped = next(c for c in changes if "RENAME" in c.get("change", ""))
+    assert swapped["dropped"] == ["name"]
+    assert [c[0] for c in swapped["table"]["columns"]] == columns
 
 
 def test_the_log_split_cut_from_the_planning_walk_is_the_split_walked_again(

@@ -16,7 +16,12 @@ from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
 from sparkcdc.spark.kafka.source import read_kafka
 from sparkcdc.verify.run import verify_tables
-from tests.support.pipelines import pipeline_file, postgres_sink_block, run_until_caught_up
+from tests.support.pipelines import (
+    committed_offsets,
+    pipeline_file,
+    postgres_sink_block,
+    run_until_caught_up,
+)
 
 BIG = 2**40
 
@@ -259,6 +264,29 @@ def test_evolve_mirrors_adds_drops_renames_and_widening(
     assert columns == expected
     assert rows[5] == (("xx", 5, 5, 50) if sink == "delta" else (5, 5, 50, "xx"))
     assert rows[1] == ((None, 1, 1, 11) if sink == "delta" else (1, 1, 11, None))
+    # gh-ost renames a and adds e in its copy of t, then swaps the copy in: the target
+    # takes the copy's columns (the rename as a drop and an add) and its rows
+    mariadb.execute("DELETE FROM t WHERE id = 7", database=mysql_db)
+    run_script(
+        spark,
+        mariadb,
+        path,
+        mysql_db,
+        [
+            "CREATE TABLE _t_gho LIKE t",
+            "ALTER TABLE _t_gho CHANGE a aa BIGINT, ADD COLUMN e INT DEFAULT 3",
+            "INSERT INTO _t_gho (x, id, aa, d) SELECT x, id, a, d FROM t",
+            "RENAME TABLE t TO _t_del, _t_gho TO t",
+            "DROP TABLE _t_del",
+            "UPDATE t SET e = 4 WHERE id = 5",
+        ],
+    )
+    columns, rows = target(spark, sink, scratch, postgres, pg_db, mysql_db, "t")
+    assert columns == ("x", "id", "aa", "d", "e")
+    assert rows == {r[1]: tuple(r) for r in mariadb.execute("SELECT * FROM t", database=mysql_db)}
+    assert rows[5] == ("xx", 5, 5, 50, 4)
+    last = committed_offsets(scratch / "checkpoint")[-1]["tables"][f"{mysql_db}.t"]
+    assert last["again"] == {"signal": "schema-change", "done": True}  # the whole table
 
 
 def test_try_evolve_goes_on_where_the_target_refuses_and_evolve_stops(

@@ -6,7 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkcdc.connectors.mysql.binlog.ddl_guard import tables_created, tables_removed
+from sparkcdc.connectors.mysql.binlog.ddl_guard import (
+    tables_created,
+    tables_removed,
+    tables_swapped,
+)
 
 CAPTURED = {("shop", "orders"), ("shop", "my table"), ("crm", "orders")}
 
@@ -86,3 +90,37 @@ def test_any_quoted_name_resolves(database: str, table: str) -> None:
 )
 def test_tables_created(statement: str, expected: list[tuple[str, str]]) -> None:
     assert tables_created(statement, "shop") == expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # gh-ost's atomic cut-over and pt-online-schema-change's swap
+        (
+            "rename /* gh-ost */ table `shop`.`orders` to `shop`.`_orders_del`, "
+            "`shop`.`_orders_gho` to `shop`.`orders`",
+            [("shop", "orders")],
+        ),
+        ("RENAME TABLE orders TO _orders_old, _orders_new TO orders", [("shop", "orders")]),
+        ("RENAME TABLE orders TO x, y TO crm.orders", []),  # another database's name
+        ("RENAME TABLE a TO b, c TO a, d TO c", [("shop", "a"), ("shop", "c")]),
+        ("RENAME TABLE orders TO orders_old", []),  # the name is gone
+        ("RENAME TABLE _orders_new TO orders", []),  # a new table under the name
+        ("RENAME TABLE orders TO t2, t2 TO t3", []),
+        ("ALTER TABLE orders RENAME TO archive", []),
+        ("DROP TABLE orders", []),
+    ],
+)
+def test_tables_swapped(statement: str, expected: list[tuple[str, str]]) -> None:
+    assert tables_swapped(statement, "shop") == expected
+
+
+@given(names, names)
+def test_a_swap_of_any_quoted_name_is_found(database: str, table: str) -> None:
+    def quote(name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    name = f"{quote(database)}.{quote(table)}"
+    shadow = f"{quote(database)}.{quote('_' + table + '_gho')}"
+    statement = f"RENAME TABLE {name} TO {quote('_del')}, {shadow} TO {name}"
+    assert tables_swapped(statement, "other") == [(database, table)]

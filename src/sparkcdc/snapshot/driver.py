@@ -446,6 +446,9 @@ class IncrementalSource(Generic[P, T]):
         assert change.table is not None
         progress = dict(offset.tables)
         progress[change.table_id] = self._read_again(change.table_id, progress[change.table_id])
+        if change.swapped:
+            progress[change.table_id] = _read_swapped(progress[change.table_id])
+            log.info("%s was swapped: its rows are read again", change.table_id)
         schema: dict[str, Any] = {
             "table": self.dialect.table_to_json(change.table),
             "change": change.statement,
@@ -886,6 +889,18 @@ def _rereads(before: TableProgress, after: TableProgress) -> bool:
 def _cursor(progress: TableProgress) -> TableProgress:
     """The snapshot's own cursor (what its chunks are planned from)."""
     return TableProgress(progress.started, progress.cursor, progress.done)
+
+
+def _read_swapped(current: TableProgress) -> TableProgress:
+    """The progress of a table swapped by an online schema change tool: every key the
+    snapshot has read (all of them once it is done) is read again from the table swapped
+    in, whose rows nothing in the captured log wrote. A running re-read's signal goes on
+    with the wider range."""
+    if not current.started:
+        return current  # the snapshot reads the new table from its start
+    hi = None if current.done else current.cursor
+    signal = current.again.signal if _rereading(current) and current.again else SCHEMA_CHANGE_READ
+    return dataclasses.replace(current, again=Resnapshot(signal, None, hi))
 
 
 def _range_text(again: Resnapshot) -> str:

@@ -74,6 +74,11 @@ class SchemaChange(Generic[P, T]):
     #: batch records it in the table's offset entry (``"truncated"``) for the consumer:
     #: no row says so (``truncate.handling.mode``).
     truncated: bool = False
+    #: Another table was put in the table's place (an online schema change tool's RENAME
+    #: swap): ``table`` is the one swapped in. Its rows are the tool's copies, written
+    #: under another name, so the driver reads the table again (a column renamed by the
+    #: tool is a drop and an add here, filled by that re-read).
+    swapped: bool = False
 
     def describe(self) -> str:
         text = " ".join(self.statement.split())

@@ -35,7 +35,11 @@ from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
 from sparkcdc.connectors.mysql.binlog.schema_scan import first_schema_change
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import connect, query
-from sparkcdc.connectors.mysql.server.discovery import CapturedTable, discover_tables
+from sparkcdc.connectors.mysql.server.discovery import (
+    CapturedTable,
+    describe_table,
+    discover_tables,
+)
 from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type
 from sparkcdc.connectors.mysql.server.validation import validate_server
 from sparkcdc.connectors.mysql.snapshot.chunk_ends import key_stats, next_chunk_end
@@ -163,7 +167,15 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         mariadb = self.flavor == "mariadb"
         to_capture = self.config.matches if watch_created else None
         change = first_schema_change(
-            self.conn, start, end, tables, self._default_charset, mariadb, walked, to_capture
+            self.conn,
+            start,
+            end,
+            tables,
+            self._default_charset,
+            mariadb,
+            walked,
+            to_capture,
+            lambda table: describe_table(self.conn, table.table_id, table.chunk_key),
         )
         stop = end if change is None else change.boundary
         self._walked = (start.key, stop.key, walked) if stop > start else None

@@ -7,6 +7,9 @@ under its new name. Until such changes are followed (docs/design.md, "Schema cha
 the stream stops at them with the statement's position and the way out. Column changes
 need no statement parsing: the next table map shows them (table_drift.py).
 
+A RENAME that puts another table in a captured one's place in the same statement (an
+online schema change tool's swap, :func:`tables_swapped`) is followed (schema_scan.py).
+
 Recognised by their leading keywords after comments are removed; names are bare or
 backtick-quoted, optionally qualified, resolved against the statement's default database.
 """
@@ -88,6 +91,25 @@ def tables_created(statement: str, default_database: str) -> list[tuple[str, str
     if match := _ALTER_RENAME.match(text):
         return [_resolve(match.group(2), default_database)]
     return []
+
+
+def tables_swapped(statement: str, default_database: str) -> list[tuple[str, str]]:
+    """The ``(database, table)`` names a RENAME TABLE renames away and then back to in the
+    same statement: the atomic swap by which online schema change tools (gh-ost,
+    pt-online-schema-change) put their altered copy in a table's place
+    (``RENAME TABLE t TO _t_del, _t_gho TO t``). The name keeps existing throughout,
+    with the copy's columns and rows from the swap on."""
+    match = _RENAME.match(without_comments(statement).strip())
+    if match is None:
+        return []
+    away: set[tuple[str, str]] = set()
+    swapped: list[tuple[str, str]] = []
+    for old, new in _RENAME_PAIR.findall(match.group(1)):
+        away.add(_resolve(old, default_database))
+        name = _resolve(new, default_database)
+        if name in away and name not in swapped:
+            swapped.append(name)
+    return swapped
 
 
 def without_comments(statement: str) -> str:

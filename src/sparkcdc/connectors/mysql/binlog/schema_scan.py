@@ -10,15 +10,18 @@ default database.
 
 Statements that do not name a captured table (by a case-insensitive substring test) are
 not parsed. ALTER TABLE is read by ddl_columns.py; a TRUNCATE of a captured table is a
-change that keeps the columns (``truncated``); DROP and RENAME of one (ddl_guard.py) are
-reported as not followable.
+change that keeps the columns (``truncated``); an online schema change tool's swap (a
+RENAME TABLE that puts another table under a captured name, ddl_guard.py) is a change
+to the swapped-in table's columns (``swapped``), which are read from the server (the
+statement does not say them; the row events' table maps check them, table_drift.py);
+other DROP and RENAME of one are reported as not followable.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from sparkcdc.connectors.mysql.binlog.ddl_columns import (
     UnfollowableStatement,
@@ -29,12 +32,14 @@ from sparkcdc.connectors.mysql.binlog.ddl_guard import (
     CONSEQUENCES,
     tables_created,
     tables_removed,
+    tables_swapped,
 )
 from sparkcdc.connectors.mysql.binlog.limit import Boundary
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
 from sparkcdc.connectors.mysql.binlog.positions import binlog_files, gtid_at
 from sparkcdc.connectors.mysql.server.connection import query
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
 
@@ -43,13 +48,25 @@ SCAN_PAGE = 10_000
 _USE = re.compile(r"^use\s+`((?:[^`]|``)+)`;\s*", re.I)
 _TRANSACTION = frozenset({"BEGIN", "COMMIT", "ROLLBACK"})
 
-#: What a statement did to a captured table: (table, its shape after or None, why not,
-#: the columns it renamed and dropped, whether it truncated the table).
-_Found = tuple[TableId, CapturedTable | None, str, ColumnMoves, bool]
+
+class _Found(NamedTuple):
+    """What a statement did to a captured table."""
+
+    table_id: TableId
+    table: CapturedTable | None  #: its shape after the statement; None: not followable
+    problem: str  #: why not
+    moves: ColumnMoves = ColumnMoves()
+    truncated: bool = False
+    swapped: bool = False
+
 
 #: ``(table) -> its default character set`` (of new text columns without one), asked once
 #: per ALTER of a captured table.
 DefaultCharset = Callable[[TableId], str | None]
+
+#: ``(table as captured) -> its shape on the server now`` (SchemaError when it has none
+#: to capture), asked for a table an online schema change tool swapped.
+Describe = Callable[[CapturedTable], CapturedTable]
 
 
 def first_schema_change(
@@ -61,12 +78,16 @@ def first_schema_change(
     mariadb: bool,
     walked: list[Boundary] | None = None,
     to_capture: Callable[[str, str], bool] | None = None,
+    describe: Describe | None = None,
 ) -> SchemaChange[BinlogPosition, CapturedTable] | None:
     """The first statement in ``(start, end]`` that changes or removes one of ``tables``
     (their columns as of ``start``), or, given ``to_capture`` (``(database, table) ->``
     whether the table options match it), that creates a table to capture which is not in
     ``tables`` (``created``; checked in every group: ``CREATE ... SELECT`` shares its
     transaction with its rows); None when there is none.
+
+    ``describe`` gives the columns of a table swapped in by an online schema change tool
+    (without it such a swap is not followable).
 
     ``walked`` receives the transaction boundaries passed on the way (up to the change's
     transaction, or ``end``), from which the batch's log split is cut without walking the
@@ -100,7 +121,9 @@ def first_schema_change(
                 standalone = not info.startswith("BEGIN")
             elif event_type == "Query":
                 text = str(info)
-                created = None if to_capture is None else _created(text, tables, to_capture)
+                # a swap of a captured table is that table's change, not a creation
+                swap = standalone and _swaps_captured(text, tables, lowered)
+                created = None if to_capture is None or swap else _created(text, tables, to_capture)
                 if created is not None:
                     before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
                     after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
@@ -111,20 +134,22 @@ def first_schema_change(
                     boundary = True
                 elif standalone:
                     boundary, standalone = True, False
-                    found = _statement_change(text, tables, lowered, default_charset, mariadb)
+                    found = _statement_change(
+                        text, tables, lowered, default_charset, mariadb, describe
+                    )
                     if found is not None:
-                        table_id, table, problem, moves, truncated = found
                         before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
                         after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
                         return SchemaChange(
-                            table_id,
+                            found.table_id,
                             before,
                             after,
                             _statement(text),
-                            table,
-                            problem,
-                            moves=moves,
-                            truncated=truncated,
+                            found.table,
+                            found.problem,
+                            moves=found.moves,
+                            truncated=found.truncated,
+                            swapped=found.swapped,
                         )
             if boundary and walked is not None:
                 walked.append((file, end_pos, seen, group_info))
@@ -135,6 +160,15 @@ def first_schema_change(
                 return None
             file, pos = later[0], 4
     return None
+
+
+def _swaps_captured(text: str, tables: Mapping[TableId, CapturedTable], lowered: set[str]) -> bool:
+    """Whether ``text`` is a RENAME swapping a captured table."""
+    if "rename" not in text[:200].lower() or not _names_captured(text, lowered):
+        return False  # the cheap test, for every statement
+    match = _USE.match(text)
+    database = match.group(1).replace("``", "`") if match else ""
+    return any(TableId(*n) in tables for n in tables_swapped(_statement(text), database))
 
 
 def _statement(text: str) -> str:
@@ -164,6 +198,7 @@ def _statement_change(
     lowered: set[str],
     default_charset: DefaultCharset,
     mariadb: bool,
+    describe: Describe | None,
 ) -> _Found | None:
     match = _USE.match(text)
     database = match.group(1).replace("``", "`") if match else ""
@@ -171,7 +206,7 @@ def _statement_change(
     words = statement.split(None, 1)
     if not words or words[0].upper() in _TRANSACTION or not _names_captured(statement, lowered):
         return None
-    return _change(statement, database, tables, default_charset, mariadb)
+    return _change(statement, database, tables, default_charset, mariadb, describe)
 
 
 def _names_captured(statement: str, lowered: set[str]) -> bool:
@@ -185,18 +220,21 @@ def _change(
     tables: Mapping[TableId, CapturedTable],
     default_charset: DefaultCharset,
     mariadb: bool,
+    describe: Describe | None = None,
 ) -> _Found | None:
-    """(table, its shape after the statement or None, why not, the columns it renamed and
-    dropped, whether it truncated the table) for a statement that changes a captured
-    table's columns, truncates it or removes it; None for any other statement."""
+    """What a statement that changes a captured table's columns, truncates it, swaps it
+    or removes it did to it; None for any other statement."""
     by_name = {(t.database, t.table): t for t in tables}
     removed = tables_removed(statement, database, by_name.keys())
     if removed is not None:
         kind, names = removed
         table_id = by_name[names[0]]
         if kind == "TRUNCATE":  # the columns stay; the driver decides (truncate.handling.mode)
-            return table_id, tables[table_id], "", ColumnMoves(), True
-        return table_id, None, f"{kind}: {CONSEQUENCES[kind]}", ColumnMoves(), False
+            return _Found(table_id, tables[table_id], "", truncated=True)
+        swapped = [n for n in tables_swapped(statement, database) if n in by_name]
+        if kind == "RENAME" and swapped and set(names) <= set(swapped):
+            return _swap(statement, [tables[by_name[n]] for n in swapped], describe)
+        return _Found(table_id, None, f"{kind}: {CONSEQUENCES[kind]}")
     altered = [by_name[n] for n in statement_tables(statement, database) if n in by_name]
     if not altered:
         return None
@@ -204,7 +242,33 @@ def _change(
     try:
         result = alter_table(statement, table, default_charset(table.table_id), mariadb)
     except UnfollowableStatement as exc:
-        return table.table_id, None, f"not followed: {exc}", ColumnMoves(), False
+        return _Found(table.table_id, None, f"not followed: {exc}")
     if not result.changed:
         return None  # indexes, defaults, options: the columns stay as they are
-    return table.table_id, result.table, "", result.moves, False
+    return _Found(table.table_id, result.table, "", result.moves)
+
+
+def _swap(statement: str, swapped: list[CapturedTable], describe: Describe | None) -> _Found:
+    """An online schema change tool's swap of a captured table: its columns become the
+    swapped-in table's (from the server: the statement does not say them). A column whose
+    name is gone is dropped; a renamed one cannot be told from a drop and an add, so the
+    driver reads the table again after the swap (its rows are the tool's copies)."""
+    table = swapped[0]
+    if len(swapped) > 1:
+        names = ", ".join(str(t.table_id) for t in swapped)
+        return _Found(table.table_id, None, f"RENAME swaps several captured tables ({names})")
+    if describe is None:
+        return _Found(table.table_id, None, f"RENAME: {CONSEQUENCES['RENAME']}")
+    try:
+        now = describe(table)
+    except SchemaError as exc:
+        return _Found(table.table_id, None, f"the table swapped in cannot be captured: {exc}")
+    if now.primary_key != table.primary_key:
+        return _Found(
+            table.table_id,
+            None,
+            f"the table swapped in has another primary key ({', '.join(now.primary_key)} "
+            f"instead of {', '.join(table.primary_key)})",
+        )
+    dropped = tuple(c for c in table.column_names if c not in now.column_names)
+    return _Found(table.table_id, now, "", ColumnMoves(dropped=dropped), swapped=True)
