@@ -1,12 +1,16 @@
 """``sparkcdc snapshot``: send a pipeline a signal through its signal file.
 
 The pipeline may be running or stopped: the signal is read before its next batch, or when it
-next starts (docs/signals.md). Nothing here connects to the source or to Spark.
+next starts (docs/signals.md). Nothing here connects to the source or to Spark; the tables
+named are checked against the pipeline's table options and its checkpoint's last offset (a
+signal naming a table the pipeline does not capture would only be skipped there, with an
+error in its log).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import uuid
 from typing import Any
 
@@ -15,8 +19,9 @@ from rich.markup import escape
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.definition import load_pipeline
-from sparkcdc.snapshot.signal import EXECUTE, PAUSE, RESUME, STOP, parse_signal
+from sparkcdc.pipeline.checkpoint import last_committed_offset
+from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
+from sparkcdc.snapshot.signal import EXECUTE, PAUSE, RESUME, STOP, SignalError, parse_signal
 from sparkcdc.snapshot.signal_file import append_signal
 
 
@@ -61,7 +66,17 @@ def send(args: argparse.Namespace) -> int:
         bounds = {k: v for k, v in (("from", args.lo), ("to", args.hi)) if v is not None}
         data["additional-conditions"] = [{"data-collection": str(tables[0]), "key-range": bounds}]
     signal = {"id": args.id or str(uuid.uuid4()), "type": kind, "data": data}
-    parse_signal(signal)  # the same checks as the pipeline's, before anything is written
+    parsed = parse_signal(signal)  # the same checks as the pipeline's, before anything is written
+    known = _checkpoint_tables(definition)
+    if known is not None and tables:
+        try:
+            parsed.tables(known)
+        except SignalError as exc:
+            raise OptionError(
+                f"sparkcdc snapshot: {exc}, in the pipeline's checkpoint "
+                f"{definition.settings.checkpoint}. A table the pipeline has not found yet is "
+                "snapshotted when it does (scan.newly-added-table.enabled): no re-read needed"
+            ) from None
     path = definition.signal_file
     append_signal(path, signal)
     what = {
@@ -78,6 +93,14 @@ def send(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _checkpoint_tables(definition: PipelineDefinition) -> list[TableId] | None:
+    """The tables of the pipeline's last committed offset; None before its first batch."""
+    offset = last_committed_offset(definition.settings.checkpoint)
+    if offset is None:
+        return None
+    return [TableId.from_key(key) for key in json.loads(offset).get("tables", {})]
 
 
 def _captured(config: Any, name: str) -> TableId:
