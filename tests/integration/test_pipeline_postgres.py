@@ -4,6 +4,7 @@ writes during the snapshot, then ``sparkcdc verify`` at the targets' own positio
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,14 @@ def source_database(postgres: EmbeddedPostgres, database: str) -> None:
         )
 
 
-def pipeline(folder: Path, postgres: EmbeddedPostgres, database: str, slot: str, sink: str) -> Path:
+def pipeline(
+    folder: Path,
+    postgres: EmbeddedPostgres,
+    database: str,
+    slot: str,
+    sink: str,
+    behavior: str = "lenient",
+) -> Path:
     text = f"""\
 source:
   type: postgres
@@ -65,6 +73,7 @@ pipeline:
   checkpoint: checkpoint
   trigger-interval: 300ms
   max-rows-per-trigger: 500
+  schema.change.behavior: {behavior}
 """
     path = folder / "pipeline.yaml"
     path.write_text(text, encoding="utf-8")
@@ -76,10 +85,20 @@ def flush_lsn(postgres: EmbeddedPostgres, database: str) -> int:
     return lsn_from_text(str(lsn))
 
 
-def run_with_writes(postgres: EmbeddedPostgres, database: str, folder: Path, sink: str) -> Any:
+def run_with_writes(
+    postgres: EmbeddedPostgres,
+    database: str,
+    folder: Path,
+    sink: str,
+    behavior: str = "lenient",
+    then: Sequence[str] = (),
+) -> Any:
     """Run the pipeline while random writes go on; stop the writes once the snapshot is
-    committed, make a few more changes, and wait until the pipeline has passed them."""
-    definition = load_pipeline(pipeline(folder, postgres, database, slot_of(database), sink))
+    committed, make a few more changes (and ``then``), and wait until the pipeline has
+    passed them."""
+    definition = load_pipeline(
+        pipeline(folder, postgres, database, slot_of(database), sink, behavior)
+    )
     run = prepare(definition)
     checkpoint = definition.settings.checkpoint
     writer = RandomWriter(
@@ -101,6 +120,8 @@ def run_with_writes(postgres: EmbeddedPostgres, database: str, folder: Path, sin
             conn.execute(f"UPDATE {SCHEMA}.prices SET price = 2.25 WHERE sku = 'a'")
             conn.execute(f"UPDATE {SCHEMA}.prices SET sku = 'b' WHERE sku = 'B'")
             conn.execute(f"UPDATE {SCHEMA}.prices SET day = '2025-01-01' WHERE sku = 'a'")
+            for statement in then:
+                conn.execute(statement)
         end = flush_lsn(postgres, database)
         wait_until(
             lambda: any(
@@ -191,7 +212,20 @@ password: ${{TARGET_PASSWORD}}
 table-name: "{{table}}"
 """
     try:
-        definition = run_with_writes(postgres, pg_db, scratch, sink)
+        # evolve: a TRUNCATE empties the target (in the batch's transaction)
+        definition = run_with_writes(
+            postgres,
+            pg_db,
+            scratch,
+            sink,
+            "evolve",
+            [
+                f"INSERT INTO {SCHEMA}.prices (sku, price) VALUES ('gone', 1)",
+                f"TRUNCATE {SCHEMA}.prices",
+                f"INSERT INTO {SCHEMA}.prices (sku, price, note) VALUES ('a', 2.25, 'x'), "
+                "('b', NULL, 'y')",
+            ],
+        )
         target = {
             r[0]: tuple(r)
             for r in mariadb.execute("SELECT id, name, qty FROM orders", database=mysql_db)

@@ -3,10 +3,12 @@ set-up checks naming the fix, TOASTed values, the slot's life, and changes it re
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from sparkcdc.connectors.postgres.server.types import PgValueError
@@ -145,7 +147,7 @@ def test_truncate_and_column_changes_fail_loudly(db: Database) -> None:
     source = db.source(**{"scan.startup.mode": "latest-offset"})
     start = source.initial_offset()
     db.execute("TRUNCATE t")
-    with pytest.raises(SchemaError, match=r"TRUNCATE of public\.t .* new checkpoint"):
+    with pytest.raises(SchemaError, match=r"TRUNCATE of public\.t .*truncate\.handling\.mode"):
         run_batches(source, start, lambda rows: None)
 
     db.execute("INSERT INTO t VALUES (2, 'b')")
@@ -163,6 +165,77 @@ def test_truncate_and_column_changes_fail_loudly(db: Database) -> None:
     db.execute("INSERT INTO t VALUES (4, 'd')")
     with pytest.raises(SchemaError, match="a column's type changed"):
         run_batches(retyped, start, lambda rows: None)
+
+
+def test_a_truncate_is_a_batch_of_its_own_even_when_chunks_are_read_across_it(
+    db: Database,
+) -> None:
+    """``truncate.handling.mode: skip``: each TRUNCATE of the table is a batch of its own,
+    recorded in the offset (``truncated``), rows around it flow. A chunk whose read comes
+    after a truncate committed after its batch's end cannot be normalised across it (the
+    removed rows are not in the WAL): it emits nothing and the truncate's batch reads its
+    range again. Replayed with each truncate applied, the rows equal the table. A truncate
+    sharing its transaction with row changes cannot be a batch of its own: it stops."""
+    table(db)
+    db.execute("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 300) g")
+    source = db.source(
+        **{
+            "truncate.handling.mode": "skip",
+            "scan.incremental.snapshot.chunk.size": "50",
+            "scan.incremental.snapshot.rows-per-partition": "100",
+        }
+    )
+    state: dict[int, Any] = {}
+    marks: list[Any] = [None]
+
+    def replay(end: Any, rows: list[dict[str, Any]]) -> None:
+        mark = end["tables"]["public.t"].get("schema", {}).get("truncated")
+        if mark != marks[-1]:
+            state.clear()  # the batch of the truncate: it has no rows
+            assert not rows
+            marks.append(mark)
+        for r in sorted(rows, key=lambda r: r["_commit_version"]):
+            if r["_change_type"] == "delete":
+                state.pop(r["id"])
+            elif r["_change_type"] != "update_preimage":
+                state[r["id"]] = r["v"]
+
+    def read(start: Any, end: Any) -> None:
+        rows: list[dict[str, Any]] = []
+        shipped = pickle.dumps(source)
+        for spec in source.partitions(start, end):
+            for batch in pickle.loads(shipped).read(spec):
+                rows.extend(pa.Table.from_batches([batch]).to_pylist())
+        replay(end, rows)
+
+    try:
+        offset = source.initial_offset()
+        end = source.latest_offset(offset, 100)  # the snapshot's first chunks, planned...
+        db.execute("UPDATE t SET v = 'x' WHERE id = 7")
+        db.execute("TRUNCATE t")  # ...and read after this
+        db.execute("INSERT INTO t VALUES (1, 'again'), (400, 'new')")
+        read(offset, end)
+        offset = end
+        for _ in range(30):
+            end = source.latest_offset(offset, 100)
+            if end == offset:
+                break
+            read(offset, end)
+            offset = end
+        db.execute("INSERT INTO t VALUES (2, 'two')")
+        db.execute("TRUNCATE t")
+        db.execute("INSERT INTO t VALUES (3, 'three')")
+        while (end := source.latest_offset(offset, 100)) != offset:
+            read(offset, end)
+            offset = end
+        assert len(marks) == 3  # two truncates, each with its own position
+        assert state == dict(db.execute("SELECT id, v FROM t")) == {3: "three"}
+
+        db.execute("BEGIN; INSERT INTO t VALUES (4, 'four'); TRUNCATE t; COMMIT")
+        with pytest.raises(SchemaError, match=r"also has 1 row change\(s\)"):
+            source.latest_offset(offset, 100)
+    finally:
+        source.close()
 
 
 def test_the_slot_moves_only_after_commits_and_a_lost_position_names_the_slot(

@@ -318,16 +318,16 @@ SIGNAL_KAFKA_KEY = OptionSpec(
     "topic, as Debezium's connectors do by their topic prefix)",
     attr="signal_kafka_key",
 )
-#: What a stream does at a TRUNCATE of a captured table (MySQL/MariaDB).
+#: What a stream does at a TRUNCATE of a captured table.
 TRUNCATE_MODES = ("fail", "skip")
 TRUNCATE_HANDLING = OptionSpec(
     "truncate.handling.mode",
     choices=TRUNCATE_MODES,
     default="fail",
-    doc="MySQL/MariaDB: at a TRUNCATE of a captured table (no row events say which rows it "
-    "removed), `fail` stops the stream naming it; `skip` goes on (a batch of its own, the "
-    "changelog keeps the removed rows) and records it in the table's offset entry. "
-    "Pipelines set `skip` and apply truncates as `schema.change.behavior` says",
+    doc="at a TRUNCATE of a captured table (no row events say which rows it removed), "
+    "`fail` stops the stream naming it; `skip` goes on (a batch of its own, the changelog "
+    "keeps the removed rows) and records it in the table's offset entry. Pipelines set "
+    "`skip` and apply truncates as `schema.change.behavior` says",
     attr="truncate_handling",
 )
 ENVELOPE = OptionSpec(

@@ -41,6 +41,7 @@ from sparkcdc.snapshot.options import (
     SIGNAL_KAFKA_KEY,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_TOPIC,
+    TRUNCATE_HANDLING,
     SourceConfig,
     TablePatterns,
     capture_patterns,
@@ -227,6 +228,7 @@ SPECS: tuple[OptionSpec, ...] = (
         attr="metadata",
     ),
     MAX_ROWS_PER_TRIGGER,
+    TRUNCATE_HANDLING,
     OptionSpec(
         "scan.snapshot.position",
         position_parser(LsnPosition.from_json, '{"lsn": "0/16B3748", "count": ...}'),
@@ -266,6 +268,7 @@ class PostgresSourceConfig(SourceConfig):
     metadata: tuple[str, ...]
     snapshot_position: LsnPosition | None = None
     tls: Mapping[str, str] = field(default_factory=dict)
+    truncate_handling: str = "fail"
 
     def matches(self, schema: str, table: str) -> bool:
         return self.tables.matches(schema, table)

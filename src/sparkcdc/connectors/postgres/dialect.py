@@ -17,6 +17,7 @@ import pyarrow as pa
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import connect, query
 from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
+from sparkcdc.connectors.postgres.server.table_json import table_from_json, table_to_json
 from sparkcdc.connectors.postgres.server.types import arrow_type
 from sparkcdc.connectors.postgres.server.validation import validate_server, validate_tables
 from sparkcdc.connectors.postgres.snapshot.chunk_ends import key_stats, next_chunk_end
@@ -26,7 +27,12 @@ from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.reader import read_blocks_with_retries
-from sparkcdc.connectors.postgres.wal.scan import batch_end, scan_transactions
+from sparkcdc.connectors.postgres.wal.scan import (
+    Transaction,
+    batch_end,
+    first_truncate,
+    scan_transactions,
+)
 from sparkcdc.connectors.postgres.wal.slot import (
     advance,
     ensure_publication,
@@ -40,6 +46,7 @@ from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.schema_change import SchemaChange
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +59,9 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         self._conn: Any = None
         self._moved_at = time.monotonic()
         self._commits: list[LsnPosition] = []
+        #: The last planning scan (its start, its end LSN, what it found), which
+        #: :meth:`schema_change` looks through right after :meth:`limit_log`.
+        self._scanned: tuple[LsnPosition, int, list[Transaction]] | None = None
 
     @property
     def settings(self) -> PostgresSourceConfig:
@@ -153,6 +163,7 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         ``heartbeat.interval`` has passed: then it moves on, and the slot can release the
         WAL behind it."""
         transactions = scan_transactions(self.conn, self.config, start, end.lsn)
+        self._scanned = (start, end.lsn, transactions)
         ((snapshot,),) = query(self.conn, "SELECT pg_current_snapshot()::text")
         position, rows, truncates = batch_end(
             start, end.lsn, transactions, PgSnapshot.parse(snapshot), max_rows
@@ -163,6 +174,51 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         if position > start:
             self._moved_at = time.monotonic()
         return position, rows
+
+    def schema_change(
+        self,
+        start: LsnPosition,
+        end: LsnPosition,
+        tables: Mapping[TableId, PgTable],
+        watch_created: bool = False,
+    ) -> SchemaChange[LsnPosition, PgTable] | None:
+        """The first TRUNCATE of a captured table in ``[start, end)`` (pgoutput's Truncate
+        messages, found by the planning scan). Column changes are not followed: reads
+        stop at a Relation message with other columns (wal/decode.py)."""
+        scanned = self._scanned
+        if scanned is None or scanned[0] != start or scanned[1] < end.lsn:
+            scanned = (start, end.lsn, scan_transactions(self.conn, self.config, start, end.lsn))
+        by_oid = {t.oid: t for t in tables.values()}
+        found = first_truncate(start, end, scanned[2], set(by_oid))
+        if found is None:
+            return None
+        before, after, tx = found
+        names = [str(by_oid[oid].table_id) for oid in tx.truncated if oid in by_oid]
+        table = next(by_oid[oid] for oid in tx.truncated if oid in by_oid)
+        statement = f"TRUNCATE {', '.join(names)} (transaction {tx.xid})"
+        problem = ""
+        if len(names) > 1:
+            problem = f"it truncates several captured tables ({', '.join(names)}) at once"
+        elif tx.changes:
+            problem = (
+                f"its transaction also has {tx.changes} row change(s), which a batch of "
+                "the truncate alone would lose"
+            )
+        return SchemaChange(
+            table.table_id,
+            before,
+            after,
+            statement,
+            None if problem else table,
+            problem,
+            truncated=True,
+        )
+
+    def table_to_json(self, table: PgTable) -> dict[str, Any]:
+        return table_to_json(table)
+
+    def table_from_json(self, data: Mapping[str, Any]) -> PgTable:
+        return table_from_json(data)
 
     def split_log(self, start: LsnPosition, end: LsnPosition) -> list[LsnPosition]:
         """One log partition per batch: each reader decodes from the slot's restart point,

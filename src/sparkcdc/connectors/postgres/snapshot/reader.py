@@ -41,9 +41,11 @@ from sparkcdc.connectors.postgres.server.types import (
 )
 from sparkcdc.connectors.postgres.snapshot.keys import partition_keys
 from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
+from sparkcdc.connectors.postgres.wal.decode import TruncateInRange
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.reader import read_located
+from sparkcdc.core.errors import ChunkCrossedChange
 from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
@@ -181,14 +183,19 @@ def window_overrides(
     if low == high:
         return {}
     flagged = []
-    for located in read_located(config, {table.table_id: table}, LsnPosition(low), high):
-        seen = snapshot.sees(located.xid)
-        wanted = located.commit_lsn < target.lsn
-        if seen == wanted:
-            continue
-        for change in located.block.changes():
-            if keys.touches(change.before, change.after):
-                flagged.append((change, seen, wanted))
+    try:
+        for located in read_located(config, {table.table_id: table}, LsnPosition(low), high):
+            seen = snapshot.sees(located.xid)
+            wanted = located.commit_lsn < target.lsn
+            if seen == wanted:
+                continue
+            for change in located.block.changes():
+                if keys.touches(change.before, change.after):
+                    flagged.append((change, seen, wanted))
+    except TruncateInRange as exc:
+        # the rows it removed cannot be put back: the chunk emits nothing, and the
+        # truncate's own batch reads its range again (snapshot/progress.py, ChunkSpan)
+        raise ChunkCrossedChange(f"its window crosses a truncate: {exc}") from exc
     return visibility_overrides(flagged, keys.key_of)
 
 

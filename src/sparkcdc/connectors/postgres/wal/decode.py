@@ -42,6 +42,11 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import BlockKind, ChangeBlock, Row
 from sparkcdc.core.table import TableId
 
+
+class TruncateInRange(SchemaError):
+    """A truncate of a captured table inside the range a read decodes."""
+
+
 #: Images per ChangeBlock at most (a large transaction still streams).
 MAX_BLOCK_IMAGES = 8192
 _CHANGES = frozenset(b"IUD")
@@ -167,11 +172,12 @@ class WalDecoder:
                     if (n := _name(self.relations[oid])) in self.tables
                 ]
                 if names:
-                    raise SchemaError(
+                    raise TruncateInRange(
                         f"TRUNCATE of {', '.join(names)} (transaction {begin.xid}, commit "
-                        f"{lsn_to_text(begin.final_lsn)}): truncates are not captured yet, "
-                        "so the changelog would keep the removed rows. Start the stream again "
-                        "from a new checkpoint (a new snapshot)"
+                        f"{lsn_to_text(begin.final_lsn)}) inside a read's range: no row says "
+                        "which rows it removed, so the read cannot pass it (a stream's "
+                        "planning makes each truncate a batch of its own). Start the stream "
+                        "again from a new checkpoint (a new snapshot)"
                     )
         self.count = count
 

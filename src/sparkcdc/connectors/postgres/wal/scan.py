@@ -32,12 +32,14 @@ from sparkcdc.connectors.postgres.wal.slot import PEEK
 
 #: One row per decoded transaction: its xid, its Commit message's commit and end LSNs
 #: (bytes 2-17 of the message: flags, then two int64), its row changes (Insert, Update,
-#: Delete messages) and truncates.
+#: Delete messages), its truncates, and the relations they truncated (Truncate messages
+#: from byte 7 on: one int32 OID per relation).
 _SUMMARY = f"""
 SELECT xid::text::bigint,
        string_agg(substring(data from 3 for 16), ''::bytea) FILTER (WHERE get_byte(data, 0) = 67),
        count(*) FILTER (WHERE get_byte(data, 0) IN (73, 85, 68)),
-       count(*) FILTER (WHERE get_byte(data, 0) = 84)
+       count(*) FILTER (WHERE get_byte(data, 0) = 84),
+       string_agg(substring(data from 7), ''::bytea) FILTER (WHERE get_byte(data, 0) = 84)
 FROM {PEEK}
 GROUP BY xid
 """
@@ -51,6 +53,8 @@ class Transaction:
     end_lsn: int
     changes: int
     truncates: int
+    #: The OIDs of the relations its truncates emptied.
+    truncated: tuple[int, ...] = ()
 
 
 def scan_transactions(
@@ -64,12 +68,16 @@ def scan_transactions(
         (config.slot_name, lsn_to_text(upto), config.publication_name),
     )
     found = []
-    for xid, lsns, changes, truncates in rows:
+    for xid, lsns, changes, truncates, oids in rows:
         if lsns is None:  # no Commit: cut off by upto (its record was read, not finished)
             continue
         commit_lsn, end_lsn = _LSNS.unpack(bytes(lsns))
         if start.lsn <= commit_lsn < upto:
-            found.append(Transaction(int(xid), commit_lsn, end_lsn, int(changes), int(truncates)))
+            raw = bytes(oids or b"")
+            truncated = struct.unpack(f">{len(raw) // 4}I", raw)
+            found.append(
+                Transaction(int(xid), commit_lsn, end_lsn, int(changes), int(truncates), truncated)
+            )
     found.sort(key=lambda t: t.commit_lsn)
     return found
 
@@ -93,3 +101,19 @@ def batch_end(
         rows += tx.changes
         truncates += tx.truncates
     return LsnPosition(upto, count), rows, truncates
+
+
+def first_truncate(
+    start: LsnPosition, end: LsnPosition, transactions: Sequence[Transaction], oids: set[int]
+) -> tuple[LsnPosition, LsnPosition, Transaction] | None:
+    """The first transaction in ``[start, end)`` that truncates one of ``oids``: the
+    positions before and after it (counted as executors count), and the transaction."""
+    count = start.count
+    for tx in transactions:
+        if tx.commit_lsn >= end.lsn:
+            return None
+        if oids.intersection(tx.truncated):
+            after = LsnPosition(tx.end_lsn, count + tx.changes + 1)
+            return LsnPosition(tx.commit_lsn, count), after, tx
+        count += tx.changes + 1
+    return None
