@@ -28,6 +28,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
 from sparkcdc.pipeline.checkpoint import batch_offset, last_committed_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
+from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.run_state import load_run_state, save_run_state
 from sparkcdc.pipeline.schema_follow import follow_changes, restore_targets
@@ -180,8 +181,9 @@ class PipelineRun:
         error = self.query.exception()
         if error is not None:
             raise PipelineFailedError(
-                f"pipeline '{self.definition.settings.name}' failed: {error}. Fix the cause and "
-                "run it again: it resumes from its checkpoint"
+                f"pipeline '{self.definition.settings.name}' failed: {failure_text(str(error))}"
+                "\nFix the cause and run it again: it resumes from its checkpoint (Spark's log "
+                "has the whole error)"
             )
 
     def _between_batches(

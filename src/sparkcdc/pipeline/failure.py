@@ -1,0 +1,38 @@
+"""What a user reads when the pipeline's query fails.
+
+Spark reports a failure of our code in a Python worker (planning, reads) or in the
+foreachBatch callback as its own error wrapping a Python traceback (and often a JVM
+stack trace): kilobytes in which the one line that says what to do, our error's message,
+is buried. The runner shows that message and logs the whole text."""
+
+from __future__ import annotations
+
+import re
+
+#: A traceback's last line for one of our errors: ``sparkcdc.core.errors.SchemaError: ...``.
+_OURS = re.compile(r"^sparkcdc\.[\w.]+?\.(\w+): (.*)$", re.M)
+#: A Python traceback's last line for any error (a driver's, e.g. a lost connection that
+#: outlasted ``connect.max-retries``); not the JVM's or py4j's wrappers.
+_PYTHON = re.compile(r"^(?!org\.apache|java\.|py4j\.)[\w.]*(?:Error|Exception): .*$", re.M)
+#: Lines that end a message inside the wrapping text.
+_NOT_MESSAGE = re.compile(r"^(\s|Traceback|JVM stacktrace|\tat |$)")
+
+
+def failure_text(error: str) -> str:
+    """The message of the last of our errors that ``error`` (a failed query's text)
+    wraps (the cause: tracebacks end with it), with its continuation lines; else the last
+    Python error line in it; else the text's first line."""
+    found = list(_OURS.finditer(error))
+    if not found:
+        python = _PYTHON.findall(error)
+        if python:
+            return str(python[-1])
+        lines = error.strip().splitlines()
+        return lines[0] if lines else error
+    last = found[-1]
+    message = [last.group(2)]
+    for line in error[last.end() :].splitlines()[1:]:
+        if _NOT_MESSAGE.match(line) or _OURS.match(line):
+            break
+        message.append(line)
+    return "\n".join(message).strip()

@@ -1,0 +1,127 @@
+"""The fault suite: the source database restarted under a running pipeline, mid-snapshot
+and mid-stream, while random writes go on. The pipeline rides through an outage shorter
+than its connection retries (``connect.max-retries``: 0.5 + 1 + 2 s by default), and
+stops on a longer one with the message to act on (the server unreachable); run again, it
+resumes from its checkpoint. Either way the target ends equal to the source, ``verify``
+agreeing. The outcomes are printed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.pipeline.definition import load_pipeline
+from sparkcdc.pipeline.failure import failure_text
+from sparkcdc.pipeline.runner import PipelineRun, prepare
+from sparkcdc.verify.run import verify_tables
+from tests.support.mariadb_writes import mariadb_writer, table_state
+from tests.support.pipelines import (
+    committed_offsets,
+    pipeline_file,
+    postgres_sink_block,
+    run_available_now,
+    snapshot_done,
+    wait_until,
+)
+
+
+def create_orders(server: EmbeddedMariaDB, db: str) -> None:
+    server.execute(
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, name VARCHAR(64), qty INT)", database=db
+    )
+    server.execute("CREATE TABLE audit (id INT AUTO_INCREMENT PRIMARY KEY, note TEXT)", database=db)
+    server.execute(
+        "INSERT INTO orders SELECT seq * 3, CONCAT('name', seq), seq % 50 FROM seq_0_to_1499",
+        database=db,
+    )
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(900)
+def test_mariadb_restarted_mid_snapshot_and_mid_stream(
+    spark: Any,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with EmbeddedMariaDB() as server:
+        db = server.create_database("shop")
+        create_orders(server, db)
+        block = postgres_sink_block(postgres, pg_db, monkeypatch)  # quick batches
+        pipeline = pipeline_file(scratch, server, f"{db}.(orders|audit)", block, max_rows=200)
+        checkpoint = scratch / "checkpoint"
+        runs: list[PipelineRun] = []
+        outcomes: list[str] = []
+
+        def start() -> None:
+            run = prepare(load_pipeline(pipeline), spark=spark)
+            run.start()
+            runs.append(run)
+
+        def survived(what: str, reached: Any) -> None:
+            """Wait for ``reached`` (a committed offset); a run that stopped meanwhile is
+            started again (a resume from its checkpoint), saying why it stopped."""
+
+            def check() -> bool:
+                if not runs[-1].active:
+                    error = failure_text(str(runs[-1].query.exception()))
+                    outcomes.append(f"{what}: stopped ({error})")
+                    runs[-1].stop()
+                    start()
+                    return False
+                return any(reached(o) for o in committed_offsets(checkpoint))
+
+            wait_until(check, what, timeout=300)
+            if not outcomes or not outcomes[-1].startswith(what):
+                outcomes.append(f"{what}: rode through")
+
+        writers = []
+
+        def writing(seed: int) -> None:
+            writer = mariadb_writer(server, db, seed=seed, key_space=9000)
+            writer.limit, writer.pause = 10**9, 0.05
+            writer.start()
+            writers.append(writer)
+
+        start()
+        writing(1)
+        try:
+            wait_until(lambda: len(committed_offsets(checkpoint)) >= 2, "a snapshot batch")
+            assert not snapshot_done(committed_offsets(checkpoint)[-1])
+            writers[-1].stop()
+            # down longer than the retries last (0.5 + 1 + 2 s): the run stops, saying why
+            server.restart(down_seconds=10)  # mid-snapshot
+            writing(2)
+            survived("restart mid-snapshot", snapshot_done)
+            assert outcomes[0].startswith("restart mid-snapshot: stopped"), outcomes
+            assert "connect" in outcomes[0] and server.host in outcomes[0], outcomes
+            writers[-1].stop()
+            # a short restart: the retries may ride through it, or the run stops
+            server.restart(down_seconds=0)  # mid-stream
+            writing(3)
+            time.sleep(2)
+            now = len(committed_offsets(checkpoint))
+            survived("restart mid-stream", lambda o: len(committed_offsets(checkpoint)) > now + 1)
+        finally:
+            for writer in writers:
+                writer.stop()
+            runs[-1].stop()
+        run_available_now(spark, pipeline)
+        for table in ("orders", "audit"):
+            with postgres.connect(pg_db) as conn:
+                rows = conn.execute(f'SELECT * FROM "{db}"."{table}"').fetchall()
+            assert {r[0]: tuple(r) for r in rows} == table_state(server, db, table), table
+        definition = load_pipeline(pipeline)
+        prepared = prepare(definition, spark=spark)
+        try:
+            verdicts = verify_tables(spark, definition, prepared.sink, prepared.targets)
+        finally:
+            prepared.sink.close()
+            prepared.probe.close()
+        assert [v.status for v in verdicts] == ["equal", "equal"]
+        print("\nsource restarts: " + "; ".join(outcomes))

@@ -1,0 +1,62 @@
+"""The line a user reads when the pipeline's query fails (pipeline/failure.py)."""
+
+from __future__ import annotations
+
+from sparkcdc.pipeline.failure import failure_text
+
+PLANNING = """\
+[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source \
+perform latestOffset: Traceback (most recent call last):
+  File "/x/pyspark/sql/streaming/python_streaming_source_runner.py", line 281, in main
+  File "/x/src/sparkcdc/connectors/mysql/server/connection.py", line 118, in open_with_retries
+    raise SourceConfigurationError(
+sparkcdc.core.errors.SourceConfigurationError: cannot connect to 127.0.0.1:45679 after 4 \
+attempts: Can't connect. Check 'hostname' and 'port'
+ SQLSTATE: 38000
+=== Streaming Query ===
+Identifier: p [id = ce7505cb]
+Current Committed Offsets: {"log": {"file": "binlog.000001"}}
+"""
+
+WRITE = """\
+An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
+  File "/x/py4j/clientserver.py", line 644, in _call_proxy
+py4j.protocol.Py4JJavaError: An error occurred while calling o123.save.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 failed: \
+org.apache.spark.api.python.PythonException: Traceback (most recent call last):
+  File "/x/src/sparkcdc/snapshot/driver.py", line 9, in read
+sparkcdc.core.errors.SchemaError: TRUNCATE of shop.t inside a read's range
+which cannot be passed.
+Start the stream again
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException
+JVM stacktrace:
+org.apache.spark.SparkException: ...
+"""
+
+
+def test_our_errors_message_is_found_in_the_wrapping_text() -> None:
+    assert failure_text(PLANNING) == (
+        "cannot connect to 127.0.0.1:45679 after 4 attempts: Can't connect. Check 'hostname' "
+        "and 'port'"
+    )
+    assert failure_text(WRITE) == (
+        "TRUNCATE of shop.t inside a read's range\nwhich cannot be passed.\nStart the stream again"
+    )
+
+
+def test_a_drivers_error_is_found_when_none_of_ours_is() -> None:
+    text = WRITE.replace(
+        "sparkcdc.core.errors.SchemaError: TRUNCATE of shop.t inside a read's range",
+        'pymysql.err.OperationalError: (2003, "Can\'t connect to MySQL server")',
+    )
+    assert failure_text(text) == (
+        'pymysql.err.OperationalError: (2003, "Can\'t connect to MySQL server")'
+    )
+
+
+def test_other_errors_keep_their_first_line() -> None:
+    assert failure_text("java.lang.OutOfMemoryError: Java heap space\n\tat x.y") == (
+        "java.lang.OutOfMemoryError: Java heap space"
+    )
+    assert failure_text("") == ""
