@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.cli.commands import verify_pipeline
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.runner import PipelineRun, prepare
-from sparkcdc.verify.run import verify_tables
 from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import (
     committed_offsets,
@@ -116,12 +116,6 @@ def test_mariadb_restarted_mid_snapshot_and_mid_stream(
             with postgres.connect(pg_db) as conn:
                 rows = conn.execute(f'SELECT * FROM "{db}"."{table}"').fetchall()
             assert {r[0]: tuple(r) for r in rows} == table_state(server, db, table), table
-        definition = load_pipeline(pipeline)
-        prepared = prepare(definition, spark=spark)
-        try:
-            verdicts = verify_tables(spark, definition, prepared.sink, prepared.targets)
-        finally:
-            prepared.sink.close()
-            prepared.probe.close()
+        verdicts = verify_pipeline(load_pipeline(pipeline), spark)
         assert [v.status for v in verdicts] == ["equal", "equal"]
         print("\nsource restarts: " + "; ".join(outcomes))

@@ -373,14 +373,9 @@ def test_an_online_schema_change_tools_swap_is_followed_and_the_table_read_again
         "UPDATE t SET extra = 9, label = 'upd' WHERE id % 11 = 0",
         "INSERT INTO t VALUES (1000, 1, 'late', 1)",
     ]
-    options = {
-        **mariadb.source_options(),
-        "database-name": mysql_db,
-        "table-name": "t|u",
-        "server-id": "6200-6210",
-        "scan.incremental.snapshot.chunk.size": "20",
-    }
-    cdc = MySqlCdcSource(parse_config(options))
+    cdc = source(
+        mariadb, mysql_db, **{"table-name": "t|u", "scan.incremental.snapshot.chunk.size": "20"}
+    )
     state: dict[Any, dict[str, Any]] = {}
     ends: list[Any] = []
 
