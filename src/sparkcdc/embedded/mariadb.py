@@ -83,7 +83,7 @@ class EmbeddedMariaDB:
         self.root = Account("root", "")
         self.cdc = Account("sparkcdc_cdc", secrets.token_urlsafe(12))
         self._process: subprocess.Popen[bytes] | None = None
-        self._process_started_once = False  #: a restart keeps the port clients know
+        self._port_chosen = False  #: a restart keeps the port clients know
 
     @property
     def datadir(self) -> Path:
@@ -120,9 +120,9 @@ class EmbeddedMariaDB:
             done = subprocess.run(argv, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise ServiceError(f"mariadb-install-db failed:\n{done.stdout}\n{done.stderr}")
-        if not self._process_started_once:
+        if not self._port_chosen:
             self.port = free_port()
-        self._process_started_once = True
+        self._port_chosen = True
         argv = [
             mariadbd,
             "--no-defaults",
