@@ -19,6 +19,10 @@ class SchemaError(SparkCdcError):
     """A captured table cannot be captured as it is (no primary key, unsupported type...)."""
 
 
+class SourceUnavailableError(SparkCdcError):
+    """A read's connection retries are spent: the server is down or keeps dropping it."""
+
+
 class PositionLostError(SparkCdcError):
     """A recorded log position no longer exists on the server (binlog purged)."""
 

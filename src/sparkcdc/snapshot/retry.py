@@ -3,6 +3,8 @@
 Each connector says which failures are worth another try (a lost or refused connection,
 not a wrong password) and how to show one without its secrets; the policy is the same
 for every connector: wait 0.5 s, doubling up to 10 s, log each retry, give up loudly.
+A read (``final``) gives up with :class:`SourceUnavailableError`, which says what to do;
+opening a connection keeps the driver's error for its caller to word (it knows the host).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
+
+from sparkcdc.core.errors import SourceUnavailableError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -31,11 +35,21 @@ class Retries:
     retryable: Callable[[BaseException], bool]
     describe: Callable[[BaseException], str]
 
-    def pause(self, attempt: int, what: str, failure: BaseException) -> int:
+    def pause(self, attempt: int, what: str, failure: BaseException, final: bool = False) -> int:
         """After failure number ``attempt`` (0-based) of ``what``: re-raise it when it is
-        not worth a retry or the retries are spent, else log, wait and return the next
-        attempt's number (call inside the ``except`` block)."""
-        if not self.retryable(failure) or attempt >= self.retries:
+        not worth a retry or the retries are spent (``final``: the spent retries as a
+        SourceUnavailableError), else log, wait and return the next attempt's number
+        (call inside the ``except`` block)."""
+        if not self.retryable(failure):
+            raise failure
+        if attempt >= self.retries:
+            if final:
+                raise SourceUnavailableError(
+                    f"{what} failed {attempt + 1} times, the last: {self.describe(failure)}. "
+                    "The server is unreachable or keeps dropping the connection: run again "
+                    "once it is back (a stream resumes from its checkpoint); "
+                    "'connect.max-retries' sets how often to retry"
+                ) from failure
             raise failure
         delay = backoff(attempt)
         log.warning(
@@ -49,11 +63,11 @@ class Retries:
         time.sleep(delay)
         return attempt + 1
 
-    def run(self, what: str, action: Callable[[], T]) -> T:
+    def run(self, what: str, action: Callable[[], T], final: bool = False) -> T:
         """``action``, tried again after each failure worth a retry."""
         attempt = 0
         while True:
             try:
                 return action()
             except Exception as exc:
-                attempt = self.pause(attempt, what, exc)
+                attempt = self.pause(attempt, what, exc, final)

@@ -384,4 +384,4 @@ def read_blocks_with_retries(
             return
         except OperationalError as exc:
             what = f"binlog read {start}..{end} (after {delivered} events)"
-            attempt = policy.pause(attempt, what, exc)
+            attempt = policy.pause(attempt, what, exc, final=True)

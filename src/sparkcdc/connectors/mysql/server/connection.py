@@ -32,9 +32,12 @@ def retries(config: MySqlSourceConfig) -> Retries:
     return Retries(config.connect_max_retries, retryable, lambda exc: _scrub(str(exc), config))
 
 
-def with_retries(config: MySqlSourceConfig, what: str, action: Callable[[], T]) -> T:
-    """Run ``action``; retry connection errors ``connect.max-retries`` times with backoff."""
-    return retries(config).run(what, action)
+def with_retries(
+    config: MySqlSourceConfig, what: str, action: Callable[[], T], final: bool = False
+) -> T:
+    """Run ``action``; retry connection errors ``connect.max-retries`` times with backoff
+    (``final``: a read, which then gives up with a SourceUnavailableError)."""
+    return retries(config).run(what, action, final)
 
 
 def connect(

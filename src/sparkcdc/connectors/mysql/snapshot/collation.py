@@ -313,7 +313,8 @@ def _extract(
             conn.close()
 
     try:
-        return with_retries(config, f"reading the weights of collation {collation}", attempt)
+        what = f"reading the weights of collation {collation}"
+        return with_retries(config, what, attempt, final=True)
     except SchemaError as exc:
         return exc
 

@@ -103,7 +103,9 @@ def window_overrides(
         ]
 
     try:
-        changes = with_retries(config, f"reading the binlog window {low}..{high}", window)
+        changes = with_retries(
+            config, f"reading the binlog window {low}..{high}", window, final=True
+        )
     except SchemaError as exc:  # a table map with other columns, or the table dropped
         raise ChunkCrossedChange(f"its window {low}..{high} crosses a change: {exc}") from exc
     return forward_overrides(changes, key_of) if forward else backward_overrides(changes, key_of)

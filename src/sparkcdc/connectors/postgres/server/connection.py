@@ -52,9 +52,12 @@ def retries(config: PostgresSourceConfig) -> Retries:
     )
 
 
-def with_retries(config: PostgresSourceConfig, what: str, action: Callable[[], T]) -> T:
-    """Run ``action``; retry lost connections ``connect.max-retries`` times with backoff."""
-    return retries(config).run(what, action)
+def with_retries(
+    config: PostgresSourceConfig, what: str, action: Callable[[], T], final: bool = False
+) -> T:
+    """Run ``action``; retry lost connections ``connect.max-retries`` times with backoff
+    (``final``: a read, which then gives up with a SourceUnavailableError)."""
+    return retries(config).run(what, action, final)
 
 
 def connection_arguments(config: PostgresSourceConfig) -> dict[str, Any]:

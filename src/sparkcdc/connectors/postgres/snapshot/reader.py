@@ -154,6 +154,7 @@ def read_chunks(
             lambda: window_overrides(
                 config, table, keys, snapshot, lsn_from_text(insert_lsn), target
             ),
+            final=True,
         )
         batches = (b for chunk in ranges for b in _fetch(rows, table, chunk, config.decimal_mode))
         if not overrides:

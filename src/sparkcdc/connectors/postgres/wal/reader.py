@@ -99,7 +99,7 @@ def read_blocks_with_retries(
             return
         except Exception as exc:
             what = f"reading the WAL {start.text}..{end.text}"
-            attempt = policy.pause(attempt, what, exc)
+            attempt = policy.pause(attempt, what, exc, final=True)
 
 
 def _tail(block: ChangeBlock, skip: int) -> ChangeBlock:
