@@ -7,6 +7,7 @@ agreeing. The outcomes are printed."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,9 @@ def test_mariadb_restarted_mid_snapshot_and_mid_stream(
             writing(2)
             survived("restart mid-snapshot", snapshot_done)
             assert outcomes[0].startswith("restart mid-snapshot: stopped"), outcomes
-            assert server.host in outcomes[0] and "'connect.max-retries'" in outcomes[0], outcomes
+            # one of our messages: planning could not connect, a read spent its retries,
+            # or a chunk lost its connection mid-rows
+            assert re.search(r"connect\.max-retries|once the server is back", outcomes[0])
             writers[-1].stop()
             # a short restart: the retries may ride through it, or the run stops
             server.restart(down_seconds=0)  # mid-stream

@@ -3,13 +3,13 @@ and what a read says when its retries are spent."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from sparkcdc.core.errors import SourceUnavailableError
 from sparkcdc.snapshot import retry
-from sparkcdc.snapshot.retry import Retries
+from sparkcdc.snapshot.retry import Retries, lost_mid_read
 
 
 class Lost(Exception):
@@ -65,3 +65,18 @@ def test_spent_retries_elsewhere_and_other_failures_raise_as_they_are() -> None:
 
 def test_backoff_doubles_to_ten_seconds() -> None:
     assert [retry.backoff(n) for n in range(7)] == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+def test_a_read_cut_off_mid_rows_fails_saying_what_to_do() -> None:
+    def rows(failure: Exception) -> Iterator[int]:
+        yield 1
+        raise failure
+
+    read = lost_mid_read(policy(3), "reading chunks of db.t", rows(Lost("2013")))
+    assert next(read) == 1
+    with pytest.raises(SourceUnavailableError, match=r"^reading chunks of db\.t lost its conn"):
+        next(read)
+    other = lost_mid_read(policy(3), "reading", rows(ValueError("a bad value")))
+    assert next(other) == 1
+    with pytest.raises(ValueError):  # not a lost connection: as it is
+        next(other)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -71,3 +71,19 @@ class Retries:
                 return action()
             except Exception as exc:
                 attempt = self.pause(attempt, what, exc, final)
+
+
+def lost_mid_read(policy: Retries, what: str, rows: Iterator[T]) -> Iterator[T]:
+    """``rows`` of a read that cannot go on in the same task after a lost connection (a
+    chunk's rows stream through: some are already in Spark's hands). The task fails with
+    a SourceUnavailableError that says what to do, not the driver's error."""
+    try:
+        yield from rows
+    except Exception as exc:
+        if not policy.retryable(exc):
+            raise
+        raise SourceUnavailableError(
+            f"{what} lost its connection ({policy.describe(exc)}); a chunk's rows are not "
+            "read again within its task. Run again once the server is back: a stream resumes "
+            "from its checkpoint"
+        ) from exc

@@ -34,7 +34,7 @@ from sparkcdc.connectors.mysql.binlog.reader import read_blocks_with_retries
 from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
 from sparkcdc.connectors.mysql.binlog.schema_scan import first_schema_change
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.server.connection import connect, query
+from sparkcdc.connectors.mysql.server.connection import connect, query, retries
 from sparkcdc.connectors.mysql.server.discovery import (
     CapturedTable,
     describe_table,
@@ -51,6 +51,7 @@ from sparkcdc.formats.changelog_arrow import CHANGE_TYPE_VALUES, ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.retry import lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
 
 log = logging.getLogger(__name__)
@@ -242,7 +243,8 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         target: BinlogPosition,
         reader: int,
     ) -> Iterator[ChunkRows]:
-        return read_chunks(self.config, table, chunks, target, self.config.server_id(reader))
+        rows = read_chunks(self.config, table, chunks, target, self.config.server_id(reader))
+        return lost_mid_read(retries(self.config), f"reading chunks of {table.table_id}", rows)
 
     def read_log(
         self,

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
-from sparkcdc.connectors.postgres.server.connection import connect, query
+from sparkcdc.connectors.postgres.server.connection import connect, query, retries
 from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
 from sparkcdc.connectors.postgres.server.table_json import table_from_json, table_to_json
 from sparkcdc.connectors.postgres.server.types import arrow_type
@@ -46,6 +46,7 @@ from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.retry import lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
 
 log = logging.getLogger(__name__)
@@ -229,7 +230,8 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
     def read_chunks(
         self, table: PgTable, chunks: Sequence[Chunk], target: LsnPosition, reader: int
     ) -> Iterator[ChunkRows]:
-        return read_chunks(self.config, table, chunks, target)
+        rows = read_chunks(self.config, table, chunks, target)
+        return lost_mid_read(retries(self.config), f"reading chunks of {table.table_id}", rows)
 
     def read_log(
         self,
