@@ -11,6 +11,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from sparkcdc.connectors.mysql.config import parse_config
@@ -270,7 +271,6 @@ def test_a_change_of_the_chunk_key_while_a_table_is_snapshotted_stops_the_stream
 @pytest.mark.parametrize(
     ("statement", "expected"),
     [
-        ("DROP TABLE t", r"of {db}\.t .*DROP: "),
         ("RENAME TABLE t TO t_old", r"of {db}\.t .*RENAME: .*missed under its new name"),
         ("ALTER TABLE t RENAME TO t_old", r"of {db}\.t .*RENAME: "),
         ("ALTER TABLE t ADD COLUMN (a INT, b INT)", r"of {db}\.t .*not followed: sqlglot"),
@@ -299,6 +299,146 @@ def test_a_drop_or_rename_stops_the_stream_at_planning(
             run_batches(cdc, offset, lambda rows: None)
         assert "cannot be followed" in str(stopped.value)
         assert "new checkpoint" in str(stopped.value)
+    finally:
+        cdc.close()
+
+
+def test_a_drop_table_is_a_batch_of_its_own_then_the_table_is_forgotten(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """With ``truncate.handling.mode: skip`` a DROP of a captured table while its snapshot
+    runs is a batch of its own whose end offset marks the table dropped; the next batch's
+    offset no longer has it, and the other table's rows replay to its table. A restart
+    from before the drop reads the dropped table's changes with its columns from the
+    offset up to the drop, then forgets it the same way. By default the stream stops at
+    the drop, naming the option; a one-table stream cannot go past its table's drop."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    execute("CREATE TABLE gone (id INT PRIMARY KEY, a INT)")
+    execute("CREATE TABLE kept (id INT PRIMARY KEY, a INT)")
+    execute("CREATE TABLE v (id INT PRIMARY KEY)")
+    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+        for table in ("gone", "kept"):
+            cur.executemany(f"INSERT INTO {table} VALUES (%s, %s)", [(i, i) for i in range(300)])
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "gone|kept",
+        "server-id": "6200-6210",
+        "scan.incremental.snapshot.chunk.size": "20",
+        "truncate.handling.mode": "skip",
+    }
+    stopping = [source(mariadb, mysql_db, **{"table-name": "v"})]
+    stopping.append(source(mariadb, mysql_db, **{**options, "table-name": "v"}))
+    starts = [run_batches(s, None, lambda rows: None) for s in stopping]
+    script = {
+        1: [
+            "INSERT INTO gone VALUES (1000, 1)",
+            "UPDATE kept SET a = -1 WHERE id = 7",
+            "DROP TABLE gone, v",
+            "UPDATE kept SET a = -2 WHERE id = 8",
+        ],
+        4: ["INSERT INTO kept VALUES (1000, 1)"],
+    }
+    state: dict[Any, Any] = {}
+    emitted: set[int] = set()
+
+    def replay(rows: list[dict[str, Any]]) -> None:
+        for r in sorted(rows, key=lambda r: r["_commit_version"]):
+            image = json.loads(r["after"] or r["before"])
+            if r["table_name"] == "gone":
+                emitted.add(image["id"])
+                continue
+            if r["before"]:
+                del state[json.loads(r["before"])["id"]]
+            if r["after"]:
+                state[image["id"]] = image["a"]
+
+    def run_script(batch: int) -> None:
+        for statement in script.get(batch, []):
+            execute(statement)
+
+    ends: list[Any] = []
+    cdc = MySqlCdcSource(parse_config(options))
+    try:
+        run_batches(
+            cdc,
+            None,
+            replay,
+            max_rows=60,
+            between=run_script,
+            ends=ends,
+        )
+    finally:
+        cdc.close()
+    assert state == dict(execute("SELECT id, a FROM kept"))
+    assert emitted and emitted <= {*range(300), 1000}
+    key = f"{mysql_db}.gone"
+
+    def dropped_at(offsets: list[Any]) -> int:
+        (index,) = [
+            i
+            for i, e in enumerate(offsets)
+            if "table_dropped" in e["tables"].get(key, {}).get("schema", {})
+        ]
+        assert "DROP TABLE `gone`,`v`" in offsets[index]["tables"][key]["schema"]["change"]
+        assert all(key not in e["tables"] for e in offsets[index + 1 :])
+        return index
+
+    drop = dropped_at(ends)
+    assert not ends[drop - 1]["tables"][key].get("done")  # dropped while its snapshot ran
+    # a restart from before the drop: gone is no longer on the server
+    again: list[Any] = []
+    restarted = MySqlCdcSource(parse_config(options))
+    try:
+        run_batches(restarted, ends[drop - 1], lambda rows: None, ends=again)
+    finally:
+        restarted.close()
+    assert dropped_at(again) == 0
+    for stream, message in zip(
+        stopping,
+        [r"DROP of .*\.v .*truncate\.handling\.mode", r"a one-table stream ends with its table"],
+        strict=True,
+    ):
+        try:
+            with pytest.raises(SchemaError, match=message):
+                run_batches(stream, starts.pop(0), lambda rows: None)
+        finally:
+            stream.close()
+
+
+def test_chunks_read_after_their_table_was_dropped_emit_nothing(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """A batch's chunks are read after it was planned: a DROP in between makes them
+    unreadable (the log window holds the drop, or the SELECT finds no table). They emit
+    nothing, no error, and the next batch is the drop's own."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    for table in ("gone", "kept"):
+        execute(f"CREATE TABLE {table} (id INT PRIMARY KEY)")
+        execute(f"INSERT INTO {table} VALUES (1), (2), (3)")
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "gone|kept",
+        "server-id": "6200-6210",
+        "truncate.handling.mode": "skip",
+    }
+    cdc = MySqlCdcSource(parse_config(options))
+    try:
+        start = cdc.initial_offset()
+        end = cdc.latest_offset(start, None)
+        specs = cdc.partitions(start, end)
+        execute("DROP TABLE gone")
+        rows = [
+            row
+            for spec in specs
+            for batch in cdc.read(spec)
+            for row in pa.Table.from_batches([batch]).to_pylist()
+        ]
+        assert sorted(r["table_name"] for r in rows) == ["kept"] * 3
+        drop = cdc.latest_offset(end, None)
+        assert "table_dropped" in drop["tables"][f"{mysql_db}.gone"]["schema"]
+        assert cdc.partitions(end, drop) == []
     finally:
         cdc.close()
 

@@ -181,7 +181,13 @@ def verdict_table(verdicts: Sequence[TableVerdict]) -> Table:
         "differing keys",
     ):
         table.add_column(column)
-    colours = {"equal": "green", "different": "red", "snapshotting": "yellow", "empty": "yellow"}
+    colours = {
+        "equal": "green",
+        "different": "red",
+        "snapshotting": "yellow",
+        "empty": "yellow",
+        "not captured": "yellow",
+    }
     for v in verdicts:
         c = v.comparison
         samples = ""

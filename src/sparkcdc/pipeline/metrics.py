@@ -156,6 +156,16 @@ class PipelineMetrics:
             counts = self._state.schema_changes
             counts[table] = counts.get(table, 0) + 1
 
+    def table_dropped(self, table: TableId, target_dropped: bool) -> None:
+        """A DROP of ``table`` reached its target (counted with the schema changes); a
+        dropped target's evolved schema is forgotten (a table created again under the name
+        starts with its own)."""
+        with self._lock:
+            counts = self._state.schema_changes
+            counts[table] = counts.get(table, 0) + 1
+            if target_dropped:
+                self._state.targets.pop(table, None)
+
     def snapshot(self) -> MetricsSnapshot:
         self._refresh_head(force=False)
         with self._lock:

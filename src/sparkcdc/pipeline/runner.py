@@ -34,6 +34,7 @@ from sparkcdc.pipeline.run_state import load_run_state, save_run_state
 from sparkcdc.pipeline.schema_follow import follow_changes, restore_targets
 from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
+from sparkcdc.pipeline.table_drops import follow_drops, new_drops
 from sparkcdc.pipeline.tables import captured_tables
 from sparkcdc.pipeline.targets import Target, plan_targets
 from sparkcdc.pipeline.truncates import follow_truncates, new_truncates
@@ -75,7 +76,8 @@ class PipelineRun:
     _stopping: bool = False
     _watcher: threading.Thread | None = None
     #: One table read in the envelope schema: its columns at the checkpoint are not its
-    #: columns now, which a typed query (schema fixed at its start) cannot carry.
+    #: columns now, which a typed query (schema fixed at its start) cannot carry; or the
+    #: others were dropped while the query ran in the envelope.
     force_envelope: bool = False
 
     @property
@@ -268,6 +270,9 @@ class PipelineRun:
                         self.metrics.truncate_applied,
                         self.definition.excluded_changes,
                     )
+                dropped = new_drops(previous, offset)
+                if dropped:
+                    self._follow_drops(dropped, batch)
             self.sink.write(batch)
         finally:
             frame.unpersist()
@@ -286,6 +291,28 @@ class PipelineRun:
         save_run_state(checkpoint, self.metrics.state)
         if self.on_batch is not None:
             self.on_batch(report)
+
+    def _follow_drops(self, dropped: dict[TableId, str], batch: MicroBatch) -> None:
+        """Apply the batch's DROPs (pipeline/table_drops.py). A table whose target was
+        dropped leaves the run: created again, it is a new table with a new target."""
+        gone = follow_drops(
+            self.spark,
+            dropped,
+            self.targets,
+            self.sink,
+            batch,
+            self.definition.settings.schema_change_behavior,
+            self.definition.excluded_changes,
+        )
+        for table in dropped:
+            self.metrics.table_dropped(table, table in gone)
+        if gone:
+            # the running query's rows stay in the envelope when one table is left
+            self.force_envelope = self.envelope
+            self.tables = [t for t in self.tables if t.source not in gone]
+            self.targets = [
+                t for t in self.targets if not {s.table.source for s in t.sources} <= set(gone)
+            ]
 
     def _capture_created(self, offset: str) -> None:
         """Tables created while the pipeline runs come into the source's offset (MySQL,

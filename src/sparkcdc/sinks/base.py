@@ -144,6 +144,23 @@ class Sink(ABC):
             f"the {type(self).__name__} cannot empty its targets (of {table.source})"
         )
 
+    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """The source table was dropped (pipeline/table_drops.py): drop its target, before
+        ``batch`` (the drop's own, which has no rows) is written. Idempotent: a target that
+        is gone is dropped. A table created again under the name later gets a new target
+        through :meth:`open`."""
+        del spark, batch
+        raise SparkCdcError(
+            f"the {type(self).__name__} cannot drop its targets (of {table.source})"
+        )
+
+    def release(self, spark: Any, table: SinkTable) -> None:
+        """The source table was dropped and its target keeps its rows: the target no longer
+        holds only rows this pipeline's snapshot has not written yet, so the snapshot rows
+        of a table created again under the name must be merged, not appended (a sink that
+        appends snapshot rows forgets that the target was its own)."""
+        del spark, table
+
     def target_of(self, table: SinkTable) -> str | None:
         """The target ``table`` is written to, as a name that is equal exactly when two
         tables would land in one target (None: this sink writes no shared targets). The

@@ -178,6 +178,15 @@ class Dialect(ABC, Generic[P, T]):
     #: Whether :meth:`schema_change` and the table JSON are implemented: then every table's
     #: offset entry carries its columns from the start.
     follows_schema_changes: bool = False
+    #: Whether :meth:`schema_change` reports DROP TABLE (``SchemaChange.dropped_tables``):
+    #: then a captured table a restart no longer finds, which the table options still
+    #: match, is kept (with its columns from the offset) until the log reaches its drop.
+    follows_table_drops: bool = False
+
+    def matches(self, table_id: TableId) -> bool:
+        """Whether the table options match ``table_id`` (whether or not it exists)."""
+        del table_id
+        return False
 
     def schema_change(
         self, start: P, end: P, tables: Mapping[TableId, T], watch_created: bool = False

@@ -39,7 +39,7 @@ from sparkcdc.snapshot.emit import changes_to_emit
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.planner import ChunkPlanner
-from sparkcdc.snapshot.progress import ChunkSpan, Resnapshot, TableProgress
+from sparkcdc.snapshot.progress import TABLE_DROPPED, ChunkSpan, Resnapshot, TableProgress
 from sparkcdc.snapshot.schema_change import SchemaChange
 from sparkcdc.snapshot.signal import (
     PAUSE,
@@ -106,12 +106,19 @@ class IncrementalSource(Generic[P, T]):
         self.dialect = dialect
         self.settings = dialect.settings
         self._tables: dict[TableId, T] | None = None
+        self._envelope: bool | None = None
         self._planners: dict[TableId, ChunkPlanner] = {}
         self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
         self._orders: dict[TableId, KeyOrder] = {}
         self._checked_start = False
         self._warned_new = False
         self._shapes: dict[str, T] = {}  #: tables decoded from offsets' schemas, by JSON
+        #: Tables whose DROP this process planned or passed: never captured again unless
+        #: discovery finds one of the name anew (created again).
+        self._dropped: set[TableId] = set()
+        #: Captured tables a restart no longer found, kept with their columns from the
+        #: offset until the log reaches their drop (``Dialect.follows_table_drops``).
+        self._vanished: set[TableId] = set()
         self._channels: list[SignalChannel] | None = None
         self.head: P | None = None  #: the log's end when the last batch was planned
 
@@ -126,8 +133,11 @@ class IncrementalSource(Generic[P, T]):
     @property
     def envelope(self) -> bool:
         """Several tables share one stream in the envelope schema; one table is typed
-        unless ``scan.envelope.enabled`` says otherwise."""
-        return len(self.tables) > 1 or self.settings.envelope
+        unless ``scan.envelope.enabled`` says otherwise. Decided once: the stream's schema
+        stays when tables are dropped or created while it runs."""
+        if self._envelope is None:
+            self._envelope = len(self.tables) > 1 or self.settings.envelope
+        return self._envelope
 
     def table_schema(self, table: T) -> pa.Schema:
         """The typed changelog schema of one table (its columns, change and metadata)."""
@@ -196,7 +206,7 @@ class IncrementalSource(Generic[P, T]):
         normalised to the fixed cap would read ever longer windows as the run goes on. The
         run still ends: chunks run out, then the log stops at the cap.
         """
-        offset = self._signalled(self._offset(start))
+        offset = self._forget_dropped(self._signalled(self._offset(start)))
         position = offset.log
         progress = dict(offset.tables)
         restarted = not self._checked_start
@@ -206,7 +216,7 @@ class IncrementalSource(Generic[P, T]):
         self._check_stream_shape(offset, restarted)
         unfinished = offset.snapshotting
         budget = max_rows
-        held: TableId | None = None
+        held: set[TableId] = set()
         if not offset.bounded:
             if budget is None:
                 budget = self.settings.rows_per_batch
@@ -236,7 +246,7 @@ class IncrementalSource(Generic[P, T]):
                     # the batch before a change reads no chunk of the table: read now, after
                     # the change, its rows would have the new shape and be normalised
                     # across the change to the old one
-                    held = change.table_id
+                    held = {change.table_id, *change.dropped_tables}
             if now > position:
                 position = now
         # the log is seen change-free up to its end now: every chunk read of an earlier
@@ -251,7 +261,7 @@ class IncrementalSource(Generic[P, T]):
             table_progress = progress[table_id]
             if not table_progress.reading or (table_progress.done and offset.paused):
                 continue
-            if table_id == held:
+            if table_id in held or table_id in self._vanished:  # vanished: reads nothing
                 continue
             max_chunks = 1 << 30 if budget is None else max(1, math.ceil(budget / chunk_size))
             if _rereading(table_progress):  # a re-read on demand, or after a schema change
@@ -430,6 +440,7 @@ class IncrementalSource(Generic[P, T]):
         self._tables = None
         found = self.tables
         self._tables = {**known, **{t: v for t, v in found.items() if t not in known}}
+        self._dropped -= set(found)
         self._warned_new = True  # logged here, table by table
         added = sorted(set(self._tables) - set(known))
         log.info(
@@ -444,6 +455,8 @@ class IncrementalSource(Generic[P, T]):
         """The batch that is only ``change``: the position moves past it and the table's
         entry takes its new columns (the batch has no rows, see :meth:`partitions`)."""
         assert change.table is not None
+        if change.dropped_tables:
+            return self._drop_batch(offset, change)
         progress = dict(offset.tables)
         progress[change.table_id] = self._read_again(change.table_id, progress[change.table_id])
         if change.swapped:
@@ -460,11 +473,93 @@ class IncrementalSource(Generic[P, T]):
         log.info("schema change of %s: a batch of its own", change.describe())
         return dataclasses.replace(offset, log=change.after, tables=progress).to_json()
 
+    def _drop_batch(self, offset: SourceOffset[P], change: SchemaChange[P, T]) -> Offset:
+        """The batch of a DROP TABLE / DATABASE: each dropped table's entry says so
+        (``"table_dropped"``, the position after the statement, next to its columns), for
+        the consumer (no row says so); the next batch forgets them (:meth:`_forget_dropped`).
+        Chunks of theirs read after the drop crossed it and emitted nothing; no re-read
+        follows: the rows are gone."""
+        progress = dict(offset.tables)
+        shapes = self._tables_at(offset)
+        marker = change.after.to_json()
+        for table_id in change.dropped_tables:
+            schema = {
+                "table": self.dialect.table_to_json(shapes[table_id]),
+                "change": change.statement,
+                TABLE_DROPPED: marker,
+            }
+            progress[table_id] = dataclasses.replace(TableProgress.finished(), schema=schema)
+            self._forget(table_id)
+        log.info("%s: a batch of its own; no longer captured", change.describe())
+        return dataclasses.replace(offset, log=change.after, tables=progress).to_json()
+
+    def _forget_dropped(self, offset: SourceOffset[P]) -> SourceOffset[P]:
+        """``offset`` without the tables its batch dropped. A table of the same name
+        discovered since (a restart after it was created again) is a new table, taken as
+        ``scan.newly-added-table.enabled`` says."""
+        dropped = [t for t, p in offset.tables.items() if p.dropped]
+        if not dropped:
+            return offset
+        for table_id in dropped:
+            if table_id in self._vanished:  # kept from the offset to reach this drop
+                self._forget(table_id)
+        kept = {t: p for t, p in offset.tables.items() if not p.dropped}
+        offset = dataclasses.replace(offset, tables=kept)
+        again = [t for t in dropped if t in self.tables and t not in self._dropped]
+        return self._reconcile(offset, [], again) if again else offset
+
+    def _forget(self, table_id: TableId) -> None:
+        """The table was dropped: no longer captured (discovery would not find it now)."""
+        self.tables.pop(table_id, None)
+        self._planners.pop(table_id, None)
+        self._orders.pop(table_id, None)
+        self._vanished.discard(table_id)
+        self._dropped.add(table_id)
+
+    def _kept_until_dropped(self, offset: SourceOffset[P], gone: list[TableId]) -> list[TableId]:
+        """Of the captured tables discovery did not find, keep those the table options still
+        match, with their columns from the offset: they were dropped (or renamed) after
+        the offset's position, and their changes up to that statement are read, then the
+        drop is a batch of its own (a RENAME stops the stream, naming it). Returns the
+        others, gone because the options changed."""
+        if not self.dialect.follows_table_drops:
+            return gone
+        others = []
+        for table_id in gone:
+            schema = offset.tables[table_id].schema
+            if schema is None or not self.dialect.matches(table_id):
+                others.append(table_id)
+                continue
+            self.tables[table_id] = self.dialect.table_from_json(schema["table"])
+            self._vanished.add(table_id)
+            log.info(
+                "%s is no longer on the server: its changes up to its drop are read with its "
+                "columns from the checkpoint",
+                table_id,
+            )
+        return others
+
     def _check_followable(
         self, change: SchemaChange[P, T], progress: Mapping[TableId, TableProgress], old: T
     ) -> None:
         # a connector without the option finds no truncates to follow
-        if change.truncated and getattr(self.settings, "truncate_handling", "fail") == "fail":
+        skip = getattr(self.settings, "truncate_handling", "fail") != "fail"
+        if change.dropped_tables and not (skip and self.envelope):
+            names = ", ".join(str(t) for t in change.dropped_tables)
+            raise SchemaError(
+                f"DROP of {names} ({change.describe()}): "
+                + (
+                    "no row events say which rows it removed, so the changelog would keep "
+                    "them. Set option 'truncate.handling.mode' to 'skip' to go on past it "
+                    "(the offset records the drop; a pipeline applies it as "
+                    "'schema.change.behavior' says)"
+                    if not skip
+                    else "a one-table stream ends with its table. Capture it together with "
+                    "other tables (or set 'scan.envelope.enabled') to go on past the drop"
+                )
+                + ", or start the stream again from a new checkpoint (a new snapshot)"
+            )
+        if change.truncated and not skip:
             raise SchemaError(
                 f"TRUNCATE of {change.describe()}: no row events say which rows it removed, so "
                 "the changelog would keep them. Set option 'truncate.handling.mode' to 'skip' "
@@ -529,7 +624,7 @@ class IncrementalSource(Generic[P, T]):
         """The captured tables with the columns their rows have at ``offset``."""
         tables = dict(self.tables)
         for table_id, progress in offset.tables.items():
-            if progress.schema is None or table_id not in tables:
+            if progress.schema is None or table_id not in tables or progress.dropped:
                 continue
             data = progress.schema["table"]
             key = repr(data)
@@ -541,7 +636,14 @@ class IncrementalSource(Generic[P, T]):
     def partitions(self, start: Offset, end: Offset) -> list[PartitionSpec]:
         first, last = self._offset(start), self._offset(end)
         start_pos, end_pos = first.log, last.log
-        before, after = first.tables, last.tables
+        after = last.tables
+        # a table dropped at the start has nothing to read; one of its name discovered since
+        # is a new table, created again (as :meth:`_forget_dropped` takes it)
+        before = {
+            t: self._shaped(TableProgress(), t) if p.dropped else p
+            for t, p in first.tables.items()
+            if not p.dropped or t in self.tables
+        }
         specs: list[PartitionSpec] = []
         shapes = self._tables_at(first)
         changed = any(p.schema != before[t].schema for t, p in after.items() if t in before)
@@ -632,7 +734,10 @@ class IncrementalSource(Generic[P, T]):
         the checkpoint was made, or match no more, are reconciled as
         ``scan.newly-added-table.enabled`` says (see :meth:`_reconcile`)."""
         offset = SourceOffset.from_json(data, self.dialect.position_from_json)
-        gone = sorted(set(offset.tables) - set(self.tables))
+        captured = {t for t, p in offset.tables.items() if not p.dropped}
+        gone = sorted(captured - set(self.tables) - self._dropped)
+        if gone:
+            gone = self._kept_until_dropped(offset, gone)
         new = sorted(set(self.tables) - set(offset.tables))
         if not gone and not new:
             return offset
@@ -714,11 +819,12 @@ class IncrementalSource(Generic[P, T]):
 
     def __getstate__(self) -> dict[str, Any]:
         # travels to executors: connections and caches stay behind
-        return {"dialect": self.dialect, "_tables": self._tables}
+        return {"dialect": self.dialect, "_tables": self._tables, "_envelope": self._envelope}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         IncrementalSource.__init__(self, state["dialect"])
         self._tables = state["_tables"]
+        self._envelope = state.get("_envelope")
 
     # -- executor side -----------------------------------------------------------------
     def read(self, spec: PartitionSpec) -> Iterator[pa.RecordBatch]:

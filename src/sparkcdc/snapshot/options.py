@@ -324,10 +324,12 @@ TRUNCATE_HANDLING = OptionSpec(
     "truncate.handling.mode",
     choices=TRUNCATE_MODES,
     default="fail",
-    doc="at a TRUNCATE of a captured table (no row events say which rows it removed), "
-    "`fail` stops the stream naming it; `skip` goes on (a batch of its own, the changelog "
-    "keeps the removed rows) and records it in the table's offset entry. Pipelines set "
-    "`skip` and apply truncates as `schema.change.behavior` says",
+    doc="at a TRUNCATE of a captured table, and (MySQL/MariaDB) a DROP TABLE / DATABASE "
+    "of captured tables in a stream of several (no row events say which rows they "
+    "removed), `fail` stops the stream naming it; `skip` goes on (a batch of its own, the "
+    "changelog keeps the removed rows) and records it in the table's offset entry "
+    "(`truncated`, `table_dropped`: a dropped table is captured no more). Pipelines set "
+    "`skip` and apply them as `schema.change.behavior` says",
     attr="truncate_handling",
 )
 ENVELOPE = OptionSpec(

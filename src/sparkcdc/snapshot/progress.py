@@ -35,6 +35,9 @@ from typing import Any
 
 from sparkcdc.snapshot.chunks import Key
 
+#: The schema key of a table's entry in the batch of its DROP: the position after it.
+TABLE_DROPPED = "table_dropped"
+
 
 @dataclass(frozen=True)
 class ChunkSpan:
@@ -115,6 +118,11 @@ class TableProgress:
     again: Resnapshot | None = None
     #: The key range of the chunks read since the log was last seen change-free.
     chunks: ChunkSpan | None = None
+
+    @property
+    def dropped(self) -> bool:
+        """The table was dropped at the offset (the batch of its DROP; the next forgets it)."""
+        return self.schema is not None and TABLE_DROPPED in self.schema
 
     @property
     def reading(self) -> bool:

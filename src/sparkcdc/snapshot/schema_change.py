@@ -79,6 +79,10 @@ class SchemaChange(Generic[P, T]):
     #: under another name, so the driver reads the table again (a column renamed by the
     #: tool is a drop and an add here, filled by that re-read).
     swapped: bool = False
+    #: The statement dropped these captured tables (``DROP TABLE``, ``DROP DATABASE``;
+    #: ``table_id`` is the first, ``table`` it unchanged). Their batch records the drop in
+    #: their offset entries (``"table_dropped"``) and the next batch forgets them.
+    dropped_tables: tuple[TableId, ...] = ()
 
     def describe(self) -> str:
         text = " ".join(self.statement.split())

@@ -21,6 +21,7 @@ from sparkcdc.pipeline.schema_follow import is_plain
 from sparkcdc.pipeline.shaping import to_target
 from sparkcdc.pipeline.targets import Target
 from sparkcdc.sinks.base import Sink
+from sparkcdc.snapshot.progress import TABLE_DROPPED
 from sparkcdc.verify.compare import Comparison, compare_tables
 
 #: Source options that make no sense for a one-off snapshot read of one table.
@@ -54,6 +55,11 @@ def verify_tables(
         log = offset["log"]
         position = str(dialect.position_from_json(log))
         progress = offset.get("tables", {})
+        entries = [progress.get(s.table.source.key) for s in target.sources]
+        if any(e is None or TABLE_DROPPED in (e.get("schema") or {}) for e in entries):
+            # dropped (the target kept its rows) or no longer matched: nothing to compare
+            verdicts.append(TableVerdict(table.source, "not captured", position))
+            continue
         if not all(progress.get(s.table.source.key, {}).get("done", False) for s in target.sources):
             verdicts.append(TableVerdict(table.source, "snapshotting", position))
             continue

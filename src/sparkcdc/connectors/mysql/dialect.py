@@ -62,6 +62,7 @@ _COLUMN_FIELDS = [f.name for f in dataclasses.fields(MySqlColumn)]
 class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
     format_name = "mysql-cdc"
     follows_schema_changes = True
+    follows_table_drops = True
 
     def __init__(self, config: MySqlSourceConfig) -> None:
         self.config = config
@@ -99,6 +100,9 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         for table in found:
             chunk_key_order(table, self.config)  # fails up front for keys we cannot order
         return found
+
+    def matches(self, table_id: TableId) -> bool:
+        return self.config.matches(table_id.database, table_id.table)
 
     def key_order(self, table: CapturedTable) -> KeyOrder:
         return chunk_key_order(table, self.config)

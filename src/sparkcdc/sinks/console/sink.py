@@ -64,6 +64,12 @@ class ConsoleSink(Sink):
         print(f"{self._prefix(table.source)}truncate table", file=self.out)
         self.out.flush()
 
+    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """Prints the drop."""
+        del spark, batch
+        print(f"{self._prefix(table.source)}drop table", file=self.out)
+        self.out.flush()
+
     def write(self, batch: MicroBatch) -> None:
         from pyspark.sql import functions as F
 

@@ -275,6 +275,32 @@ class DeltaSink(Sink):
         with _commit_options(spark, batch, app=TRUNCATE_APP):
             spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
 
+    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """Deletes the target's directory (a path-based table has no catalog entry to drop)
+        through Hadoop's file system (any storage Spark writes to), and Delta's cached log
+        of it, so a table created under the name again starts a new target."""
+        del batch
+        path = self.target_path(table.source)
+        jvm = spark.sparkContext._jvm
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        if fs.exists(hadoop_path):
+            fs.delete(hadoop_path, True)
+        jvm.org.apache.spark.sql.delta.DeltaLog.invalidateCache(spark._jsparkSession, hadoop_path)
+        self._appends.pop(table.source, None)
+
+    def release(self, spark: Any, table: SinkTable) -> None:
+        """Unsets the ``sparkcdc.appends-for`` mark: later snapshot rows are merged."""
+        from delta.tables import DeltaTable
+
+        path = self.target_path(table.source)
+        self._appends.pop(table.source, None)
+        if DeltaTable.isDeltaTable(spark, path):
+            spark.sql(
+                f"ALTER TABLE delta.{quoted(path)} UNSET TBLPROPERTIES IF EXISTS "
+                f"({sql_string(APPENDS_FOR)})"
+            )
+
     def _upsert(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
         """Snapshot rows are appended when the target holds only this pipeline's rows (their
         keys cannot be there yet); the log's changes are merged. A MERGE costs a join with

@@ -222,6 +222,10 @@ class Dialect(ABC):
         del cur, target, pipeline
         return False
 
+    def unmark_owner(self, cur: Any, target: Target) -> None:
+        """Remove ``target``'s mark (:meth:`mark_owner`), if it has one."""
+        del cur, target
+
     def rows_per_statement(self, params_per_row: int) -> int:
         return max(1, min(self.config.batch_size, self.max_parameters // max(1, params_per_row)))
 
@@ -448,6 +452,16 @@ class PostgresDialect(Dialect):
         )
         cur.execute(statement)
         return True
+
+    def unmark_owner(self, cur: Any, target: Target) -> None:
+        from psycopg import sql
+
+        if self.owner(cur, target) is None:
+            return
+        statement = sql.SQL("COMMENT ON TABLE {}.{} IS NULL").format(
+            sql.Identifier(str(target.qualifier)), sql.Identifier(target.name)
+        )
+        cur.execute(statement)
 
     def update_offsets_sql(self, table_sql: str) -> str:
         return (

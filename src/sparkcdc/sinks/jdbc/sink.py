@@ -68,6 +68,9 @@ class JdbcSink(Sink):
         self._owned: dict[TableId, bool] = {}
         #: Targets to empty in the next batch's transaction (:meth:`truncate`).
         self._truncating: set[TableId] = set()
+        #: Targets to drop (:meth:`drop_table`) and to unmark (:meth:`release`) in it.
+        self._dropping: set[TableId] = set()
+        self._releasing: set[TableId] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -218,6 +221,15 @@ class JdbcSink(Sink):
                     table_sql = self.dialect.table_sql(target.qualifier, target.name)
                     cur.execute(f"DELETE FROM {table_sql}")
                     counts.append(f"{table_id}: emptied (TRUNCATE), {cur.rowcount} rows")
+                for table_id in sorted(self._releasing):
+                    self.dialect.unmark_owner(cur, self._targets[table_id])
+                    self._owned.pop(table_id, None)
+                for table_id in sorted(self._dropping):
+                    target = self._targets[table_id]
+                    table_sql = self.dialect.table_sql(target.qualifier, target.name)
+                    cur.execute(f"DROP TABLE IF EXISTS {table_sql}")
+                    self._owned.pop(table_id, None)
+                    counts.append(f"{table_id}: dropped (DROP TABLE)")
                 for table_id, changes in batch.changes.items():
                     if not batch.has_changes(table_id):
                         continue
@@ -237,7 +249,10 @@ class JdbcSink(Sink):
             self._owned.clear()  # a mark set in this transaction is gone too
             raise
         finally:
-            self._truncating.clear()  # a replay of the batch asks again
+            # a replay of the batch asks again
+            self._truncating.clear()
+            self._dropping.clear()
+            self._releasing.clear()
         log.info(
             "jdbc sink: pipeline %s batch %d applied (%s)",
             batch.pipeline,
@@ -252,6 +267,21 @@ class JdbcSink(Sink):
         if table.source not in self._targets:
             raise SinkError(f"jdbc sink: {table.source} is not a target the sink was opened with")
         self._truncating.add(table.source)
+
+    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """The target is dropped (``DROP TABLE IF EXISTS``) in the transaction that writes
+        ``batch``, with its offset (PostgreSQL: one transaction; MySQL/MariaDB commit DDL
+        at once, so a replay finds it dropped, which changes nothing)."""
+        del spark, batch
+        if table.source not in self._targets:
+            raise SinkError(f"jdbc sink: {table.source} is not a target the sink was opened with")
+        self._dropping.add(table.source)
+
+    def release(self, spark: Any, table: SinkTable) -> None:
+        """The target's mark as this pipeline's own goes, in the next batch's transaction."""
+        del spark
+        if table.source in self._targets:
+            self._releasing.add(table.source)
 
     def _lock_offsets(self, cur: Any, pipeline: str) -> int:
         cur.execute(self.dialect.insert_offsets_row_sql(self._offsets_sql), (pipeline,))

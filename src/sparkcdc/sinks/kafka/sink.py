@@ -97,6 +97,11 @@ class KafkaSink(Sink):
         offset = batch.offset()
         self.writer(table.source).write_truncate(spark, offset["log"] if offset else None)
 
+    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+        """Nothing to do: a topic is a history, and a dropped table has no more changes
+        (Debezium writes no message on data topics for a drop either)."""
+        del spark, table, batch
+
     def write(self, batch: MicroBatch) -> None:
         for table, changes in batch.changes.items():
             if batch.has_changes(table):

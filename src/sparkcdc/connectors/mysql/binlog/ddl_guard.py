@@ -3,12 +3,13 @@ events: TRUNCATE, DROP TABLE / DATABASE, RENAME TABLE and ALTER TABLE ... RENAME
 
 In ROW format they are QUERY events, so a row-event reader would pass them by and the
 changelog would keep rows the table no longer has, or lose the table's later changes
-under its new name. Until such changes are followed (docs/design.md, "Schema changes")
-the stream stops at them with the statement's position and the way out. Column changes
-need no statement parsing: the next table map shows them (table_drift.py).
-
-A RENAME that puts another table in a captured one's place in the same statement (an
-online schema change tool's swap, :func:`tables_swapped`) is followed (schema_scan.py).
+under its new name. The planner finds them first (schema_scan.py): TRUNCATE and DROP are
+batches of their own (``truncate.handling.mode: skip``), as is a RENAME that puts another
+table in a captured one's place in the same statement (an online schema change tool's
+swap, :func:`tables_swapped`); other RENAMEs stop the stream there with the statement's
+position and the way out. A log read that meets one anyway stops the same way (the
+reader's check). Column changes need no statement parsing: the next table map shows them
+(table_drift.py).
 
 Recognised by their leading keywords after comments are removed; names are bare or
 backtick-quoted, optionally qualified, resolved against the statement's default database.

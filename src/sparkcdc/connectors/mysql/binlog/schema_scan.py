@@ -10,11 +10,12 @@ default database.
 
 Statements that do not name a captured table (by a case-insensitive substring test) are
 not parsed. ALTER TABLE is read by ddl_columns.py; a TRUNCATE of a captured table is a
-change that keeps the columns (``truncated``); an online schema change tool's swap (a
+change that keeps the columns (``truncated``), a DROP TABLE / DATABASE of captured tables
+one that removes them (``dropped_tables``); an online schema change tool's swap (a
 RENAME TABLE that puts another table under a captured name, ddl_guard.py) is a change
 to the swapped-in table's columns (``swapped``), which are read from the server (the
 statement does not say them; the row events' table maps check them, table_drift.py);
-other DROP and RENAME of one are reported as not followable.
+other RENAMEs of one are reported as not followable.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class _Found(NamedTuple):
     moves: ColumnMoves = ColumnMoves()
     truncated: bool = False
     swapped: bool = False
+    dropped_tables: tuple[TableId, ...] = ()
 
 
 #: ``(table) -> its default character set`` (of new text columns without one), asked once
@@ -150,6 +152,7 @@ def first_schema_change(
                             moves=found.moves,
                             truncated=found.truncated,
                             swapped=found.swapped,
+                            dropped_tables=found.dropped_tables,
                         )
             if boundary and walked is not None:
                 walked.append((file, end_pos, seen, group_info))
@@ -231,6 +234,9 @@ def _change(
         table_id = by_name[names[0]]
         if kind == "TRUNCATE":  # the columns stay; the driver decides (truncate.handling.mode)
             return _Found(table_id, tables[table_id], "", truncated=True)
+        if kind == "DROP":  # every captured table it names (DROP DATABASE: all of its)
+            dropped = tuple(by_name[n] for n in names)
+            return _Found(table_id, tables[table_id], "", dropped_tables=dropped)
         swapped = [n for n in tables_swapped(statement, database) if n in by_name]
         if kind == "RENAME" and swapped and set(names) <= set(swapped):
             return _swap(statement, [tables[by_name[n]] for n in swapped], describe)

@@ -36,16 +36,21 @@ from sparkcdc.snapshot.normalize import backward_overrides, forward_overrides
 Overrides = dict[Any, Row | None]
 #: MySQL's ER_BAD_FIELD_ERROR: a SELECT of a column the table no longer has.
 UNKNOWN_COLUMN = 1054
+#: ER_NO_SUCH_TABLE and ER_TABLE_DEF_CHANGED: the table was dropped (or replaced) after the
+#: snapshot began and before the SELECT (the log window read first ends before that).
+TABLE_GONE = (1146, 1412)
 
 
 def crossed_change(exc: BaseException) -> ChunkCrossedChange | None:
-    """The chunk read's error as a crossed change, if it is one (a column gone since the
-    batch was planned); None for any other error."""
+    """The chunk read's error as a crossed change, if it is one (a column or the table
+    gone since the batch was planned: the change's batch follows, or stops the stream);
+    None for any other error."""
     args = getattr(exc, "args", ())
-    if not args or args[0] != UNKNOWN_COLUMN:
+    if not args or (args[0] != UNKNOWN_COLUMN and args[0] not in TABLE_GONE):
         return None
     detail = args[1] if len(args) > 1 else str(exc)
-    return ChunkCrossedChange(f"a column of the batch is gone ({detail})")
+    what = "a column of the batch" if args[0] == UNKNOWN_COLUMN else "the table"
+    return ChunkCrossedChange(f"{what} is gone ({detail})")
 
 
 def partition_keys(
