@@ -15,6 +15,7 @@ import datetime as dt
 import itertools
 import logging
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -547,7 +548,7 @@ class IncrementalSource(Generic[P, T]):
         if change.dropped_tables and not (skip and self.envelope):
             names = ", ".join(str(t) for t in change.dropped_tables)
             raise SchemaError(
-                f"DROP of {names} ({change.describe()}): "
+                f"{_verb(change.statement)} of {names} ({change.describe()}): "
                 + (
                     "no row events say which rows it removed, so the changelog would keep "
                     "them. Set option 'truncate.handling.mode' to 'skip' to go on past it "
@@ -1019,3 +1020,9 @@ def _plan_key(
     table_id: TableId, before: TableProgress, after: TableProgress
 ) -> tuple[TableId, str, str]:
     return (table_id, repr(before.to_json()), repr(after.to_json()))
+
+
+def _verb(statement: str) -> str:
+    """DROP, or RENAME for a statement that renames a table away (RENAME / ALTER TABLE)."""
+    words = re.sub(r"/\*.*?\*/", " ", statement, flags=re.S).split(None, 1)
+    return "DROP" if words and words[0].upper() == "DROP" else "RENAME"

@@ -3,12 +3,12 @@ events: TRUNCATE, DROP TABLE / DATABASE, RENAME TABLE and ALTER TABLE ... RENAME
 
 In ROW format they are QUERY events, so a row-event reader would pass them by and the
 changelog would keep rows the table no longer has, or lose the table's later changes
-under its new name. The planner finds them first (schema_scan.py): TRUNCATE and DROP are
-batches of their own (``truncate.handling.mode: skip``), as is a RENAME that puts another
-table in a captured one's place in the same statement (an online schema change tool's
-swap, :func:`tables_swapped`); other RENAMEs stop the stream there with the statement's
-position and the way out. A log read that meets one anyway stops the same way (the
-reader's check). Column changes need no statement parsing: the next table map shows them
+under its new name. The planner finds them first (schema_scan.py): TRUNCATE, DROP and a
+RENAME away (a drop of the name) are batches of their own (``truncate.handling.mode:
+skip``), as is a RENAME that puts another table in a captured one's place in the same
+statement (an online schema change tool's swap, :func:`tables_swapped`). A log read that
+meets one anyway stops with the statement's position and the way out (the reader's
+check). Column changes need no statement parsing: the next table map shows them
 (table_drift.py).
 
 Recognised by their leading keywords after comments are removed; names are bare or

@@ -11,11 +11,12 @@ default database.
 Statements that do not name a captured table (by a case-insensitive substring test) are
 not parsed. ALTER TABLE is read by ddl_columns.py; a TRUNCATE of a captured table is a
 change that keeps the columns (``truncated``), a DROP TABLE / DATABASE of captured tables
-one that removes them (``dropped_tables``); an online schema change tool's swap (a
-RENAME TABLE that puts another table under a captured name, ddl_guard.py) is a change
-to the swapped-in table's columns (``swapped``), which are read from the server (the
-statement does not say them; the row events' table maps check them, table_drift.py);
-other RENAMEs of one are reported as not followable.
+one that removes them (``dropped_tables``), and so is a RENAME of one away from its name
+(the new name, when the options match it, is a new table: ``created``, found first); an
+online schema change tool's swap (a RENAME TABLE that puts another table under a captured
+name, ddl_guard.py) is a change to the swapped-in table's columns (``swapped``), which are
+read from the server (the statement does not say them; the row events' table maps check
+them, table_drift.py).
 """
 
 from __future__ import annotations
@@ -234,13 +235,15 @@ def _change(
         table_id = by_name[names[0]]
         if kind == "TRUNCATE":  # the columns stay; the driver decides (truncate.handling.mode)
             return _Found(table_id, tables[table_id], "", truncated=True)
-        if kind == "DROP":  # every captured table it names (DROP DATABASE: all of its)
-            dropped = tuple(by_name[n] for n in names)
-            return _Found(table_id, tables[table_id], "", dropped_tables=dropped)
         swapped = [n for n in tables_swapped(statement, database) if n in by_name]
         if kind == "RENAME" and swapped and set(names) <= set(swapped):
             return _swap(statement, [tables[by_name[n]] for n in swapped], describe)
-        return _Found(table_id, None, f"{kind}: {CONSEQUENCES[kind]}")
+        if swapped:  # a swap mixed with other renames of captured tables
+            return _Found(table_id, None, f"{kind}: {CONSEQUENCES[kind]}")
+        # every captured table it names (DROP DATABASE: all of its); a RENAME takes the
+        # name away: a drop of it (the new name, if captured, is a new table)
+        dropped = tuple(by_name[n] for n in names)
+        return _Found(table_id, tables[table_id], "", dropped_tables=dropped)
     altered = [by_name[n] for n in statement_tables(statement, database) if n in by_name]
     if not altered:
         return None
