@@ -2,8 +2,9 @@
 and mid-stream, while random writes go on. The pipeline rides through an outage shorter
 than its connection retries (``connect.max-retries``: 0.5 + 1 + 2 s by default), and
 stops on a longer one with the message to act on (the server unreachable); run again, it
-resumes from its checkpoint. Either way the target ends equal to the source, ``verify``
-agreeing. The outcomes are printed."""
+resumes from its checkpoint. The PostgreSQL target restarted under a running pipeline:
+the JDBC sink tries the batch again (``sink.max-retries``) and the run goes on. Either way
+the target ends equal to the source, ``verify`` agreeing. The outcomes are printed."""
 
 from __future__ import annotations
 
@@ -122,3 +123,47 @@ def test_mariadb_restarted_mid_snapshot_and_mid_stream(
         verdicts = verify_pipeline(load_pipeline(pipeline), spark)
         assert [v.status for v in verdicts] == ["equal", "equal"]
         print("\nsource restarts: " + "; ".join(outcomes))
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(600)
+def test_postgres_target_restarted_mid_stream(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    scratch: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The JDBC target restarted (``pg_ctl restart``'s fast shutdown, down 2 s) while the
+    pipeline streams random writes: the batch whose connection was lost is tried again
+    (``sink.max-retries``: after 1, 2, 4 s) and written once; the run never stops."""
+    with EmbeddedPostgres() as target:
+        pg_db = target.create_database("lake")
+        create_orders(mariadb, mysql_db)
+        block = postgres_sink_block(target, pg_db, monkeypatch)
+        pipeline = pipeline_file(scratch, mariadb, f"{mysql_db}.(orders|audit)", block)
+        checkpoint = scratch / "checkpoint"
+        run = prepare(load_pipeline(pipeline), spark=spark)
+        writer = mariadb_writer(mariadb, mysql_db, seed=5, key_space=9000)
+        writer.limit, writer.pause = 10**9, 0.05
+        run.start()
+        writer.start()
+        try:
+            wait_until(lambda: any(map(snapshot_done, committed_offsets(checkpoint))), "snapshot")
+            before = len(committed_offsets(checkpoint))
+            target.restart(down_seconds=2)
+            wait_until(
+                lambda: not run.active or len(committed_offsets(checkpoint)) > before + 3,
+                "batches after the restart",
+            )
+            assert run.active, failure_text(str(run.query.exception()))
+        finally:
+            writer.stop()
+            run.stop()
+        run_available_now(spark, pipeline)
+        for table in ("orders", "audit"):
+            with target.connect(pg_db) as conn:
+                rows = conn.execute(f'SELECT * FROM "{mysql_db}"."{table}"').fetchall()
+            assert {r[0]: tuple(r) for r in rows} == table_state(mariadb, mysql_db, table), table
+        verdicts = verify_pipeline(load_pipeline(pipeline), spark)
+        assert [v.status for v in verdicts] == ["equal", "equal"]

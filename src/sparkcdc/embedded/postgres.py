@@ -7,8 +7,10 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,7 @@ class EmbeddedPostgres:
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-postgres-"))
         self.host = "127.0.0.1"
         self.port = 0
+        self._port_chosen = False  #: a restart keeps the port clients know
         self.user = "postgres"
         self.password = secrets.token_urlsafe(12)
         self._process: subprocess.Popen[bytes] | None = None
@@ -115,7 +118,9 @@ class EmbeddedPostgres:
             pwfile.unlink()
             if done.returncode != 0:
                 raise ServiceError(f"initdb failed:\n{done.stdout}\n{done.stderr}")
-        self.port = free_port()
+        if not self._port_chosen:
+            self.port = free_port()
+        self._port_chosen = True
         argv = [
             _pg_bin("postgres"),
             "-D",
@@ -169,6 +174,20 @@ class EmbeddedPostgres:
     def create_database(self, name: str) -> str:
         self.execute(f'CREATE DATABASE "{name}"')
         return name
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Shut the server down as ``pg_ctl restart`` does (SIGINT: the fast shutdown,
+        which disconnects clients; SIGTERM's smart one would wait for them), wait
+        ``down_seconds``, and start it again on the same port."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                stop_process(process, timeout=30)
+        time.sleep(down_seconds)
+        self.start()
 
     def stop(self) -> None:
         stop_process(self._process, timeout=30)

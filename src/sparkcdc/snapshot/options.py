@@ -282,7 +282,8 @@ NEWLY_ADDED_TABLES = OptionSpec(
     "tables that no longer match (their targets keep their rows); on MySQL/MariaDB with "
     "several tables, also capture tables created (or renamed into the pattern) while the "
     "stream runs, without a restart; `false`: new tables are not captured (warned) and a "
-    "table that no longer matches fails the restart",
+    "table that no longer matches fails the restart (on MySQL/MariaDB a table dropped while "
+    "stopped, which the options still match, is followed to its drop instead)",
     attr="newly_added_tables",
 )
 SIGNAL_FILE = OptionSpec(

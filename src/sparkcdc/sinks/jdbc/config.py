@@ -73,6 +73,14 @@ SPECS: tuple[OptionSpec, ...] = (
         doc="rows per multi-row upsert/delete statement (at most 100000)",
     ),
     OptionSpec(
+        "sink.max-retries",
+        parse=parse_int(minimum=0, maximum=100),
+        default=3,
+        doc="retries of a batch whose connection to the target was lost or refused (a "
+        "restart of the target), after 1, 2, 4 ... s (at most 10 s apart); the batch's "
+        "transaction is all or nothing, so a retry writes it once. Other errors fail at once",
+    ),
+    OptionSpec(
         "offsets-table",
         default="sparkcdc_offsets",
         doc="one row per pipeline: its last applied batch id and source offset (may be "
@@ -189,6 +197,7 @@ class JdbcSinkConfig:
     table_name: TableName = TableName(None, "{table}")
     batch_size: int = 1000
     offsets_table: TableName = TableName(None, "sparkcdc_offsets")
+    max_retries: int = 3
 
     @property
     def family(self) -> str:
@@ -212,4 +221,5 @@ class JdbcSinkConfig:
             table_name=TableName.parse("table-name", parsed["table-name"]),
             batch_size=int(parsed["batch-size"]),
             offsets_table=offsets,
+            max_retries=int(parsed["sink.max-retries"]),
         )

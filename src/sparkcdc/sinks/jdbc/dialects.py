@@ -29,6 +29,7 @@ binary                    bytea                LONGBLOB; key columns VARBINARY(n
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -47,8 +48,18 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Converter = Callable[[Any], Any]
 
 
+#: MySQL/MariaDB client and server errors of a connection gone or refused: can't connect,
+#: gone away, lost during a query, server shutdown, killed, closed for inactivity.
+_MYSQL_LOST = frozenset({1053, 1927, 2003, 2006, 2013, 4031})
+#: Connect failures that waiting does not cure.
+_REFUSED_LOGIN = re.compile(r"authentication|access denied|does not exist|unknown database", re.I)
+
+
 class SinkError(SparkCdcError):
     """The target cannot be reached or cannot take the rows (message says why and what to do)."""
+
+    #: The server could not be reached (a connect failure that may pass: a restart).
+    lost: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,14 +126,22 @@ class Dialect(ABC):
         """A driver connection in manual-commit mode, session set up (UTC, strictness)."""
 
     def connection_error(self, exc: BaseException) -> SinkError:
-        """A connect failure, with the password scrubbed from the driver's message."""
+        """A connect failure, with the password scrubbed from the driver's message;
+        ``lost`` when the server could not be reached (it may come back)."""
         message = str(exc)
         secret = self.config.password.reveal()
         if secret:
             message = message.replace(secret, "******")
-        return SinkError(
+        error = SinkError(
             f"jdbc sink: cannot connect to {self.config.url} as '{self.config.username}': {message}"
         )
+        error.lost = self.lost_connection(exc) and not _REFUSED_LOGIN.search(message)
+        return error
+
+    def lost_connection(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the server went away or cannot be reached now (a restart),
+        not that the batch is wrong: then the batch's transaction is tried again."""
+        return bool(getattr(exc, "lost", False))
 
     # -- catalog ---------------------------------------------------------------------------
 
@@ -336,6 +355,13 @@ class PostgresDialect(Dialect):
         except psycopg.Error as exc:
             raise self.connection_error(exc) from None
         return conn
+
+    def lost_connection(self, exc: BaseException) -> bool:
+        import psycopg
+
+        return super().lost_connection(exc) or isinstance(
+            exc, psycopg.OperationalError | psycopg.InterfaceError
+        )
 
     def default_qualifier(self, cur: Any) -> str:
         cur.execute("SELECT current_schema()")
@@ -553,6 +579,14 @@ class MySqlDialect(Dialect):
         if "mariadb" not in version.lower():
             self.key_collation = "utf8mb4_0900_bin"  # MySQL 8's NO PAD binary collation
         return conn
+
+    def lost_connection(self, exc: BaseException) -> bool:
+        import pymysql
+
+        if super().lost_connection(exc) or isinstance(exc, pymysql.InterfaceError):
+            return True
+        code = exc.args[0] if isinstance(exc, pymysql.OperationalError) and exc.args else None
+        return code in _MYSQL_LOST
 
     def default_qualifier(self, cur: Any) -> str:
         cur.execute("SELECT DATABASE()")

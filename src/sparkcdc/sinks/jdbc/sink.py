@@ -25,7 +25,9 @@ exactly those of the recorded source offset, even while the pipeline keeps writi
 
 from __future__ import annotations
 
+import itertools
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -38,6 +40,9 @@ from sparkcdc.sinks.reduce import DELETED, last_change_per_key
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
+
+#: The longest wait between retries of a batch whose connection was lost (seconds).
+MAX_BACKOFF = 10.0
 
 OFFSET_COLUMNS = ("pipeline", "batch_id", "source_offset", "updated_at")
 
@@ -191,7 +196,10 @@ class JdbcSink(Sink):
     # -- writing ---------------------------------------------------------------------------
 
     def write(self, batch: MicroBatch) -> None:
-        """Apply one micro-batch in one transaction; skip it when already applied."""
+        """Apply one micro-batch in one transaction; skip it when already applied. A lost
+        or refused connection (the target restarting) is retried ``sink.max-retries``
+        times with backoff: the transaction is all or nothing, and a retry whose first try
+        did commit (the reply was lost) finds the batch applied and skips it."""
         if not self._offsets_sql:
             raise SinkError("jdbc sink: open() must be called before write()")
         missing = [str(t) for t in batch.changes if t not in self._targets]
@@ -201,6 +209,59 @@ class JdbcSink(Sink):
                 f"{', '.join(sorted(missing))}"
             )
         self.pipeline = self.pipeline or batch.pipeline
+        try:
+            for attempt in itertools.count():
+                try:
+                    counts = self._write_once(batch)
+                    break
+                except Exception as exc:
+                    if not self.dialect.lost_connection(exc):
+                        raise
+                    reason = self._scrubbed(exc)
+                    retries = self.config.max_retries
+                    if attempt >= retries:
+                        raise SinkError(
+                            f"jdbc sink: batch {batch.batch_id}: the connection to "
+                            f"{self.config.url} was lost or refused {attempt + 1} times (the "
+                            f"last: {reason}); nothing of the batch was written. Run the "
+                            "pipeline again once the target is back (it resumes from its "
+                            "checkpoint), or raise 'sink.max-retries'"
+                        ) from None
+                    delay = min(MAX_BACKOFF, 2.0**attempt)
+                    log.warning(
+                        "jdbc sink: batch %d: the connection to %s was lost (%s); trying again "
+                        "in %.0f s (retry %d of %d)",
+                        batch.batch_id,
+                        self.config.url,
+                        reason,
+                        delay,
+                        attempt + 1,
+                        retries,
+                    )
+                    time.sleep(delay)
+        finally:
+            # asked for this batch only (a replay of it asks again)
+            self._truncating.clear()
+            self._dropping.clear()
+            self._releasing.clear()
+        if counts is None:
+            return
+        log.info(
+            "jdbc sink: pipeline %s batch %d applied (%s)",
+            batch.pipeline,
+            batch.batch_id,
+            "; ".join(counts) or "no changes",
+        )
+
+    def _scrubbed(self, exc: BaseException) -> str:
+        """The error's first line, without the password."""
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        secret = self.config.password.reveal()
+        return text.replace(secret, "******") if secret else text
+
+    def _write_once(self, batch: MicroBatch) -> list[str] | None:
+        """One try at the batch's transaction: what it wrote per table, or None when the
+        target had it already."""
         conn = self._connection()
         try:
             with conn.cursor() as cur:
@@ -214,7 +275,7 @@ class JdbcSink(Sink):
                         stored,
                     )
                     conn.rollback()
-                    return
+                    return None
                 counts = []
                 for table_id in sorted(self._truncating):
                     target = self._targets[table_id]
@@ -248,17 +309,7 @@ class JdbcSink(Sink):
             self._discard()  # rolls back: nothing of this batch stays
             self._owned.clear()  # a mark set in this transaction is gone too
             raise
-        finally:
-            # a replay of the batch asks again
-            self._truncating.clear()
-            self._dropping.clear()
-            self._releasing.clear()
-        log.info(
-            "jdbc sink: pipeline %s batch %d applied (%s)",
-            batch.pipeline,
-            batch.batch_id,
-            "; ".join(counts) or "no changes",
-        )
+        return counts
 
     def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
         """The target is emptied (``DELETE``) in the transaction that writes ``batch``,
