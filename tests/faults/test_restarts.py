@@ -3,7 +3,8 @@ and mid-stream, while random writes go on. The pipeline rides through an outage 
 than its connection retries (``connect.max-retries``: 0.5 + 1 + 2 s by default), and
 stops on a longer one with the message to act on (the server unreachable); run again, it
 resumes from its checkpoint. The PostgreSQL target restarted under a running pipeline:
-the JDBC sink tries the batch again (``sink.max-retries``) and the run goes on. Either way
+the JDBC sink tries the batch again (``sink.max-retries``) and the run goes on. The
+PostgreSQL source restarted mid-stream: the slot outlives it, planning reconnects. Either way
 the target ends equal to the source, ``verify`` agreeing. The outcomes are printed."""
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.runner import PipelineRun, prepare
+from tests.integration.test_pipeline_postgres import (
+    SCHEMA,
+    pipeline,
+    slot_of,
+    source_database,
+    source_rows,
+)
 from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import (
     committed_offsets,
@@ -29,6 +37,8 @@ from tests.support.pipelines import (
     snapshot_done,
     wait_until,
 )
+from tests.support.postgres_writes import POSTGRES_WRITES
+from tests.support.random_writer import RandomWriter
 
 
 def create_orders(server: EmbeddedMariaDB, db: str) -> None:
@@ -167,3 +177,79 @@ def test_postgres_target_restarted_mid_stream(
             assert {r[0]: tuple(r) for r in rows} == table_state(mariadb, mysql_db, table), table
         verdicts = verify_pipeline(load_pipeline(pipeline), spark)
         assert [v.status for v in verdicts] == ["equal", "equal"]
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(600)
+def test_postgres_source_restarted_mid_stream(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    scratch: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The PostgreSQL source restarted (fast shutdown) while the pipeline streams random
+    writes into MariaDB: the slot outlives the restart, and the pipeline rides through on
+    its retries or stops with our message and resumes; target == source, verify equal."""
+    with EmbeddedPostgres() as source:
+        database = source.create_database("shop_src")
+        source_database(source, database)
+        mariadb.execute("CREATE OR REPLACE USER 'pg_sink'@'%%' IDENTIFIED BY %s", ("sink-pw",))
+        mariadb.execute(f"GRANT ALL ON `{mysql_db}`.* TO 'pg_sink'@'%'")
+        monkeypatch.setenv("TARGET_PASSWORD", "sink-pw")
+        sink = (
+            f"type: jdbc\nurl: mariadb://{mariadb.host}:{mariadb.port}/{mysql_db}\n"
+            'username: pg_sink\npassword: ${TARGET_PASSWORD}\ntable-name: "{table}"'
+        )
+        path = pipeline(scratch, source, database, slot_of(database), sink)
+        checkpoint = scratch / "checkpoint"
+        writers: list[RandomWriter] = []
+
+        def writing(seed: int) -> None:
+            writer = RandomWriter(
+                lambda: source.connect(database, options=f"-c search_path={SCHEMA}"),
+                POSTGRES_WRITES,
+                seed=seed,
+                key_space=7000,
+            )
+            writer.limit, writer.pause = 10**9, 0.05
+            writer.start()
+            writers.append(writer)
+
+        runs = [prepare(load_pipeline(path), spark=spark)]
+        runs[-1].start()
+        outcome = "rode through"
+        try:
+            wait_until(lambda: any(map(snapshot_done, committed_offsets(checkpoint))), "snapshot")
+            writing(31)
+            time.sleep(1)
+            writers[-1].stop()  # its connection would be cut: the writes go on after
+            before = len(committed_offsets(checkpoint))
+            source.restart(down_seconds=0)
+            writing(32)
+
+            def moved_on() -> bool:
+                nonlocal outcome
+                if not runs[-1].active:
+                    outcome = f"stopped ({failure_text(str(runs[-1].query.exception()))})"
+                    runs[-1].stop()
+                    runs.append(prepare(load_pipeline(path), spark=spark))
+                    runs[-1].start()
+                    return False
+                return len(committed_offsets(checkpoint)) > before + 3
+
+            wait_until(moved_on, "batches after the restart", timeout=300)
+        finally:
+            for writer in writers:
+                writer.stop()
+            runs[-1].stop()
+        run_available_now(spark, path)
+        target = {
+            r[0]: tuple(r)
+            for r in mariadb.execute("SELECT id, name, qty FROM orders", database=mysql_db)
+        }
+        assert target == source_rows(source, database, f"SELECT id, name, qty FROM {SCHEMA}.orders")
+        verdicts = verify_pipeline(load_pipeline(path), spark)
+        assert [v.status for v in verdicts] == ["equal", "equal"]
+        print(f"\nPostgreSQL source restart mid-stream: {outcome}")
+        assert "Traceback" not in outcome  # a stop says why in our words

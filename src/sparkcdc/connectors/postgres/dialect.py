@@ -7,6 +7,7 @@ snapshots and normalised by transaction visibility (snapshot/reader.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -70,9 +71,22 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
 
     @property
     def conn(self) -> Any:
-        """The driver's connection (autocommit), reconnected if it dropped."""
-        if self._conn is not None and (self._conn.closed or self._conn.broken):
-            self._conn = None
+        """The driver's connection (autocommit), reconnected if it dropped. An idle
+        connection the server closed (a restart) looks healthy until it is used, so it is
+        asked first (one round trip, as MySQL's ping): planning then reconnects (with the
+        connection retries) instead of failing the query on its first statement."""
+        if self._conn is not None:
+            healthy = not (self._conn.closed or self._conn.broken)
+            if healthy:
+                try:
+                    self._conn.execute("SELECT 1")
+                except Exception:  # dropped: reconnect below
+                    log.info("the planning connection to PostgreSQL dropped; reconnecting")
+                    healthy = False
+            if not healthy:
+                with contextlib.suppress(Exception):
+                    self._conn.close()
+                self._conn = None
         if self._conn is None:
             self._conn = connect(self.config)
         return self._conn
