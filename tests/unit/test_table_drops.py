@@ -5,7 +5,6 @@ own drops run in tests/integration/test_pipeline_schema_changes.py."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,10 +14,11 @@ from sparkcdc.connectors.mysql.binlog.schema_scan import _change
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.table_drops import follow_drops, new_drops
-from sparkcdc.pipeline.targets import Target, TargetSource
+from sparkcdc.pipeline.targets import Target
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from tests.unit.test_mysql_ddl_columns import TABLE
 from tests.unit.test_mysql_swap import OTHER, TABLES
+from tests.unit.test_truncates import offset, target
 
 T, U = TableId("app", "t"), TableId("app", "u")
 
@@ -51,18 +51,6 @@ def test_a_swap_mixed_with_a_rename_away_is_not_followed() -> None:
     statement = "RENAME TABLE t TO _t_del, _t_gho TO t, u TO u_old"
     found = _change(statement, "shop", TABLES, lambda t: None, True)
     assert found is not None and found.table is None and "RENAME" in found.problem
-
-
-def offset(**tables: dict[str, Any] | None) -> str:
-    return json.dumps(
-        {
-            "log": {"file": "b.000001", "pos": 4},
-            "tables": {
-                f"app.{name}": ({"done": True} | ({"schema": s} if s is not None else {}))
-                for name, s in tables.items()
-            },
-        }
-    )
 
 
 def dropped_at(pos: int, statement: str = "DROP TABLE t") -> dict[str, Any]:
@@ -103,13 +91,6 @@ class DroppingSink(Sink):
 
     def release(self, spark: Any, table: SinkTable) -> None:
         self.released.append(table.source)
-
-
-def target(*tables: TableId) -> Target:
-    sources = tuple(
-        TargetSource(SinkTable(t, None, ("id",)), None, None, None, ("id",)) for t in tables
-    )
-    return Target(SinkTable(tables[0], None, ("id",)), sources)
 
 
 def follow(behavior: str, targets: list[Target], sink: Sink, **kwargs: Any) -> list[TableId]:

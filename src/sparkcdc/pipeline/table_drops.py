@@ -22,7 +22,6 @@ next to rows of the same keys. Applying twice changes nothing (a dropped target 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -31,7 +30,8 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.change_types import DROP_TABLE
 from sparkcdc.pipeline.evolution import MIRRORING
-from sparkcdc.pipeline.targets import Target
+from sparkcdc.pipeline.offset_marks import new_marks
+from sparkcdc.pipeline.targets import Target, target_holding
 from sparkcdc.sinks.base import MicroBatch, Sink
 from sparkcdc.snapshot.progress import TABLE_DROPPED
 
@@ -40,23 +40,8 @@ log = logging.getLogger(__name__)
 
 def new_drops(previous: str | None, offset: str) -> dict[TableId, str]:
     """The tables dropped in the batch that ends at ``offset`` (JSON text) and starts at
-    ``previous`` (None: the stream's first batch), each with the statement."""
-    before = _drops(previous) if previous is not None else {}
-    return {
-        table: statement
-        for table, (marker, statement) in _drops(offset).items()
-        if before.get(table, (None, ""))[0] != marker
-    }
-
-
-def _drops(offset: str) -> dict[TableId, tuple[str, str]]:
-    found = {}
-    for key, progress in json.loads(offset).get("tables", {}).items():
-        schema = progress.get("schema") or {}
-        if TABLE_DROPPED in schema:
-            marker = json.dumps(schema[TABLE_DROPPED], sort_keys=True)
-            found[TableId.from_key(key)] = (marker, str(schema.get("change", "")))
-    return found
+    ``previous``, each with the statement."""
+    return new_marks(previous, offset, TABLE_DROPPED)
 
 
 def follow_drops(
@@ -72,7 +57,7 @@ def follow_drops(
     tables whose targets the sink dropped."""
     gone = []
     for table, statement in sorted(dropped.items()):
-        target = next((t for t in targets if table in {s.table.source for s in t.sources}), None)
+        target = target_holding(targets, table)
         if target is None:  # a table the pipeline does not write (filtered out)
             continue
         short = " ".join(statement.split())[:160]

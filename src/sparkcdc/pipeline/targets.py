@@ -53,6 +53,11 @@ class Target:
         return not rest and only.transform is None and only.table is self.table
 
 
+def target_holding(targets: Sequence[Target], table: TableId) -> Target | None:
+    """The target ``table``'s rows go to (None: the pipeline does not write it)."""
+    return next((t for t in targets if table in {s.table.source for s in t.sources}), None)
+
+
 def plan_targets(
     tables: Sequence[SinkTable],
     routes: Sequence[RouteRule],

@@ -21,7 +21,6 @@ Spark committed it) finds the target as the first run left it.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,7 +29,8 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.change_types import TRUNCATE_TABLE
 from sparkcdc.pipeline.evolution import MIRRORING
-from sparkcdc.pipeline.targets import Target
+from sparkcdc.pipeline.offset_marks import new_marks
+from sparkcdc.pipeline.targets import Target, target_holding
 from sparkcdc.sinks.base import MicroBatch, Sink
 
 log = logging.getLogger(__name__)
@@ -38,24 +38,8 @@ log = logging.getLogger(__name__)
 
 def new_truncates(previous: str | None, offset: str) -> dict[TableId, str]:
     """The tables truncated in the batch that ends at ``offset`` (JSON text) and starts at
-    ``previous`` (None: the stream's first batch, whose start records none), each with the
-    statement."""
-    before = _truncates(previous) if previous is not None else {}
-    return {
-        table: statement
-        for table, (marker, statement) in _truncates(offset).items()
-        if before.get(table, (None, ""))[0] != marker
-    }
-
-
-def _truncates(offset: str) -> dict[TableId, tuple[str, str]]:
-    found = {}
-    for key, progress in json.loads(offset).get("tables", {}).items():
-        schema = progress.get("schema") or {}
-        if "truncated" in schema:
-            marker = json.dumps(schema["truncated"], sort_keys=True)
-            found[TableId.from_key(key)] = (marker, str(schema.get("change", "")))
-    return found
+    ``previous``, each with the statement."""
+    return new_marks(previous, offset, "truncated")
 
 
 def follow_truncates(
@@ -71,7 +55,7 @@ def follow_truncates(
     """Apply the truncates ``truncated`` (table -> statement) to the targets of ``batch``;
     ``applied(table)`` is told of each one the sink applied."""
     for table, statement in sorted(truncated.items()):
-        target = next((t for t in targets if table in {s.table.source for s in t.sources}), None)
+        target = target_holding(targets, table)
         if target is None:  # a table the pipeline does not write (filtered out)
             continue
         short = " ".join(statement.split())[:160]

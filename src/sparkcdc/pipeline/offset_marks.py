@@ -1,0 +1,33 @@
+"""Table-level changes the source records in a batch's end offset (a TRUNCATE's
+``"truncated"``, a DROP's ``"table_dropped"``: the position after the statement, in the
+table's ``schema`` entry), and which of them are new in a batch: no row says so, so the
+runner compares the batch's end offset with the previous batch's."""
+
+from __future__ import annotations
+
+import json
+
+from sparkcdc.core.table import TableId
+
+
+def new_marks(previous: str | None, offset: str, key: str) -> dict[TableId, str]:
+    """The tables whose ``key`` mark is new in the batch that ends at ``offset`` (JSON
+    text) and starts at ``previous`` (None: the stream's first batch, whose start records
+    none), each with the statement that made it."""
+    before = marks(previous, key) if previous is not None else {}
+    return {
+        table: statement
+        for table, (marker, statement) in marks(offset, key).items()
+        if before.get(table, (None, ""))[0] != marker
+    }
+
+
+def marks(offset: str, key: str) -> dict[TableId, tuple[str, str]]:
+    """Each table's ``key`` mark in the offset (as canonical JSON) and its statement."""
+    found = {}
+    for name, progress in json.loads(offset).get("tables", {}).items():
+        schema = progress.get("schema") or {}
+        if key in schema:
+            marker = json.dumps(schema[key], sort_keys=True)
+            found[TableId.from_key(name)] = (marker, str(schema.get("change", "")))
+    return found
