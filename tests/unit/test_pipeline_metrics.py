@@ -202,6 +202,7 @@ def test_the_prometheus_endpoint_serves_the_metrics_over_http() -> None:
         )
     )
     clock.now = 1012
+    metrics.sink_retried()
     port = serve_metrics(metrics, 0)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
@@ -219,6 +220,7 @@ def test_the_prometheus_endpoint_serves_the_metrics_over_http() -> None:
     assert value("source_idle_seconds") == 11
     assert value("log_bytes_behind") == 100
     assert value("batches_total") == 1
+    assert value("sink_retries_total") == 1
     assert value("snapshot_remaining_tables") == 1
     orders, items = {"table": "shop.orders"}, {"table": "shop.items"}
     assert value("snapshot_rows_total", **orders) == 4

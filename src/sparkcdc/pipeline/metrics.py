@@ -75,6 +75,7 @@ class MetricsSnapshot:
     position: str | None
     head: LogHead | None
     tables: Sequence[TableMetrics] = field(default_factory=tuple)
+    sink_retries: int = 0  #: batches tried again by this run (target connection lost)
 
     @property
     def snapshot_remaining_tables(self) -> int:
@@ -107,6 +108,7 @@ class PipelineMetrics:
         self._started = clock()
         self._last_active = self._started
         self._batches = 0
+        self._sink_retries = 0
         self._last: BatchReport | None = None
         self._states = {t: PENDING for t in self._tables}
         self._states.update(_known(table_states(state.source_offset), self._tables))
@@ -156,6 +158,11 @@ class PipelineMetrics:
             counts = self._state.schema_changes
             counts[table] = counts.get(table, 0) + 1
 
+    def sink_retried(self) -> None:
+        """The sink tries a batch again: its connection to the target was lost."""
+        with self._lock:
+            self._sink_retries += 1
+
     def table_dropped(self, table: TableId, target_dropped: bool) -> None:
         """A DROP of ``table`` reached its target (counted with the schema changes); a
         dropped target's evolved schema is forgotten (a table created again under the name
@@ -195,6 +202,7 @@ class PipelineMetrics:
                     )
                     for t in self._tables
                 ),
+                sink_retries=self._sink_retries,
             )
 
     def _refresh_head(self, force: bool) -> None:

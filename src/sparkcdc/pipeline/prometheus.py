@@ -45,6 +45,14 @@ class PipelineCollector(Collector):
         )
         batches.add_metric(p, m.batches)
         yield batches
+        retries = CounterMetricFamily(
+            "sparkcdc_sink_retries",
+            "Batches the sink tried again because its connection to the target was lost "
+            "(this run).",
+            labels=["pipeline"],
+        )
+        retries.add_metric(p, m.sink_retries)
+        yield retries
         yield from gauge("last_batch_id", "Id of the last batch written.", m.last_batch_id)
         yield from gauge(
             "last_batch_timestamp_seconds",

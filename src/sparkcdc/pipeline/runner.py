@@ -477,6 +477,7 @@ def prepare(
             sink.evolve(spark, evolved.table)
     sink.open(spark, [t.table for t in targets])
     metrics = pipeline_metrics(definition, [t.source for t in tables], probe)
+    sink.on_retry = metrics.sink_retried
     run = PipelineRun(definition, spark, tables, targets, sink, probe, metrics, on_batch)
     run.force_envelope = len(tables) == 1 and tables != now
     return run

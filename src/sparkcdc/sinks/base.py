@@ -103,6 +103,10 @@ class TargetSnapshot:
 class Sink(ABC):
     """Writes micro-batches of captured tables into target tables, exactly once."""
 
+    #: Told of each retry of a batch whose connection to the target was lost (the
+    #: pipeline's metrics); sinks that retry call it.
+    on_retry: Callable[[], None] | None = None
+
     @abstractmethod
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         """Prepare targets before the first batch: create missing target tables from the

@@ -238,6 +238,8 @@ class JdbcSink(Sink):
                         attempt + 1,
                         retries,
                     )
+                    if self.on_retry is not None:
+                        self.on_retry()
                     time.sleep(delay)
         finally:
             # asked for this batch only (a replay of it asks again)
