@@ -111,9 +111,9 @@ def value(rng: random.Random, kind: str) -> Any:
     return "".join(rng.choices("abcxyz", k=rng.randint(0, 8)))
 
 
-def ddl(rng: random.Random, model: Model, truncates: bool) -> str | None:
-    """A random followed ALTER TABLE (or a TRUNCATE, if ``truncates``), applied to the
-    model; None if none fits now."""
+def ddl(rng: random.Random, model: Model, truncates: bool, widens: bool = True) -> str | None:
+    """A random followed ALTER TABLE (or a TRUNCATE, if ``truncates``; a widening only if
+    ``widens``), applied to the model; None if none fits now."""
     if truncates and rng.random() < 0.12:
         model.truncate()
         return "TRUNCATE TABLE t"
@@ -148,7 +148,7 @@ def ddl(rng: random.Random, model: Model, truncates: bool) -> str | None:
         if kind == "rename":
             return f"ALTER TABLE t RENAME COLUMN {old} TO {column.name}"
         return f"ALTER TABLE t CHANGE {old} {column.name} {column.kind}"
-    if kind == "widen" and column.kind in WIDER:
+    if kind == "widen" and widens and column.kind in WIDER:
         column.kind = WIDER[column.kind]
         return f"ALTER TABLE t MODIFY {column.name} {column.kind}"
     return None
@@ -210,9 +210,10 @@ def source_rows(mariadb: EmbeddedMariaDB, db: str) -> dict[str, dict[int, Any]]:
         pytest.param(
             "ignore",
             "jdbc-postgres",
-            # seen once in 6 runs (CI, seed 252433; the same seed passed here): a row
+            # seen once in ~12 runs (CI, seed 252433; the same seed passed here): a row
             # written after DROP COLUMN s1 kept its old s1 in the target instead of NULL.
-            # Timing-dependent; not explained yet (issue 12 notes)
+            # Timing-dependent; not explained yet (issue 12 notes). Other failures under
+            # this mark were the test's own: it made widenings, which stop 'ignore'.
             marks=pytest.mark.xfail(strict=False, reason="ignore into JDBC: a kept value"),
         ),
     ],
@@ -273,7 +274,8 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
             if rng.random() < 0.3:
                 # lenient and ignore keep what a truncate removed: only once every row was read
                 truncates = behavior == "evolve" or snapshot_end is not None
-                statement = ddl(rng, model, truncates)
+                # ignore keeps the target's types: a widening stops it, by definition
+                statement = ddl(rng, model, truncates, widens=behavior != "ignore")
                 if statement is not None:
                     mariadb.execute(statement, database=mysql_db)
                     statements.append(statement)
