@@ -521,8 +521,8 @@ class IncrementalSource(Generic[P, T]):
         """Of the captured tables discovery did not find, keep those the table options still
         match, with their columns from the offset: they were dropped (or renamed) after
         the offset's position, and their changes up to that statement are read, then the
-        drop is a batch of its own (a RENAME stops the stream, naming it). Returns the
-        others, gone because the options changed."""
+        drop (or the rename away) is a batch of its own. Returns the others, gone because
+        the options changed."""
         if not self.dialect.follows_table_drops:
             return gone
         others = []
