@@ -313,7 +313,10 @@ def test_try_evolve_goes_on_where_the_target_refuses_and_evolve_stops(
     path = pipeline_file(
         scratch, mariadb, f"{mysql_db}.(t|u)", block, blocks="  schema.change.behavior: evolve\n"
     )
-    run_script(spark, mariadb, path, mysql_db, [])
+    # stopped once no chunk span is left: else the script's first change reads the
+    # snapshot's whole range again, and after the drop try_evolve writes NULL into b for
+    # every row read again (the known limit in docs/schema-evolution.md)
+    run_script(spark, mariadb, path, mysql_db, [], settled=True)
     with postgres.connect(pg_db) as conn:
         conn.execute(f'CREATE VIEW "{mysql_db}".t_b AS SELECT id, b FROM "{mysql_db}".t')
     with pytest.raises(AssertionError, match=r"could not apply it .*depend.*'try_evolve'"):
