@@ -170,11 +170,15 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
     writer.stop()
     file, pos = master_position(mariadb)
     third = start_run(pipeline)
+    third_log = max(scratch.glob("run-*.log"))
 
     def caught_up() -> bool:
         if third.poll() is not None:
             return True
-        return any(at_or_after(o, file, pos) for o in committed_offsets(checkpoint))
+        # the stream runs (the second run may have taken every write in already)
+        return "Ctrl-C stops" in third_log.read_text() and any(
+            at_or_after(o, file, pos) for o in committed_offsets(checkpoint)
+        )
 
     wait_until(caught_up, "the pipeline to catch up")
     os.killpg(third.pid, signal.SIGTERM)
@@ -199,6 +203,29 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
     definition = load_pipeline(pipeline)
     run = prepare(definition, spark=spark)
     assert [v.status for v in verify_tables(spark, definition, run.sink, run.targets)] == ["equal"]
+
+
+def test_sigterm_while_the_pipeline_starts_stops_it_cleanly(
+    mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """A scheduler may send SIGTERM while the JVM starts (which must ignore it, see
+    ``sigterm_shield``) or the source is probed: the run stops, exit 0, no traceback."""
+    pipeline = pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK)
+    run = start_run(pipeline)
+    log = max(scratch.glob("run-*.log"))
+
+    def jvm_started() -> bool:
+        found = subprocess.run(
+            ["pgrep", "-g", str(run.pid), "java"], capture_output=True, check=False
+        )
+        return found.returncode == 0 or run.poll() is not None
+
+    wait_until(jvm_started, "the JVM", timeout=60)
+    os.killpg(run.pid, signal.SIGTERM)
+    assert run.wait(120) == 0, log.read_text()
+    output = log.read_text()
+    assert "Traceback" not in output and "Exception" not in output, output
+    assert "pipeline stopped" in output, output
 
 
 def test_append_mode_keeps_every_change(

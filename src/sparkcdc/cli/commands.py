@@ -59,11 +59,16 @@ def run(args: argparse.Namespace) -> int:
         if display is not None:
             display.on_batch(batch)
 
+    # from the start: a SIGTERM while the JVM starts or the source is probed stops too
+    stop, hurry = stopping_on_signals()
     pipeline = prepare(definition, on_batch=report, jvm_log=log_file)
+    stopping_on_signals(stop, hurry)  # PySpark's SparkContext installed its SIGINT handler
     if args.verbose:
         pipeline.spark.sparkContext.setLogLevel("WARN")
+    if stop.is_set():
+        console.print("pipeline stopped before it started; run it again to start it")
+        return 0
     display = LiveConsole(console, pipeline.metrics)
-    stop, hurry = stopping_on_signals()
     names = ", ".join(str(t.source) for t in pipeline.tables)
     console.print(
         escape(
@@ -109,12 +114,15 @@ def status(args: argparse.Namespace) -> int:
     return 0 if report.source_error is None else 3
 
 
-def stopping_on_signals() -> tuple[threading.Event, threading.Event]:
+def stopping_on_signals(
+    stop: threading.Event | None = None, hurry: threading.Event | None = None
+) -> tuple[threading.Event, threading.Event]:
     """Ctrl-C (SIGINT) and SIGTERM (what schedulers send) ask the pipeline to stop after
     its running micro-batch; a second one stops it at once. They replace PySpark's SIGINT
     handler, which cancels jobs from inside the signal handler, in the middle of whatever
-    call to the JVM was running, and prints tracebacks of both."""
-    stop, hurry = threading.Event(), threading.Event()
+    call to the JVM was running, and prints tracebacks of both. Given events (installed
+    again after PySpark's), signals keep setting those."""
+    stop, hurry = stop or threading.Event(), hurry or threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
         (hurry if stop.is_set() else stop).set()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -536,24 +535,19 @@ def pipeline_id(definition: PipelineDefinition) -> str | None:
 def session_for(definition: PipelineDefinition, jvm_log: Path | None = None) -> Any:
     """The pipeline's local SparkSession. Its JVM starts with SIGTERM ignored, as PySpark
     starts it with SIGINT ignored: a scheduler's SIGTERM to the process group must reach
-    only this process, which stops the stream cleanly (the JVM would otherwise exit at
-    once, and the Python side lose it mid-call). With ``jvm_log`` the JVM writes its
-    output there, not to the terminal."""
+    only this process, which stops the stream cleanly (see ``sigterm_shield``). With
+    ``jvm_log`` the JVM writes its output there, not to the terminal."""
     from sparkcdc.spark.session import local_session
+    from sparkcdc.spark.sigterm_shield import sigterm_shield
 
     settings = definition.settings
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN) if main else None
-    try:
+    with sigterm_shield():
         return local_session(
             settings.name,
             master=f"local[{settings.parallelism}]",
             conf=dict(settings.spark_conf),
             jvm_log=jvm_log,
         )
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def run_pipeline(
