@@ -110,14 +110,9 @@ def run_until_caught_up(
     run: Any,
     mariadb: EmbeddedMariaDB,
     after_snapshot: Callable[[], object],
-    settled: bool = False,
 ) -> None:
     """Start the pipeline; once the snapshot is committed call ``after_snapshot``, wait
-    until a committed offset is at or past the binlog's end then, and stop the pipeline.
-
-    ``settled`` also waits for an offset that carries no chunk span: a stop right after a
-    snapshot batch leaves its chunks' range in the checkpoint, and a column change made
-    while stopped then reads that range again (docs/schema-evolution.md, "Known limits")."""
+    until a committed offset is at or past the binlog's end then, and stop the pipeline."""
     checkpoint = run.definition.settings.checkpoint
 
     def committed(reached: Callable[[dict[str, Any]], bool]) -> Callable[[], bool]:
@@ -134,14 +129,8 @@ def run_until_caught_up(
         after_snapshot()
         file, pos = master_position(mariadb)
         wait_until(committed(lambda o: at_or_after(o, file, pos)), "the pipeline to catch up")
-        if settled:
-            wait_until(committed(without_chunk_spans), "an offset without chunk spans")
     finally:
         run.stop()
-
-
-def without_chunk_spans(offset: dict[str, Any]) -> bool:
-    return not any("chunks" in state for state in offset["tables"].values())
 
 
 def run_while_writing(

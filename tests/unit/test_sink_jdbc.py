@@ -184,6 +184,23 @@ def test_mysql_sql_and_key_column_sizes() -> None:
     assert pg_key_only_does_nothing(key_only)
 
 
+def test_an_upsert_of_rows_read_again_leaves_kept_columns_alone() -> None:
+    """A row read again carries NULL where the target keeps a column its table lost: an
+    update leaves those columns as they are (an insert still writes every column)."""
+    pg, my = dialects()
+    keep = ("amount", "at", "local", "f", "ok")
+    upsert = pg.upsert_sql(TARGET, 1, keep)
+    assert upsert.startswith('INSERT INTO "s"."t%%x" ("region", "id", "raw", "amount"')
+    assert upsert.endswith('DO UPDATE SET "b" = EXCLUDED."b"')
+    assert pg.upsert_sql(TARGET, 1, (*keep, "b")).endswith("DO NOTHING")
+    assert my.upsert_sql(TARGET, 1, keep).endswith("ON DUPLICATE KEY UPDATE `b` = VALUES(`b`)")
+    # nothing left to update: the first key column, to itself (not a kept first column)
+    first_kept = Target(
+        TableId("a", "b"), "s", "t", struct(("d", StringType()), ("k", LongType())), ("k",)
+    )
+    assert my.upsert_sql(first_kept, 1, ("d",)).endswith("UPDATE `k` = VALUES(`k`)")
+
+
 def pg_key_only_does_nothing(target: Target) -> bool:
     pg, _ = dialects()
     return pg.upsert_sql(target, 1).endswith('ON CONFLICT ("k") DO NOTHING')

@@ -35,7 +35,7 @@ from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.table_drops import follow_drops, new_drops
 from sparkcdc.pipeline.tables import captured_tables
-from sparkcdc.pipeline.targets import Target, plan_targets
+from sparkcdc.pipeline.targets import Target, kept_columns, plan_targets
 from sparkcdc.pipeline.truncates import follow_truncates, new_truncates
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
@@ -254,6 +254,7 @@ class PipelineRun:
                 row_counts={t.table.source: _summed(t, rows) for t in self.targets},
                 snapshot_version=version,
                 snapshot_counts={t.table.source: _summed(t, snapshot_rows) for t in self.targets},
+                kept_columns={t.table.source: kept_columns(t) for t in self.targets},
             )
             if offset is not None:
                 previous = batch_offset(checkpoint, batch_id - 1) if batch_id else None

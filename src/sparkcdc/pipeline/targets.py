@@ -53,6 +53,18 @@ class Target:
         return not rest and only.transform is None and only.table is self.table
 
 
+def kept_columns(target: Target) -> tuple[str, ...]:
+    """The columns of a one-table target (no transform, no route) that its table does not
+    have: what ``lenient`` and ``ignore`` keep after a column's drop or rename, NULL in
+    the rows. Shaped and merged targets have their columns from the rules (a schema change
+    of their tables stops the pipeline), so none of theirs is kept."""
+    (only, *rest) = target.sources
+    if rest or only.transform is not None or only.route is not None:
+        return ()
+    have = set(only.table.columns)
+    return tuple(c for c in target.table.columns if c not in have)
+
+
 def target_holding(targets: Sequence[Target], table: TableId) -> Target | None:
     """The target ``table``'s rows go to (None: the pipeline does not write it)."""
     return next((t for t in targets if table in {s.table.source for s in t.sources}), None)

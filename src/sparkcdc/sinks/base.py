@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -68,6 +68,10 @@ class MicroBatch:
     snapshot_version: int | None = None
     #: Of ``row_counts``, the snapshot rows per table (when counted).
     snapshot_counts: Mapping[TableId, int] | None = None
+    #: Per table, the target's columns its rows do not carry (NULL in them): columns a
+    #: schema change dropped or renamed away that ``lenient``/``ignore`` keep in the
+    #: target. A row read again (:meth:`is_reread_row`) leaves them as the target has them.
+    kept_columns: Mapping[TableId, tuple[str, ...]] = field(default_factory=dict)
 
     def has_changes(self, table: TableId) -> bool:
         return self.row_counts is None or self.row_counts.get(table, 0) > 0
@@ -83,6 +87,19 @@ class MicroBatch:
         from pyspark.sql import functions as F
 
         return (F.col(CHANGE_TYPE) == "insert") & (
+            F.col(COMMIT_VERSION) == F.lit(self.snapshot_version)
+        )
+
+    def is_reread_row(self) -> Any:
+        """A Spark column: whether a changelog row is a row read again in this batch (an
+        update post-image at the batch end's version, without a pre-image: a re-read on
+        demand, or after a schema change). It says what the row holds now; of a kept
+        column it knows nothing, so the sink leaves the target's value there."""
+        from pyspark.sql import functions as F
+
+        if self.snapshot_version is None:
+            return F.lit(False)
+        return F.col(CHANGE_TYPE).isin("update", "update_postimage") & (
             F.col(COMMIT_VERSION) == F.lit(self.snapshot_version)
         )
 

@@ -33,7 +33,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.pruning import key_bounds
-from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
@@ -308,7 +308,7 @@ class DeltaSink(Sink):
         snapshot = batch.snapshot_rows(table.source)
         if not snapshot or not self._appendable(spark, table, batch.pipeline):
             with _commit_options(spark, batch):
-                self._merge(spark, table, changes)
+                self._merge(spark, table, changes, batch)
             return
         total = batch.row_counts.get(table.source, 0) if batch.row_counts else None
         merged = total is None or total > snapshot
@@ -321,7 +321,7 @@ class DeltaSink(Sink):
             ).save(self.target_path(table.source))
         if merged:
             with _commit_options(spark, batch):
-                self._merge(spark, table, changes.where(~batch.is_snapshot_row()))
+                self._merge(spark, table, changes.where(~batch.is_snapshot_row()), batch)
 
     def _appendable(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
         """Whether the target holds this pipeline's rows only: marked for it (table property
@@ -347,11 +347,14 @@ class DeltaSink(Sink):
         self._appends[table.source] = owner == pipeline
         return owner == pipeline
 
-    def _merge(self, spark: Any, table: SinkTable, changes: Any) -> None:
+    def _merge(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+        """One MERGE of each key's last change. A key whose last change is a row read
+        again leaves the target's kept columns (``MicroBatch.kept_columns``) as they are."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
-        last = last_change_per_key(changes, table.key, table.columns)
+        kept = batch.kept_columns.get(table.source, ())
+        last = last_change_per_key(changes, table.key, table.columns, kept, batch.is_reread_row())
         matches = F.expr(" AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in table.key))
         first = table.key[0]
         bounds = key_bounds(changes, first, table.schema[first].dataType)
@@ -359,11 +362,15 @@ class DeltaSink(Sink):
             matches = matches & bounds
         values: dict[str, Any] = {quoted(c): f"s.{quoted(c)}" for c in table.columns}
         target = DeltaTable.forPath(spark, self.target_path(table.source))
+        merge = target.alias("t").merge(last.alias("s"), matches)
+        merge = merge.whenMatchedDelete(condition=f"s.{DELETED}")
+        if kept:
+            reread: dict[str, Any] = {
+                quoted(c): f"s.{quoted(c)}" for c in table.columns if c not in kept
+            }
+            merge = merge.whenMatchedUpdate(condition=f"NOT s.{DELETED} AND s.{REREAD}", set=reread)
         (
-            target.alias("t")
-            .merge(last.alias("s"), matches)
-            .whenMatchedDelete(condition=f"s.{DELETED}")
-            .whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
+            merge.whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
             .whenNotMatchedInsert(condition=f"NOT s.{DELETED}", values=values)
             .execute()
         )

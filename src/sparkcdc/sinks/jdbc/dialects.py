@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
@@ -211,8 +211,9 @@ class Dialect(ABC):
     # -- DML -------------------------------------------------------------------------------
 
     @abstractmethod
-    def upsert_sql(self, target: Target, rows: int) -> str:
-        """Insert-or-update of ``rows`` rows (all columns, in schema order)."""
+    def upsert_sql(self, target: Target, rows: int, keep: Collection[str] = ()) -> str:
+        """Insert-or-update of ``rows`` rows (all columns, in schema order); an update
+        leaves the columns in ``keep`` as they are (a row read again: its kept columns)."""
 
     def delete_sql(self, target: Target, rows: int) -> str:
         """Delete of ``rows`` keys: ``(k1, k2) IN ((%s, %s), ...)``."""
@@ -417,14 +418,14 @@ class PostgresDialect(Dialect):
             "updated_at timestamptz NOT NULL DEFAULT now())"
         )
 
-    def upsert_sql(self, target: Target, rows: int) -> str:
+    def upsert_sql(self, target: Target, rows: int, keep: Collection[str] = ()) -> str:
         columns = [self.quote(c) for c in target.columns]
         one = "(" + ", ".join(["%s"] * len(columns)) + ")"
         keys = ", ".join(self.quote(k) for k in target.key)
         updates = [
             f"{c} = EXCLUDED.{c}"
             for c, n in zip(columns, target.columns, strict=True)
-            if n not in target.key
+            if n not in target.key and n not in keep
         ]
         action = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
         return (
@@ -678,12 +679,17 @@ class MySqlDialect(Dialect):
             "ENGINE=InnoDB"
         )
 
-    def upsert_sql(self, target: Target, rows: int) -> str:
+    def upsert_sql(self, target: Target, rows: int, keep: Collection[str] = ()) -> str:
         columns = [self.quote(c) for c in target.columns]
         one = "(" + ", ".join(["%s"] * len(columns)) + ")"
-        non_keys = [c for c, n in zip(columns, target.columns, strict=True) if n not in target.key]
-        # A key-only table still needs an update clause, or a duplicate key would fail.
-        updates = [f"{c} = VALUES({c})" for c in (non_keys or columns[:1])]
+        non_keys = [
+            c
+            for c, n in zip(columns, target.columns, strict=True)
+            if n not in target.key and n not in keep
+        ]
+        # With nothing to update (a key-only table, every other column kept) the clause
+        # still needs one, or a duplicate key would fail: the key, to itself.
+        updates = [f"{c} = VALUES({c})" for c in (non_keys or [self.quote(target.key[0])])]
         return (
             f"INSERT INTO {self.table_sql(target.qualifier, target.name)} ({', '.join(columns)}) "
             f"VALUES {', '.join([one] * rows)} ON DUPLICATE KEY UPDATE {', '.join(updates)}"

@@ -36,7 +36,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import Converter, Dialect, SinkError, Target, dialect_for
-from sparkcdc.sinks.reduce import DELETED, last_change_per_key
+from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
@@ -350,7 +350,7 @@ class JdbcSink(Sink):
         rest applied as deletes and upserts. Returns (copied, deleted, upserted)."""
         snapshot = batch.snapshot_rows(target.source)
         if not snapshot or not self._owns(cur, target, batch.pipeline):
-            return (0, *self._apply(cur, target, changes))
+            return (0, *self._apply(cur, target, changes, batch))
         fields = list(target.schema.fields)
         converters = [self.dialect.to_target(f) for f in fields]
         rows = changes.where(batch.is_snapshot_row()).select(
@@ -362,11 +362,12 @@ class JdbcSink(Sink):
         )
         copied = self.dialect.copy_rows(cur, target, values)
         if copied is None:  # no bulk path: upsert everything
-            return (0, *self._apply(cur, target, changes))
+            return (0, *self._apply(cur, target, changes, batch))
         total = batch.row_counts.get(target.source, 0) if batch.row_counts else None
         if total is not None and total <= snapshot:
             return copied, 0, 0
-        return (copied, *self._apply(cur, target, changes.where(~batch.is_snapshot_row())))
+        rest = changes.where(~batch.is_snapshot_row())
+        return (copied, *self._apply(cur, target, rest, batch))
 
     def _owns(self, cur: Any, target: Target, pipeline: str) -> bool:
         """Whether ``target`` holds ``pipeline``'s rows only: marked for it, or empty and
@@ -378,13 +379,18 @@ class JdbcSink(Sink):
             self._owned[target.source] = known
         return known
 
-    def _apply(self, cur: Any, target: Target, changes: Any) -> tuple[int, int]:
-        """Deletes, then upserts, of one table's batch; returns their counts."""
+    def _apply(self, cur: Any, target: Target, changes: Any, batch: MicroBatch) -> tuple[int, int]:
+        """Deletes, then upserts, of one table's batch; returns their counts. A key whose
+        last change is a row read again leaves the target's kept columns
+        (``MicroBatch.kept_columns``) as they are."""
         from pyspark.sql import functions as F
 
         if changes.isEmpty():
             return 0, 0
-        reduced = last_change_per_key(changes, target.key, target.columns).persist()
+        kept = tuple(batch.kept_columns.get(target.source, ()))
+        reduced = last_change_per_key(
+            changes, target.key, target.columns, kept, batch.is_reread_row()
+        ).persist()
         try:
             fields = list(target.schema.fields)
             key_fields = [f for f in fields if f.name in target.key]
@@ -399,16 +405,21 @@ class JdbcSink(Sink):
                 lambda n: self.dialect.delete_sql(target, n),
                 check_bytes=False,
             )
-            kept = reduced.filter(~F.col(DELETED)).select(
-                *[self.dialect.select_for_write(f) for f in fields]
-            )
-            upserted = self._send(
-                cur,
-                kept.toLocalIterator(),
-                [self.dialect.to_target(f) for f in fields],
-                lambda n: self.dialect.upsert_sql(target, n),
-                check_bytes=True,
-            )
+            present = reduced.filter(~F.col(DELETED))
+            groups: list[tuple[Any, tuple[str, ...]]] = [(present, ())]
+            if kept:
+                flag = F.col(REREAD)
+                groups = [(present.filter(~flag), ()), (present.filter(flag), kept)]
+            upserted = 0
+            written = [self.dialect.select_for_write(f) for f in fields]
+            for rows, keep in groups:
+                upserted += self._send(
+                    cur,
+                    rows.select(*written).toLocalIterator(),
+                    [self.dialect.to_target(f) for f in fields],
+                    lambda n, keep=keep: self.dialect.upsert_sql(target, n, keep),
+                    check_bytes=True,
+                )
         finally:
             reduced.unpersist()
         return deleted, upserted
