@@ -71,6 +71,7 @@ class PipelineRun:
     batches: list[BatchReport] = field(default_factory=list)
     _pipeline_id: str | None = None
     _writing: threading.Event = field(default_factory=threading.Event)  #: a sink write runs
+    _written: int | None = None  #: the last batch the sink wrote (Spark commits it next)
     _restart_lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: bool = False
     _watcher: threading.Thread | None = None
@@ -190,15 +191,22 @@ class PipelineRun:
     def _between_batches(
         self, hurry: threading.Event | None, grace: float = 60.0, poll_seconds: float = 0.05
     ) -> None:
-        """Wait, at most ``grace`` seconds, until no batch is being written to the sink (or
-        ``hurry`` is set): stopping then interrupts Spark's planning of the next batch at
-        worst, never a sink write (a batch cut off is replayed on restart, but the
-        interrupted write prints Spark's and py4j's errors)."""
+        """Wait, at most ``grace`` seconds, until no batch is being written to the sink and
+        Spark has committed the last one written (or ``hurry`` is set): stopping then
+        interrupts Spark's planning of the next batch at worst, never a sink write nor the
+        commit after it (a batch cut off there is replayed on restart, and the interrupted
+        write prints Spark's, py4j's or Hadoop's errors)."""
         deadline = time.monotonic() + grace
-        while self._writing.is_set() and self.query.isActive:
+        while self.query.isActive and (self._writing.is_set() or not self._committed()):
             if time.monotonic() > deadline or (hurry is not None and hurry.is_set()):
                 return
             time.sleep(poll_seconds)
+
+    def _committed(self) -> bool:
+        """Whether Spark's commit log has the last batch the sink wrote."""
+        if self._written is None:
+            return True
+        return (self.definition.settings.checkpoint / "commits" / str(self._written)).exists()
 
     def stop(self) -> None:
         self._stopping = True
@@ -214,6 +222,7 @@ class PipelineRun:
         self._writing.set()
         try:
             self._write(frame, batch_id)
+            self._written = batch_id
         finally:
             self._writing.clear()
 
