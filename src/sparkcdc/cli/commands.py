@@ -59,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
         if display is not None:
             display.on_batch(batch)
 
-    # from the start: a SIGTERM while the JVM starts or the source is probed stops too
-    stop, hurry = stopping_on_signals()
+    # from the start: a signal while the JVM starts or the source is probed stops the run
+    # once that is done; a second one quits at once
+    stop, hurry = stopping_on_signals(quit_on_second=True)
     pipeline = prepare(definition, on_batch=report, jvm_log=log_file)
     stopping_on_signals(stop, hurry)  # PySpark's SparkContext installed its SIGINT handler
     if args.verbose:
@@ -115,16 +116,21 @@ def status(args: argparse.Namespace) -> int:
 
 
 def stopping_on_signals(
-    stop: threading.Event | None = None, hurry: threading.Event | None = None
+    stop: threading.Event | None = None,
+    hurry: threading.Event | None = None,
+    quit_on_second: bool = False,
 ) -> tuple[threading.Event, threading.Event]:
     """Ctrl-C (SIGINT) and SIGTERM (what schedulers send) ask the pipeline to stop after
     its running micro-batch; a second one stops it at once. They replace PySpark's SIGINT
     handler, which cancels jobs from inside the signal handler, in the middle of whatever
     call to the JVM was running, and prints tracebacks of both. Given events (installed
-    again after PySpark's), signals keep setting those."""
+    again after PySpark's), signals keep setting those. With ``quit_on_second`` (while
+    the pipeline starts: nothing is written yet) a second signal exits at once."""
     stop, hurry = stop or threading.Event(), hurry or threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
+        if quit_on_second and stop.is_set():
+            raise SystemExit(128 + signum)
         (hurry if stop.is_set() else stop).set()
 
     signal.signal(signal.SIGINT, on_signal)
