@@ -218,15 +218,7 @@ def source_rows(mariadb: EmbeddedMariaDB, db: str) -> dict[str, dict[int, Any]]:
         ("evolve", "delta"),
         ("evolve", "jdbc-postgres"),
         ("lenient", "delta"),
-        pytest.param(
-            "ignore",
-            "jdbc-postgres",
-            # seen once in ~12 runs (CI, seed 252433; the same seed passed here): a row
-            # written after DROP COLUMN s1 kept its old s1 in the target instead of NULL.
-            # Timing-dependent; not explained yet (issue 12 notes). Other failures under
-            # this mark were the test's own: it made widenings, which stop 'ignore'.
-            marks=pytest.mark.xfail(strict=False, reason="ignore into JDBC: a kept value"),
-        ),
+        ("ignore", "jdbc-postgres"),
     ],
 )
 def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
@@ -325,5 +317,12 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
         last = model.written[key]
         epochs = range(last, max(last, snapshot_end) + 1)
         accepted = model.target_rows(key, epochs, kept)
+        if row not in accepted and behavior == "ignore":
+            # seen in about one CI run of six, never here (seed 252433 once): a row written
+            # after DROP COLUMN s1 kept its old s1 instead of NULL. Not explained yet (issue
+            # 12 notes); marked expected, with the row and the story in the reason, so CI
+            # output shows them
+            expected = sorted(accepted, key=str)
+            pytest.xfail(f"ignore into JDBC: row {key}: {row} not in {expected}; {story}")
         assert row in accepted, f"row {key}: {row} not in {sorted(accepted, key=str)}; {story}"
     assert set(found["id"]) == set(model.rows) | set(model.kept), story
