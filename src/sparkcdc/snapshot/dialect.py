@@ -198,6 +198,16 @@ class Dialect(ABC, Generic[P, T]):
         None and stop at them while reading the log (their table check)."""
         return None
 
+    def columns_pending(self, tables: Mapping[TableId, T]) -> set[TableId]:
+        """Of ``tables`` (shapes as of the batch's start; their snapshot or a re-read
+        runs), those whose columns the database changed in a way its log does not show
+        yet, so that a chunk read now could not be read in the batch's shape (PostgreSQL:
+        the WAL describes a change only with the table's next row change). Their chunks
+        wait, and their chunk spans stay in the offset, until the log shows the change.
+        Logs that record every change answer none."""
+        del tables
+        return set()
+
     def table_to_json(self, table: T) -> dict[str, Any]:
         """A table's columns as JSON, for the offset (with :meth:`schema_change`)."""
         raise NotImplementedError(f"{type(self).__name__} does not follow schema changes")

@@ -253,6 +253,8 @@ class IncrementalSource(Generic[P, T]):
         # the log is seen change-free up to its end now: every chunk read of an earlier
         # batch happened before now, so none crossed a change (see ChunkSpan)
         clear = offset.bounded or self.head is None or position >= self.head
+        pending = self._columns_pending(offset, progress)
+        held |= pending
         chunk_size = self.settings.chunk_size
         new_progress = dict(progress)
         planned: set[TableId] = set()
@@ -287,9 +289,24 @@ class IncrementalSource(Generic[P, T]):
                 budget -= len(chunks) * chunk_size
         if clear:
             for table_id, table_progress in new_progress.items():
+                if table_id in pending:  # a change the log shows later: chunks crossed it
+                    continue
                 if table_id not in planned and table_progress.chunks is not None:
                     new_progress[table_id] = dataclasses.replace(table_progress, chunks=None)
         return dataclasses.replace(offset, log=position, tables=new_progress).to_json()
+
+    def _columns_pending(
+        self, offset: SourceOffset[P], progress: Mapping[TableId, TableProgress]
+    ) -> set[TableId]:
+        """Tables whose chunks wait for a change the log does not show yet
+        (:meth:`Dialect.columns_pending`)."""
+        shapes = self._tables_at(offset)
+        reading = {
+            t: shapes[t]
+            for t, p in progress.items()
+            if t in shapes and (p.reading or p.chunks is not None)
+        }
+        return self.dialect.columns_pending(reading) if reading else set()
 
     def _plan_again(
         self, table_id: TableId, progress: TableProgress, max_chunks: int

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
+from sparkcdc.connectors.postgres.server.changed_table import table_after
 from sparkcdc.connectors.postgres.server.connection import connect, query, retries
 from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
 from sparkcdc.connectors.postgres.server.table_json import table_from_json, table_to_json
@@ -25,12 +26,13 @@ from sparkcdc.connectors.postgres.snapshot.chunk_ends import key_stats, next_chu
 from sparkcdc.connectors.postgres.snapshot.keys import chunk_key_order
 from sparkcdc.connectors.postgres.snapshot.reader import read_chunks
 from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
-from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
+from sparkcdc.connectors.postgres.wal.pgoutput import Relation, lsn_from_text, lsn_to_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.reader import read_blocks_with_retries
 from sparkcdc.connectors.postgres.wal.scan import (
     Transaction,
     batch_end,
+    first_described_change,
     first_truncate,
     scan_transactions,
 )
@@ -48,9 +50,17 @@ from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import lost_mid_read
-from sparkcdc.snapshot.schema_change import SchemaChange
+from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
 
 log = logging.getLogger(__name__)
+
+
+#: The live columns of tables (``%s``: their OIDs): numbers, names, types as the WAL has them.
+_LIVE_COLUMNS = """
+SELECT attrelid, attnum, attname, atttypid, atttypmod FROM pg_attribute
+WHERE attrelid = ANY(%s::oid[]) AND attnum > 0 AND NOT attisdropped
+ORDER BY attrelid, attnum
+"""
 
 
 class PostgresDialect(Dialect[LsnPosition, PgTable]):
@@ -64,6 +74,8 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         #: The last planning scan (its start, its end LSN, what it found), which
         #: :meth:`schema_change` looks through right after :meth:`limit_log`.
         self._scanned: tuple[LsnPosition, int, list[Transaction]] | None = None
+        #: Tables whose chunks wait for their change in the WAL (warned about once).
+        self._pending: set[TableId] = set()
 
     @property
     def settings(self) -> PostgresSourceConfig:
@@ -198,13 +210,17 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         watch_created: bool = False,
     ) -> SchemaChange[LsnPosition, PgTable] | None:
         """The first TRUNCATE of a captured table in ``[start, end)`` (pgoutput's Truncate
-        messages, found by the planning scan). Column changes are not followed: reads
-        stop at a Relation message with other columns (wal/decode.py)."""
+        messages, found by the planning scan), or the first change of its columns (a
+        Relation message that describes it otherwise, before the first row change after
+        an ALTER TABLE: wal/column_change.py), whichever comes first."""
         scanned = self._scanned
         if scanned is None or scanned[0] != start or scanned[1] < end.lsn:
             scanned = (start, end.lsn, scan_transactions(self.conn, self.config, start, end.lsn))
         by_oid = {t.oid: t for t in tables.values()}
         found = first_truncate(start, end, scanned[2], set(by_oid))
+        described = first_described_change(start, end, scanned[2], by_oid)
+        if described is not None and (found is None or described[0] < found[0]):
+            return self._column_change(by_oid, *described)
         if found is None:
             return None
         before, after, tx = found
@@ -227,6 +243,68 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
             None if problem else table,
             problem,
             truncated=True,
+        )
+
+    def columns_pending(self, tables: Mapping[TableId, PgTable]) -> set[TableId]:
+        """Tables whose columns the catalog has otherwise than the batch reads them with
+        (other than columns added at the end, which a chunk can leave out): pgoutput
+        describes such a change only before the table's next row change, where the stream
+        follows it; until then a chunk read would have the new shape."""
+        by_oid = {t.oid: t for t in tables.values()}
+        now: dict[int, list[tuple[int, str, tuple[int, int]]]] = {oid: [] for oid in by_oid}
+        for oid, number, name, kind, mod in query(self.conn, _LIVE_COLUMNS, (list(by_oid),)):
+            now[int(oid)].append((int(number), str(name), (int(kind), int(mod))))
+        pending = set()
+        for oid, table in by_oid.items():
+            columns = now[oid][: len(table.columns)]
+            if not columns:  # gone: the read fails, naming it
+                continue
+            numbers = table.attnums or tuple(n for n, _, _ in columns)
+            types = table.column_types or tuple(t for _, _, t in columns)
+            if columns != list(zip(numbers, table.column_names, types, strict=True)):
+                pending.add(table.table_id)
+        for table_id in sorted(pending - self._pending):
+            log.warning(
+                "the columns of %s changed; PostgreSQL's WAL describes such a change only "
+                "with the table's next row change, where the stream follows it: its "
+                "snapshot chunks wait until then",
+                table_id,
+            )
+        self._pending = (self._pending - set(tables)) | pending
+        return pending
+
+    def _column_change(
+        self,
+        tables: Mapping[int, PgTable],
+        boundary: LsnPosition,
+        tx: Transaction,
+        relations: list[Relation],
+    ) -> SchemaChange[LsnPosition, PgTable]:
+        """The change of a table's columns described in ``tx``: a batch of its own right
+        before ``tx`` (whose rows have the new columns), so ``after`` is ``boundary``."""
+        table = tables[relations[0].oid]
+        new, change = table_after(self.conn, table, relations[-1])
+        statement = (
+            f"columns of {table.table_id} changed: {change.describe()} (described before "
+            f"the rows of transaction {tx.xid}, commit {lsn_to_text(tx.commit_lsn)})"
+        )
+        problem = change.problem
+        if len({r.columns for r in relations}) > 1:
+            problem = "the transaction changed its rows both before and after the change"
+        if problem:
+            statement = (
+                f"columns of {table.table_id} changed (transaction {tx.xid}, commit "
+                f"{lsn_to_text(tx.commit_lsn)}; now "
+                f"{', '.join(c.name for c in relations[-1].columns)})"
+            )
+        return SchemaChange(
+            table.table_id,
+            boundary,
+            boundary,
+            statement,
+            None if problem else new,
+            problem,
+            moves=ColumnMoves(dict(change.renamed), change.dropped),
         )
 
     def table_to_json(self, table: PgTable) -> dict[str, Any]:

@@ -55,6 +55,9 @@ class PgTable(KeyedColumns):
     #: (type oid, typmod) per column, as the WAL's Relation messages give them: a read
     #: whose table description differs fails instead of parsing values as the old type
     column_types: tuple[tuple[int, int], ...] = ()
+    #: pg_attribute.attnum per column: tells a renamed column from a dropped one at a
+    #: change (wal/column_change.py); empty in offsets written before they were kept
+    attnums: tuple[int, ...] = ()
 
     @property
     def chunk_column(self) -> PgColumn:
@@ -64,6 +67,11 @@ class PgTable(KeyedColumns):
     @property
     def sql_name(self) -> str:
         return quote_table(self.table_id)
+
+
+def primary_key(conn: Any, oid: int) -> tuple[str, ...]:
+    """The table's primary key columns as the catalog has them now."""
+    return tuple(str(name) for _, name in query(conn, _PRIMARY_KEYS, ([oid],)))
 
 
 def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
@@ -87,8 +95,10 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
         )
     oids = [oid for oid, _, _, _ in found]
     columns: dict[int, list[PgColumn]] = {oid: [] for oid in oids}
+    attnums: dict[int, list[int]] = {oid: [] for oid in oids}
     for row in query(conn, COLUMNS_QUERY, (oids,)):
         columns[int(row[0])].append(column_from_row(row))
+        attnums[int(row[0])].append(int(row[1]))
     types: dict[int, list[tuple[int, int]]] = {oid: [] for oid in oids}
     for oid, type_oid, typmod in query(conn, _COLUMN_TYPES, (oids,)):
         types[int(oid)].append((int(type_oid), int(typmod)))
@@ -124,6 +134,7 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
                 chunk_key,
                 ident,
                 tuple(types[oid]),
+                tuple(attnums[oid]),
             )
         )
     return tables

@@ -27,6 +27,7 @@ def table_to_json(table: PgTable) -> dict[str, Any]:
         "chunk_key": table.chunk_key,
         "replica_identity": table.replica_identity,
         "column_types": [list(t) for t in table.column_types],
+        "attnums": list(table.attnums),
     }
 
 
@@ -42,6 +43,7 @@ def table_from_json(data: Mapping[str, Any]) -> PgTable:
         data["chunk_key"],
         data["replica_identity"],
         tuple((int(oid), int(typmod)) for oid, typmod in data["column_types"]),
+        tuple(int(n) for n in data.get("attnums", ())),
     )
 
 

@@ -41,11 +41,11 @@ from sparkcdc.connectors.postgres.server.types import (
 )
 from sparkcdc.connectors.postgres.snapshot.keys import partition_keys
 from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
-from sparkcdc.connectors.postgres.wal.decode import TruncateInRange
+from sparkcdc.connectors.postgres.wal.decode import ColumnsChangedInRange, TruncateInRange
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.reader import read_located
-from sparkcdc.core.errors import ChunkCrossedChange
+from sparkcdc.core.errors import ChunkCrossedChange, SchemaError
 from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
@@ -156,7 +156,9 @@ def read_chunks(
             ),
             final=True,
         )
-        batches = (b for chunk in ranges for b in _fetch(rows, table, chunk, config.decimal_mode))
+        batches = _crossing(
+            table, (b for chunk in ranges for b in _fetch(rows, table, chunk, config.decimal_mode))
+        )
         if not overrides:
             yield from (ChunkRows((), columns=b) for b in batches)
         else:
@@ -168,6 +170,30 @@ def read_chunks(
         rows.commit()
     finally:
         rows.close()
+
+
+#: SQLSTATE undefined_column: a column the batch reads with is gone.
+UNDEFINED_COLUMN = "42703"
+
+
+def _crossing(table: PgTable, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, where a column the batch was planned with is gone by the SELECT (a drop
+    or rename after the planning) is a crossed change: the chunk emits nothing and is read
+    again at the change. The WAL describes the change only with the table's next row
+    change, so until then the planner holds the table's chunks and keeps their key range
+    (:meth:`PostgresDialect.columns_pending`), which needs the columns' numbers: without
+    them (an older checkpoint's table) this stays an error."""
+    try:
+        yield from batches
+    except Exception as exc:
+        if getattr(exc, "sqlstate", None) != UNDEFINED_COLUMN:
+            raise
+        if not table.attnums:
+            raise SchemaError(
+                f"a column of {table.table_id} is gone since the batch was planned ({exc}); "
+                "start the stream again from a new checkpoint (a new snapshot)"
+            ) from exc
+        raise ChunkCrossedChange(f"a column of the batch is gone ({exc})") from exc
 
 
 def window_overrides(
@@ -197,6 +223,8 @@ def window_overrides(
         # the rows it removed cannot be put back: the chunk emits nothing, and the
         # truncate's own batch reads its range again (snapshot/progress.py, ChunkSpan)
         raise ChunkCrossedChange(f"its window crosses a truncate: {exc}") from exc
+    except ColumnsChangedInRange as exc:  # the same, in the change's new shape
+        raise ChunkCrossedChange(f"its window crosses a change of columns: {exc}") from exc
     return visibility_overrides(flagged, keys.key_of)
 
 

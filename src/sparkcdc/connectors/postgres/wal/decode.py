@@ -47,6 +47,11 @@ class TruncateInRange(SchemaError):
     """A truncate of a captured table inside the range a read decodes."""
 
 
+class ColumnsChangedInRange(SchemaError):
+    """A captured table described with other columns inside the range a read decodes (a
+    chunk's window after its batch's end; a batch itself never spans such a change)."""
+
+
 #: Images per ChangeBlock at most (a large transaction still streams).
 MAX_BLOCK_IMAGES = 8192
 _CHANGES = frozenset(b"IUD")
@@ -198,11 +203,11 @@ class WalDecoder:
         names = tuple(c.name for c in relation.columns)
         types = tuple((c.type_oid, c.typmod) for c in relation.columns)
         if names != table.column_names or (table.column_types and types != table.column_types):
-            raise SchemaError(
-                f"the columns of {table.table_id} changed while captured (now "
-                f"{', '.join(names)}; captured {', '.join(table.column_names)}; or a column's "
-                "type changed): schema changes are not followed yet. Start the stream again "
-                "from a new checkpoint (a new snapshot)"
+            raise ColumnsChangedInRange(
+                f"the columns of {table.table_id} changed inside a read's range (now "
+                f"{', '.join(names)}; read with {', '.join(table.column_names)}; or a "
+                "column's type changed), which the stream's planning makes a batch of its "
+                "own. Start the stream again from a new checkpoint (a new snapshot)"
             )
         captured.checked.add(oid)
         return captured

@@ -19,29 +19,32 @@ them it sets the batch's end B:
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
+from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
-from sparkcdc.connectors.postgres.wal.pgoutput import lsn_to_text
+from sparkcdc.connectors.postgres.wal.pgoutput import Relation, lsn_to_text, parse_message
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.slot import PEEK
 
 #: One row per decoded transaction: its xid, its Commit message's commit and end LSNs
 #: (bytes 2-17 of the message: flags, then two int64), its row changes (Insert, Update,
 #: Delete messages), its truncates, and the relations they truncated (Truncate messages
-#: from byte 7 on: one int32 OID per relation).
+#: from byte 7 on: one int32 OID per relation), and its Relation messages (pgoutput
+#: describes a table again before its first change after an ALTER TABLE; few and small).
 _SUMMARY = f"""
 SELECT xid::text::bigint,
        string_agg(substring(data from 3 for 16), ''::bytea) FILTER (WHERE get_byte(data, 0) = 67),
        count(*) FILTER (WHERE get_byte(data, 0) IN (73, 85, 68)),
        count(*) FILTER (WHERE get_byte(data, 0) = 84),
-       string_agg(substring(data from 7), ''::bytea) FILTER (WHERE get_byte(data, 0) = 84)
+       string_agg(substring(data from 7), ''::bytea) FILTER (WHERE get_byte(data, 0) = 84),
+       array_agg(data ORDER BY lsn) FILTER (WHERE get_byte(data, 0) = 82)
 FROM {PEEK}
-GROUP BY xid
+GROUP BY 1
 """
 _LSNS = struct.Struct(">QQ")
 
@@ -55,6 +58,8 @@ class Transaction:
     truncates: int
     #: The OIDs of the relations its truncates emptied.
     truncated: tuple[int, ...] = ()
+    #: Its Relation messages, in order.
+    relations: tuple[bytes, ...] = ()
 
 
 def scan_transactions(
@@ -68,15 +73,24 @@ def scan_transactions(
         (config.slot_name, lsn_to_text(upto), config.publication_name),
     )
     found = []
-    for xid, lsns, changes, truncates, oids in rows:
+    for xid, lsns, changes, truncates, oids, relations in rows:
         if lsns is None:  # no Commit: cut off by upto (its record was read, not finished)
             continue
         commit_lsn, end_lsn = _LSNS.unpack(bytes(lsns))
         if start.lsn <= commit_lsn < upto:
             raw = bytes(oids or b"")
             truncated = struct.unpack(f">{len(raw) // 4}I", raw)
+            described = tuple(bytes(r) for r in relations or ())
             found.append(
-                Transaction(int(xid), commit_lsn, end_lsn, int(changes), int(truncates), truncated)
+                Transaction(
+                    int(xid),
+                    commit_lsn,
+                    end_lsn,
+                    int(changes),
+                    int(truncates),
+                    truncated,
+                    described,
+                )
             )
     found.sort(key=lambda t: t.commit_lsn)
     return found
@@ -117,3 +131,35 @@ def first_truncate(
             return LsnPosition(tx.commit_lsn, count), after, tx
         count += tx.changes + 1
     return None
+
+
+def first_described_change(
+    start: LsnPosition,
+    end: LsnPosition,
+    transactions: Sequence[Transaction],
+    tables: Mapping[int, PgTable],
+) -> tuple[LsnPosition, Transaction, list[Relation]] | None:
+    """The first transaction in ``[start, end)`` that describes one of ``tables`` (by OID)
+    with other columns or types than it has: the position before it, the transaction and
+    that table's Relation messages in it (more than one when it changed inside)."""
+    count = start.count
+    for tx in transactions:
+        if tx.commit_lsn >= end.lsn:
+            return None
+        for raw in tx.relations:
+            relation = parse_message(raw)
+            assert isinstance(relation, Relation)
+            table = tables.get(relation.oid)
+            if table is not None and described_otherwise(table, relation):
+                same = [parse_message(r) for r in tx.relations]
+                mine = [r for r in same if isinstance(r, Relation) and r.oid == relation.oid]
+                return LsnPosition(tx.commit_lsn, count), tx, mine
+        count += tx.changes + 1
+    return None
+
+
+def described_otherwise(table: PgTable, relation: Relation) -> bool:
+    """Whether ``relation`` gives ``table`` other columns (names, or types where known)."""
+    names = tuple(c.name for c in relation.columns)
+    types = tuple((c.type_oid, c.typmod) for c in relation.columns)
+    return names != table.column_names or bool(table.column_types and types != table.column_types)
