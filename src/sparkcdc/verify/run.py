@@ -1,7 +1,9 @@
 """Verifying a pipeline's targets against its source, at the position each target is at.
 
 A sink records, with every batch it applies, the source offset the batch ended at. Verify
-reads a target together with that offset and reads the source *as of that log position*
+reads a target together with that offset (or the last committed batch's, when later: a
+target no batch wrote since is as of that one too) and reads the source *as of that log
+position*
 (a consistent snapshot normalised back or forward to it through the log, the same
 machinery the source uses for chunks), so it compares like with like while the pipeline
 keeps running.
@@ -16,6 +18,7 @@ from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.table import TableId
+from sparkcdc.pipeline.checkpoint import last_committed_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.schema_follow import is_plain
 from sparkcdc.pipeline.shaping import to_target
@@ -45,13 +48,14 @@ def verify_tables(
     offset (shaped and merged as the pipeline writes them)."""
     verdicts = []
     dialect = definition.connector.create_source(definition.source_config).dialect
+    committed = last_committed_offset(definition.settings.checkpoint)  # before any target
     for target in targets:
         table = target.table
         snapshot = sink.snapshot(spark, table)
         if snapshot.source_offset is None:
             verdicts.append(TableVerdict(table.source, "empty", "-"))
             continue
-        offset = json.loads(snapshot.source_offset)
+        offset = _later(dialect, json.loads(snapshot.source_offset), committed)
         log = offset["log"]
         position = str(dialect.position_from_json(log))
         progress = offset.get("tables", {})
@@ -76,6 +80,23 @@ def verify_tables(
         status = "equal" if comparison.equal else "different"
         verdicts.append(TableVerdict(table.source, status, position, comparison))
     return verdicts
+
+
+def _later(dialect: Any, written: dict[str, Any], committed: str | None) -> dict[str, Any]:
+    """The offset to verify a target at: the end of the last batch that wrote it, or of
+    the last batch Spark committed when that is later. The batches in between had no rows
+    for the target (a sink writes a target when a batch has rows for it), so the target
+    is as of that later offset too. It matters on PostgreSQL: the slot releases WAL a few
+    batches behind Spark's commits, so a target idle since could no longer be read as of
+    its own last write; and the source's read from a later position crosses less log.
+    ``committed`` is read before any target: a batch committed after a target was read
+    may have written it."""
+    if committed is None:
+        return written
+    later: dict[str, Any] = json.loads(committed)
+    if dialect.position_from_json(later["log"]) > dialect.position_from_json(written["log"]):
+        return later
+    return written
 
 
 def source_at(spark: Any, definition: PipelineDefinition, table: TableId, position: str) -> Any:
