@@ -170,6 +170,32 @@ def test_a_truncate_fails_loudly_and_a_column_change_restarts_a_one_table_stream
     assert [(r["id"], r["u"], r["w"]) for r in rows] == [(3, "c", 3)]
 
 
+def test_a_column_change_then_a_truncate_are_followed_in_their_order(db: Database) -> None:
+    """pgoutput describes a table before truncating it too: an ALTER TABLE then a TRUNCATE
+    with no row change between are the column change's batch, then the truncate's."""
+    table(db)
+    db.execute("INSERT INTO t VALUES (1, 'a')")
+    options = {"truncate.handling.mode": "skip", "scan.startup.mode": "latest-offset"}
+    source = db.source(**options)
+    start = source.initial_offset()
+    db.execute("ALTER TABLE t ADD COLUMN w INT")
+    db.execute("TRUNCATE t")
+    db.execute("INSERT INTO t VALUES (2, 'b', 2)")
+    ends: list[Any] = []
+    with pytest.raises(RestartForSchemaError):
+        run_batches(source, start, lambda rows: None, ends=ends)
+    schema = ends[-1]["tables"]["public.t"]["schema"]
+    assert "add column w" in schema["change"] and "truncated" not in schema
+    rows: list[dict[str, Any]] = []
+    restarted = db.source(**options)
+    try:
+        run_batches(restarted, ends[-1], rows.extend, ends=ends)
+    finally:
+        restarted.close()
+    assert "truncated" in ends[-1]["tables"]["public.t"]["schema"]
+    assert [(r["id"], r["v"], r["w"]) for r in rows] == [(2, "b", 2)]
+
+
 def test_column_changes_during_the_snapshot_are_followed_at_the_next_row_change(
     db: Database,
 ) -> None:

@@ -219,7 +219,9 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         by_oid = {t.oid: t for t in tables.values()}
         found = first_truncate(start, end, scanned[2], set(by_oid))
         described = first_described_change(start, end, scanned[2], by_oid)
-        if described is not None and (found is None or described[0] < found[0]):
+        # the same transaction: the new columns first (pgoutput describes a table before
+        # truncating it too), so the truncate's batch has the table as it is then
+        if described is not None and (found is None or described[0] <= found[0]):
             return self._column_change(by_oid, *described)
         if found is None:
             return None
