@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(definition.settings, trigger_seconds=None)
         definition = dataclasses.replace(definition, settings=settings)
     console = Console(stderr=True)
+    if not console.is_terminal:  # a log file or a pipe: whole lines, not wrapped at 80
+        console = Console(stderr=True, soft_wrap=True)
     log_file = None if args.verbose else Path(args.log_file or log_path(definition))
     ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
     if log_file is not None:
