@@ -86,4 +86,13 @@ if [[ ! -f $STAMPS/mvn || $(cat "$STAMPS/mvn") != "$mvn_key" || ! -d jvm/jars ]]
   mvn -q -B -f jvm/pom.xml -Pkafka dependency:copy-dependencies >/dev/null
   echo "$mvn_key" >"$STAMPS/mvn"
 fi
+
+# 4. A class-data archive (AppCDS) of the classes the driver JVM loads: every later Spark start
+#    skips most class loading (src/sparkcdc/spark/class_archive.py). Built once per JDK and set
+#    of jars; without it everything works, only slower, so a failed build warns.
+if ! .venv/bin/python -m sparkcdc.spark.class_archive --check; then
+  log "building the JVM class-data archive (once per JDK and jars, 1-2 min)"
+  .venv/bin/python -m sparkcdc.spark.class_archive >/dev/null ||
+    log "warning: no class-data archive (see jvm/jars/class-data/build.log); Spark starts slower"
+fi
 log "ready"

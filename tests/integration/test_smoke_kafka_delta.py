@@ -1,4 +1,5 @@
-"""The harness's Kafka broker and Delta Lake work from PySpark with the Maven jars."""
+"""The harness's Kafka broker and Delta Lake work from PySpark with the Maven jars, in a driver
+JVM that maps its class-data archive."""
 
 from __future__ import annotations
 
@@ -39,3 +40,15 @@ def test_delta_write_merge_and_read_back(spark: Any, scratch: Path) -> None:
     )
     rows = spark.read.format("delta").load(path).orderBy("id").collect()
     assert [tuple(r) for r in rows] == [(1, "a"), (2, "B"), (3, "c")]
+
+
+def test_the_driver_jvm_maps_the_class_data_archive(spark: Any) -> None:
+    """Bootstrap built the archive for this JDK and these jars, and the suite's JVM (as every
+    ``sparkcdc run``) really uses it: the file is mapped into the JVM's memory, which a JVM
+    that rejected it (another JDK, other class path) does not do."""
+    from sparkcdc.spark.class_archive import archive_path
+
+    archive = archive_path()
+    assert archive is not None and archive.is_file(), "run ./scripts/bootstrap.sh"
+    jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM: same process
+    assert str(archive) in Path(f"/proc/{jvm}/maps").read_text()
