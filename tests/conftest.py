@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from tests.support.runs import kill_leftover_runs
 
 #: Tests under these folders need real services (the conformance suite too).
 SERVICE_DIRS = tuple(Path(__file__).parent / d for d in ("integration", "conformance", "faults"))
@@ -84,6 +85,13 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _no_run_left_behind() -> Iterator[None]:
+    """No ``sparkcdc run`` process of a test outlives it (tests/support/runs.py)."""
+    yield
+    kill_leftover_runs()
 
 
 @pytest.fixture

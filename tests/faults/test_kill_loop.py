@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,26 +37,15 @@ from tests.support.pipelines import (
     snapshot_done,
     wait_until,
 )
+from tests.support.runs import kill, start_run
 
 __all__ = ["orders"]  # the fixture, re-used
 
-ROOT = Path(__file__).resolve().parents[2]
 KILLS = int(os.environ.get("SPARKCDC_FAULT_KILLS", "2"))
 
 
 def batches(checkpoint: Path) -> int:
     return len(committed_offsets(checkpoint)) if (checkpoint / "commits").exists() else 0
-
-
-def start_run(pipeline: Path, *extra: str) -> subprocess.Popen[bytes]:
-    log = pipeline.parent / f"run-{time.monotonic_ns()}.log"
-    return subprocess.Popen(
-        [sys.executable, "-m", "sparkcdc.cli.main", "run", str(pipeline), *extra],
-        cwd=ROOT,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("wb"),
-    )
 
 
 def reached(checkpoint: Path, wanted: int, run: subprocess.Popen[bytes]) -> Callable[[], bool]:
@@ -153,8 +140,7 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
             wait_until(reached(checkpoint, before + rng.randint(0, 2), run), "batches")
             time.sleep(rng.uniform(0.0, 1.5))
             assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait(30)
+            kill(run)
             survived += 1
     finally:
         writer.stop()
@@ -244,8 +230,7 @@ def test_sigkill_around_schema_changes_applies_each_once(
             )
             time.sleep(rng.uniform(0.0, 2.0))
             assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait(30)
+            kill(run)
     finally:
         writer.stop()
     run_available_now(spark, pipeline)

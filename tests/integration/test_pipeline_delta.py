@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from tests.support.pipelines import (
     snapshot_done,
     wait_until,
 )
+from tests.support.runs import kill, start_run
 
 __all__ = ["orders"]  # the fixture, re-used
 
@@ -109,21 +109,6 @@ def test_a_replayed_batch_changes_nothing(
     assert sorted(delta_rows(spark, path)) == [1, 2]
     run.sink.write(MicroBatch("p:1", 1, {table.source: replay}, None))  # the next one
     assert sorted(delta_rows(spark, path)) == [2]
-
-
-def start_run(pipeline: Path, *extra: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "sparkcdc.cli.main", "run", str(pipeline), *extra],
-        cwd=ROOT,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=open(pipeline.parent / f"run-{time.monotonic_ns()}.log", "wb"),
-    )
-
-
-def kill(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait(30)
 
 
 @pytest.mark.timeout(900)

@@ -63,7 +63,8 @@ def _java() -> Path | None:
 
 def _install_key() -> str | None:
     """A digest of the JDK (its binary's path, size and time) and of every jar on the driver's
-    class path (Spark's own and ours: names and sizes)."""
+    class path (Spark's own and ours: paths and sizes; the JVM checks the paths too, so a
+    moved checkout or venv needs an archive of its own)."""
     java = _java()
     if java is None:
         return None
@@ -76,7 +77,7 @@ def _install_key() -> str | None:
     ours = jars_root() / "spark"
     for folder in (spark_jars, ours):
         for jar in sorted(folder.glob("*.jar")):
-            digest.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
+            digest.update(f"{jar.resolve()}\0{jar.stat().st_size}\0".encode())
     return digest.hexdigest()[:16]
 
 
