@@ -2,17 +2,17 @@
 
 Why: a fresh ``sparkcdc run`` spends most of its first minute loading and verifying the
 same tens of thousands of Spark and Delta classes every time (measured on a 2-core
-machine: a 5,000-row ``--available-now`` run into Delta took ~50 s, ~42 s with the
-archive, and ~33 s with the archive plus ``SPARKCDC_JAVA_OPTIONS=-XX:TieredStopAtLevel=1``).
-Every restart after a failure, a deploy or a kill pays that again.
+machine: a 5,000-row ``--available-now`` run into Delta took ~50 s, 42-46 s with the
+archive). Every restart after a failure, a deploy or a kill pays that again.
 
 The archive is built once (``python -m sparkcdc.spark.class_archive``; ``scripts/bootstrap.sh``
 does it) by a short training run of Spark, Delta and a Python streaming data source with
 ``-XX:ArchiveClassesAtExit``, and used by every later driver JVM through
 ``-XX:SharedArchiveFile``. It only speeds up the start: classes it lacks load as usual, and
-a JVM that cannot use it (another JDK, other jars) says so in one line of Spark's log and
-starts without it. Its file name carries a key of everything it depends on (the JDK, Spark's
-jars, our jars), so a changed install looks for, and builds, another file.
+a JVM that cannot use it says so in one warning line and starts without it (the line goes
+to the JVM's standard output, which is the terminal of ``sparkcdc run``). Its file name
+carries a key of everything it depends on (the JDK, the paths and sizes of Spark's jars and
+ours), so a changed install looks for, and builds, another file instead.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from typing import Any
 
 from sparkcdc.spark.jars import jars_root
 
-#: Extra options for the driver JVM sparkcdc starts (space-separated), e.g.
-#: ``-XX:TieredStopAtLevel=1`` for short runs, where C2 compilation only competes for CPU.
+#: Extra options for the driver JVM sparkcdc starts (space-separated).
 JAVA_OPTIONS_ENV = "SPARKCDC_JAVA_OPTIONS"
 
 
