@@ -43,6 +43,31 @@ route:
 """
 
 
+#: Column changes of the shards once they stream, with writes between them; then, after a
+#: restart, more writes. ``lenient`` (the default): the merged target gains extra and
+#: label, keeps note and name (NULL in the rows of shard_2 written after their drop and
+#: rename), and already holds shard_3's qty as BIGINT.
+DDL = [
+    "ALTER TABLE shard_1 ADD COLUMN extra VARCHAR(16)",
+    "UPDATE shard_1 SET extra = CONCAT('e', id) WHERE id < 100",
+    "ALTER TABLE shard_2 DROP COLUMN note",
+    "UPDATE shard_2 SET qty = qty + 7 WHERE id < 50",
+    "ALTER TABLE shard_3 MODIFY qty BIGINT",
+    f"INSERT INTO shard_3 VALUES (2001, {2**40}, 1.5)",
+    "ALTER TABLE shard_2 RENAME COLUMN name TO label",
+    "UPDATE shard_2 SET qty = qty + 7 WHERE id BETWEEN 50 AND 60",
+]
+LATER = [
+    "INSERT INTO shard_1 VALUES (3001, 'later', 1, 'x')",
+    "UPDATE shard_2 SET label = 'relabelled' WHERE id BETWEEN 61 AND 62",
+]
+EVOLVED = (*COLUMNS, "extra", "label")
+#: shard_2's columns after the changes, and the ids written after the drop / the rename
+SHARD_2_NOW = ("id", "label", "qty")
+AFTER_DROP = range(0, 63)
+AFTER_RENAME = range(50, 63)
+
+
 class ShardWriter(threading.Thread):
     """Random inserts, updates (qty + 1: rows cross the filter), key moves and deletes on
     the three shards, one to three statements per transaction, across shards; at most
@@ -126,6 +151,40 @@ def expected(mariadb: EmbeddedMariaDB, db: str) -> dict[tuple[Any, str], tuple[A
     return merged
 
 
+def run_script(mariadb: EmbeddedMariaDB, db: str, statements: list[str]) -> None:
+    for statement in statements:
+        mariadb.execute(statement, database=db)
+
+
+def expected_evolved(
+    mariadb: EmbeddedMariaDB, db: str, before: dict[tuple[Any, str], tuple[Any, ...]]
+) -> dict[tuple[Any, str], tuple[Any, ...]]:
+    """The merged target after ``DDL`` and ``LATER``, computed from the shards and the
+    target ``before`` them: every column by name, shard_2's dropped note and renamed-away
+    name as ``before`` had them in rows not written since (NULL in rows written since),
+    its new label only in rows written after the rename."""
+    merged = {}
+    for shard in SHARDS:
+        names = [c.split()[0] for c in SHARDS[shard]]
+        if shard == "shard_1":
+            names.append("extra")
+        if shard == "shard_2":
+            names = list(SHARD_2_NOW)
+        for row in mariadb.execute(f"SELECT * FROM {shard}", database=db):
+            by_name = dict(zip(names, row, strict=True)) | {"source_table": shard}
+            key = (row[0], shard)
+            if by_name["qty"] % 7 == 3:
+                continue  # shard_2's qty moved by 7: in the target before, in it now
+            if shard == "shard_2":
+                old = dict(zip(COLUMNS, before[key], strict=True))
+                if row[0] not in AFTER_DROP:
+                    by_name["note"] = old["note"]
+                if row[0] not in AFTER_RENAME:
+                    by_name["name"], by_name["label"] = old["name"], None
+            merged[key] = tuple(by_name.get(c) for c in EVOLVED)
+    return merged
+
+
 def target_rows(found: list[Any]) -> dict[tuple[Any, str], tuple[Any, ...]]:
     keyed = {(r[0], r[3]): tuple(r) for r in found}
     assert len(keyed) == len(found), "duplicate keys in the merged target"
@@ -185,6 +244,24 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
     assert {k[1] for k in rows} == set(SHARDS)
     verdicts = verify_tables(spark, definition, run.sink, run.targets)
     assert [(str(v.table), v.status) for v in verdicts] == [(f"{shards}.merged", "equal")]
+
+    # then column changes of the shards, while it streams and across a restart
+    run = prepare(definition, spark=spark)
+    run_until_caught_up(run, mariadb, lambda: run_script(mariadb, shards, DDL))
+    assert run.targets[0].table.columns == EVOLVED
+    again = prepare(definition, spark=spark)  # a restart: the target as the changes left it
+    assert again.targets[0].table.columns == EVOLVED
+    run_until_caught_up(
+        again, mariadb, lambda: [mariadb.execute(s, database=shards) for s in LATER]
+    )
+    if sink == "delta":
+        frame = spark.read.format("delta").load(str(scratch / "lake" / shards / "merged"))
+        assert frame.schema["qty"].dataType.simpleString() == "bigint"
+        found = frame.select(*EVOLVED).collect()
+    else:
+        with postgres.connect(pg_db) as conn:
+            found = conn.execute(f'SELECT {", ".join(EVOLVED)} FROM "{shards}".merged').fetchall()
+    assert target_rows(found) == expected_evolved(mariadb, shards, rows)
 
 
 def test_an_expression_spark_rejects_names_the_rule_line(

@@ -1,5 +1,5 @@
-"""``kept_columns``: which target columns rows read again leave alone (a one-table
-target's columns its table no longer has), and none for shaped or merged targets."""
+"""``kept_columns``: which target columns rows read again leave alone: the target's
+columns none of its tables' (shaped) rows carry."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_a_one_table_target_keeps_the_columns_its_table_lost() -> None:
     assert kept_columns(plain_target(now)) == ()  # as captured
 
 
-def test_shaped_and_merged_targets_keep_none() -> None:
+def test_shaped_and_merged_targets_keep_what_none_of_their_tables_has() -> None:
     now = table("id a")
     wide = table("id a b")
     rule: Any = object()  # a transform or route rule: only its presence counts here
@@ -42,4 +42,6 @@ def test_shaped_and_merged_targets_keep_none() -> None:
             TargetSource(other, None, None, other.schema, ("id",)),
         ),
     )
-    assert kept_columns(shaped) == kept_columns(routed) == kept_columns(merged) == ()
+    assert kept_columns(shaped) == ()  # the transform makes b
+    assert kept_columns(routed) == ("b",)  # a schema change left it in the target
+    assert kept_columns(merged) == ()  # u has b

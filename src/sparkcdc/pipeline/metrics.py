@@ -141,16 +141,16 @@ class PipelineMetrics:
                     self._tables.append(table)
                     self._states[table] = PENDING
 
-    def schema_changed(self, table: TableId, target: str | None) -> None:
-        """A change of ``table``'s columns was applied to its target, whose schema is now
-        ``target`` (StructType JSON; None: the table's own columns)."""
+    def schema_changed(self, table: TableId, target: TableId, schema: str | None) -> None:
+        """A change of ``table``'s columns was applied to its target ``target``, whose
+        schema is now ``schema`` (StructType JSON; None: the table's own columns)."""
         with self._lock:
             counts = self._state.schema_changes
             counts[table] = counts.get(table, 0) + 1
-            if target is None:
-                self._state.targets.pop(table, None)
+            if schema is None:
+                self._state.targets.pop(target, None)
             else:
-                self._state.targets[table] = target
+                self._state.targets[target] = schema
 
     def truncate_applied(self, table: TableId) -> None:
         """A TRUNCATE of ``table`` emptied its target (counted with the schema changes)."""

@@ -32,7 +32,9 @@ class RunState:
     fetch_lag: float | None = None  #: of the last batch with log changes
     emit_lag: float | None = None
     #: Targets whose schema schema changes made differ from their table's columns
-    #: (pipeline/evolution.py), as Spark StructType JSON: a restart conforms rows to them.
+    #: (pipeline/evolution.py), shaped and merged targets a schema change reached
+    #: (pipeline/shaped_evolution.py), by target name (a one-table target's is its
+    #: table's), as Spark StructType JSON: a restart conforms rows to them.
     targets: dict[TableId, str] = field(default_factory=dict)
     #: Schema changes applied to each table's target, across restarts.
     schema_changes: dict[TableId, int] = field(default_factory=dict)

@@ -246,6 +246,7 @@ class PipelineRun:
                     self.sink,
                     self.definition.settings.schema_change_behavior,
                     self.metrics.schema_changed,
+                    shaped_schema(self.spark, self.definition.namespace),
                     self.definition.excluded_changes,
                 )
             changes, tally = self._split(frame, version)

@@ -6,7 +6,8 @@ offset's columns with the ones it knows: where they differ, the target's new sch
 from ``schema.change.behavior`` (pipeline/evolution.py), the sink applies it
 (:meth:`Sink.evolve`), and from then on the table's rows are conformed to the target by
 name. So every row before the change is written before it is applied, and every row after
-it finds the target ready (Flink CDC's flush-before-apply).
+it finds the target ready (Flink CDC's flush-before-apply). Targets shaped by a transform
+or merged by a route take the change as pipeline/shaped_evolution.py says.
 
 Targets whose schema differs from their table's columns are kept in the run state, so a
 restart conforms rows to them too; a replay recomputes the same schema (evolution depends
@@ -34,8 +35,15 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.evolution import MIRRORING, evolution, evolved_target
 from sparkcdc.pipeline.run_state import RunState
+from sparkcdc.pipeline.shaped_evolution import (
+    reshaped,
+    restored_shaped,
+    shaped_behavior,
+    shaped_evolution,
+    with_source,
+)
 from sparkcdc.pipeline.source_probe import SourceProbe
-from sparkcdc.pipeline.targets import Target, TargetSource
+from sparkcdc.pipeline.targets import ShapedSchema, Target, TargetSource
 from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
@@ -52,7 +60,8 @@ def plain_target(table: SinkTable, schema: Any = None) -> Target:
 
 
 def is_plain(target: Target) -> bool:
-    """Written from one table without transform or route: a schema change can be followed."""
+    """Written from one table without transform or route: the target follows the table's
+    columns per behaviour (others: pipeline/shaped_evolution.py)."""
     (only, *rest) = target.sources
     return not rest and only.transform is None and only.route is None
 
@@ -67,17 +76,21 @@ def restore_targets(targets: Sequence[Target], state: RunState, behavior: str) -
     docstring), and the replayed change evolves it again, changing nothing."""
     from pyspark.sql.types import StructType
 
-    behavior = "ignore" if behavior in ("exception", *MIRRORING) else behavior
     restored = []
     for target in targets:
         source = target.sources[0]
-        stored = state.targets.get(source.table.source)
-        if stored is None or not is_plain(target):
+        stored = state.targets.get(target.table.source)
+        if stored is None:
             restored.append(target)
             continue
+        if not is_plain(target):
+            schema = StructType.fromJson(_json(stored))
+            restored.append(restored_shaped(target, schema, behavior))
+            continue
         table = source.table
+        kind = "ignore" if behavior in ("exception", *MIRRORING) else behavior
         schema = evolved_target(
-            behavior, StructType.fromJson(_json(stored)), table.schema, table.source, "restart"
+            kind, StructType.fromJson(_json(stored)), table.schema, table.source, "restart"
         )
         restored.append(plain_target(table, schema))
     return restored
@@ -91,13 +104,15 @@ def follow_changes(
     probe: SourceProbe,
     sink: Sink,
     behavior: str,
-    applied: Callable[[TableId, str | None], None],
+    applied: Callable[[TableId, TableId, str | None], None],
+    shaped: ShapedSchema,
     excluded: frozenset[str] = frozenset(),
 ) -> None:
     """Apply the schema changes ``offset`` shows to the sink, updating ``tables`` (the
     columns rows are read with) and ``targets`` (what they are written as) in place;
-    ``applied(table, target schema JSON or None)`` is told of each (the run state).
-    Change types in ``excluded`` are taken as ``ignore`` takes them."""
+    ``applied(table, target, target schema JSON or None)`` is told of each (the run
+    state). Change types in ``excluded`` are taken as ``ignore`` takes them. ``shaped``
+    gives a transform's output columns (pipeline/shaping.py)."""
     changed = probe.table_columns(offset)
     if not changed:
         return
@@ -109,12 +124,11 @@ def follow_changes(
         t = next(n for n, g in enumerate(targets) if table.source in _sources(g))
         target = targets[t]
         if not is_plain(target):
-            raise SchemaError(
-                f"schema change of {table.source} ({' '.join(statement.split())[:160]}): the "
-                "table is shaped by a transform or merged by a route, and changes of such "
-                "tables are not followed yet. Adapt the rules to the new columns and start "
-                "from a new checkpoint"
+            tables[i] = dataclasses.replace(table, schema=columns)
+            targets[t] = _follow_shaped(
+                spark, target, tables[i], found, sink, behavior, excluded, shaped, applied
             )
+            continue
         before = target.table.schema
         moves = found.moves
         if not statement and behavior in MIRRORING:
@@ -145,7 +159,47 @@ def follow_changes(
         tables[i] = new_table
         targets[t] = new_target
         keep = behavior in MIRRORING or not new_target.as_captured
-        applied(table.source, schema.json() if keep else None)
+        applied(table.source, table.source, schema.json() if keep else None)
+
+
+def _follow_shaped(
+    spark: Any,
+    target: Target,
+    table: SinkTable,
+    found: Any,
+    sink: Sink,
+    behavior: str,
+    excluded: frozenset[str],
+    shaped: ShapedSchema,
+    applied: Callable[[TableId, TableId, str | None], None],
+) -> Target:
+    """``target`` (shaped by a transform or merged by a route) once ``table``'s rows come
+    with its new columns (pipeline/shaped_evolution.py)."""
+    statement = found.statement
+    before = next(s for s in target.sources if s.table.source == table.source)
+    after = reshaped(before, table, shaped, statement)
+    change = shaped_evolution(behavior, target, before, after, statement, found.moves, excluded)
+    schema = change.schema
+    if _fields(schema) != _fields(target.table.schema):
+        new_table = dataclasses.replace(target.table, schema=schema)
+        try:
+            sink.evolve(spark, new_table, target.table, change.moves)
+        except Exception as exc:
+            if behavior not in MIRRORING:
+                raise
+            schema = _refused(
+                behavior, exc, target.table.schema, after.schema, table.source, statement
+            )
+    log.info(
+        "schema change of %s (%s) followed (%s) into %s: target columns %s",
+        table.source,
+        _short(statement),
+        shaped_behavior(behavior),
+        target.table.source,
+        ", ".join(f.name for f in schema.fields),
+    )
+    applied(table.source, target.table.source, schema.json())
+    return with_source(target, before, after, schema)
 
 
 def _refused(

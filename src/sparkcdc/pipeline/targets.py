@@ -54,14 +54,13 @@ class Target:
 
 
 def kept_columns(target: Target) -> tuple[str, ...]:
-    """The columns of a one-table target (no transform, no route) that its table does not
-    have: what ``lenient`` and ``ignore`` keep after a column's drop or rename, NULL in
-    the rows. Shaped and merged targets have their columns from the rules (a schema change
-    of their tables stops the pipeline), so none of theirs is kept."""
-    (only, *rest) = target.sources
-    if rest or only.transform is not None or only.route is not None:
-        return ()
-    have = set(only.table.columns)
+    """The target's columns that none of its tables' rows carry (after the transform):
+    what ``lenient`` and ``ignore`` keep after a column's drop or rename, NULL in the rows.
+    A column that one table of a merged target lost and another still has is not among
+    them (docs/schema-evolution.md, "Shaped and merged targets")."""
+    have: set[str] = set()
+    for source in target.sources:
+        have.update(source.schema.fieldNames())
     return tuple(c for c in target.table.columns if c not in have)
 
 
@@ -81,14 +80,18 @@ def plan_targets(
     ``__namespace_name__``'s value (None on MySQL)."""
     by_target: dict[TableId, list[TargetSource]] = {}
     for table in sorted(tables, key=lambda t: t.source):
-        source = _shaped(table, first_transform(transforms, table.source), shaped_schema)
+        source = shaped_source(table, first_transform(transforms, table.source), shaped_schema)
         source = _routed(source, routes)
         name = source.route.target(table.source) if source.route else table.source
         by_target.setdefault(name, []).append(source)
     return [_target(name, sources, namespace) for name, sources in sorted(by_target.items())]
 
 
-def _shaped(table: SinkTable, rule: TransformRule | None, schema_of: ShapedSchema) -> TargetSource:
+def shaped_source(
+    table: SinkTable, rule: TransformRule | None, schema_of: ShapedSchema
+) -> TargetSource:
+    """``table`` as its transform ``rule`` shapes it (not routed yet); refused, naming the
+    rule, where the shape would lose the table's key."""
     if rule is None:
         return TargetSource(table, None, None, table.schema, table.key)
     schema = schema_of(table, rule)
