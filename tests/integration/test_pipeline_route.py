@@ -57,13 +57,25 @@ DDL = [
     "ALTER TABLE shard_2 RENAME COLUMN name TO label",
     "UPDATE shard_2 SET qty = qty + 7 WHERE id BETWEEN 50 AND 60",
 ]
+#: ... and a shard created while it runs (``scan.newly-added-table.enabled``): taken into
+#: the merged target, which gains its color.
 LATER = [
     "INSERT INTO shard_1 VALUES (3001, 'later', 1, 'x')",
     "UPDATE shard_2 SET label = 'relabelled' WHERE id BETWEEN 61 AND 62",
+    "CREATE TABLE shard_4 (id BIGINT PRIMARY KEY, qty INT, color VARCHAR(8))",
+    "INSERT INTO shard_4 VALUES (1, 1, 'red'), (2, 3, 'blue'), (3, 5, NULL)",
+    "UPDATE shard_4 SET color = 'green' WHERE id = 3",
 ]
 EVOLVED = (*COLUMNS, "extra", "label")
-#: shard_2's columns after the changes, and the ids written after the drop / the rename
-SHARD_2_NOW = ("id", "label", "qty")
+FINAL = (*EVOLVED, "color")
+#: Each shard's columns after the changes; of shard_2, the ids written after the drop /
+#: the rename
+NOW = {
+    "shard_1": ("id", "name", "qty", "extra"),
+    "shard_2": ("id", "label", "qty"),
+    "shard_3": ("id", "qty", "price"),
+    "shard_4": ("id", "qty", "color"),
+}
 AFTER_DROP = range(0, 63)
 AFTER_RENAME = range(50, 63)
 
@@ -164,12 +176,7 @@ def expected_evolved(
     name as ``before`` had them in rows not written since (NULL in rows written since),
     its new label only in rows written after the rename."""
     merged = {}
-    for shard in SHARDS:
-        names = [c.split()[0] for c in SHARDS[shard]]
-        if shard == "shard_1":
-            names.append("extra")
-        if shard == "shard_2":
-            names = list(SHARD_2_NOW)
+    for shard, names in NOW.items():
         for row in mariadb.execute(f"SELECT * FROM {shard}", database=db):
             by_name = dict(zip(names, row, strict=True)) | {"source_table": shard}
             key = (row[0], shard)
@@ -181,7 +188,7 @@ def expected_evolved(
                     by_name["note"] = old["note"]
                 if row[0] not in AFTER_RENAME:
                     by_name["name"], by_name["label"] = old["name"], None
-            merged[key] = tuple(by_name.get(c) for c in EVOLVED)
+            merged[key] = tuple(by_name.get(c) for c in FINAL)
     return merged
 
 
@@ -207,7 +214,12 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
     else:
         block = postgres_sink_block(postgres, pg_db, monkeypatch)
     path = pipeline_file(
-        scratch, mariadb, f"{shards}.shard_[0-9]+", block, blocks=RULES.format(db=shards)
+        scratch,
+        mariadb,
+        f"{shards}.shard_[0-9]+",
+        block,
+        blocks=RULES.format(db=shards),
+        extra_source="scan.newly-added-table.enabled: true",
     )
     definition = load_pipeline(path)
     run = prepare(definition, spark=spark)
@@ -257,11 +269,15 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
     if sink == "delta":
         frame = spark.read.format("delta").load(str(scratch / "lake" / shards / "merged"))
         assert frame.schema["qty"].dataType.simpleString() == "bigint"
-        found = frame.select(*EVOLVED).collect()
+        found = frame.select(*FINAL).collect()
     else:
         with postgres.connect(pg_db) as conn:
-            found = conn.execute(f'SELECT {", ".join(EVOLVED)} FROM "{shards}".merged').fetchall()
-    assert target_rows(found) == expected_evolved(mariadb, shards, rows)
+            found = conn.execute(f'SELECT {", ".join(FINAL)} FROM "{shards}".merged').fetchall()
+    assert list(again.targets[0].table.columns) == list(FINAL)
+    assert [s.table.source.table for s in again.targets[0].sources][-1] == "shard_4"
+    evolved = target_rows(found)
+    assert evolved == expected_evolved(mariadb, shards, rows)
+    assert evolved[(3, "shard_4")][-1] == "green" and (2, "shard_4") not in evolved
 
 
 def test_an_expression_spark_rejects_names_the_rule_line(

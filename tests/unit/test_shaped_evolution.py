@@ -5,6 +5,7 @@ widened, and never drops or renames one, whatever the behaviour but ``ignore`` a
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -12,22 +13,24 @@ from pyspark.sql import types as T
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.rules import TransformRule
+from sparkcdc.pipeline.rules import RouteRule, TransformRule
 from sparkcdc.pipeline.shaped_evolution import (
+    joined_target,
     reshaped,
     restored_shaped,
     shaped_evolution,
     with_source,
 )
 from sparkcdc.pipeline.targets import Target, TargetSource, kept_columns
+from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.snapshot.options import table_patterns
 from sparkcdc.snapshot.schema_change import NO_MOVES, ColumnMoves
 
 A, B = TableId("shop", "orders_1"), TableId("shop", "orders_2")
 MERGED = TableId("shop", "orders")
-ROUTE: Any = object()  # a route rule: only its presence counts here
 ANY = table_patterns("shop.orders_[0-9]+")
+ROUTE = RouteRule(ANY, "shop.orders", None, False, "pipeline.yaml:9")
 
 
 def columns(spec: str) -> T.StructType:
@@ -154,3 +157,35 @@ def test_a_restart_evolves_the_stored_schema_by_every_tables_columns() -> None:
         "id:bigint! a:int b:string c:string f:int"
     )
     assert shape(restored_shaped(now, stored, "ignore").table.schema) == shape(stored)
+
+
+def test_a_table_created_while_running_joins_its_merged_target() -> None:
+    three = source(TableId("shop", "orders_3"), "id:bigint! a:int g:int")
+    planned = merged("id:bigint! a:int g:int", three)
+    disjoint = dataclasses.replace(ROUTE, disjoint_keys=True)
+    target = Target(
+        TARGET.table,
+        tuple(dataclasses.replace(s, route=disjoint) for s in TARGET.sources),
+    )
+    planned = Target(planned.table, (dataclasses.replace(three, route=disjoint),))
+    joined = joined_target(target, planned, "lenient", None)
+    assert shape(joined.table.schema) == "id:bigint! a:int b:string c:string g:int"
+    assert [s.table.source.table for s in joined.sources] == ["orders_1", "orders_2", "orders_3"]
+    assert shape(joined_target(target, planned, "ignore", None).table.schema) == shape(
+        TARGET.table.schema
+    )
+    with pytest.raises(SchemaError, match="'exception'"):
+        joined_target(target, planned, "exception", None)
+    other_key = Target(
+        dataclasses.replace(planned.table, key=("g",)),
+        (dataclasses.replace(planned.sources[0], key=("g",)),),
+    )
+    with pytest.raises(SchemaError, match=r"whose key is \(id\)"):
+        joined_target(target, other_key, "lenient", None)
+
+
+def test_a_created_table_whose_keys_could_collide_is_refused() -> None:
+    three = source(TableId("shop", "orders_3"), "id:bigint! a:int")
+    planned = merged("id:bigint! a:int", three)
+    with pytest.raises(PipelineFileError, match="does not tell their rows apart"):
+        joined_target(TARGET, planned, "lenient", None)

@@ -31,6 +31,7 @@ from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.run_state import load_run_state, save_run_state
 from sparkcdc.pipeline.schema_follow import follow_changes, restore_targets
+from sparkcdc.pipeline.shaped_evolution import joined_target
 from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.table_drops import follow_drops, new_drops
@@ -40,6 +41,7 @@ from sparkcdc.pipeline.truncates import follow_truncates, new_truncates
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
 from sparkcdc.snapshot.options import ENVELOPE
+from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
 
@@ -335,15 +337,15 @@ class PipelineRun:
         if not added:
             return
         targets = targets_of(self.definition, self.spark, added)
-        everything = [*self.targets, *targets]
+        everything = self._joined(targets)
         shared = shared_targets(self.sink, [t.table for t in everything])
         if shared:
             target, sources = next(iter(shared.items()))
             raise SparkCdcError(
                 f"{', '.join(str(t.source) for t in added)} was created while the pipeline "
-                f"runs and goes into the target {target} of {', '.join(map(str, sources))}; "
-                "a merged target's columns are planned when the pipeline starts: run it "
-                "again (it resumes from the checkpoint and plans the merged target)"
+                f"runs and goes into the target {target} of {', '.join(map(str, sources))} "
+                "through the sink's 'table-name'; their changes would collide. Merge them "
+                "on purpose with a route block, or give each table its own target"
             )
         self.sink.open(self.spark, [t.table for t in everything])
         self.tables = [*self.tables, *added]
@@ -354,6 +356,29 @@ class PipelineRun:
             ", ".join(str(t.source) for t in added),
             ", ".join(str(self.sink.target_of(t.table) or t.table.source) for t in targets),
         )
+
+    def _joined(self, planned: list[Target]) -> list[Target]:
+        """The run's targets with ``planned`` (of tables created while it runs): a target
+        a route already merges others into takes the new tables in, evolved for their
+        columns (pipeline/shaped_evolution.py); the others are new."""
+        everything = list(self.targets)
+        at = {t.table.source: i for i, t in enumerate(everything)}
+        behavior = self.definition.settings.schema_change_behavior
+        for target in planned:
+            i = at.get(target.table.source)
+            if i is None:
+                everything.append(target)
+                continue
+            before = everything[i]
+            joined = joined_target(before, target, behavior, self.definition.namespace)
+            if joined.table.schema != before.table.schema:
+                self.sink.evolve(self.spark, joined.table, before.table, ColumnMoves())
+            for source in target.sources:
+                self.metrics.schema_changed(
+                    source.table.source, joined.table.source, joined.table.schema.json()
+                )
+            everything[i] = joined
+        return everything
 
     def _split(self, frame: Any, snapshot_version: int | None) -> tuple[dict[TableId, Any], _Tally]:
         """The batch per table as typed changelogs, and what it holds per table (changelog

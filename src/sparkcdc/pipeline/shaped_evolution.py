@@ -28,7 +28,13 @@ from sparkcdc.pipeline.evolution import (
     evolution,
     evolved_target,
 )
-from sparkcdc.pipeline.targets import ShapedSchema, Target, TargetSource, shaped_source
+from sparkcdc.pipeline.targets import (
+    ShapedSchema,
+    Target,
+    TargetSource,
+    check_distinct_keys,
+    shaped_source,
+)
 from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.snapshot.schema_change import ColumnMoves
@@ -101,6 +107,42 @@ def restored_shaped(target: Target, stored: Any, behavior: str) -> Target:
     for source in target.sources:
         schema = evolved_target(kind, schema, source.schema, source.table.source, "restart")
     return Target(dataclasses.replace(target.table, schema=schema), target.sources)
+
+
+def joined_target(
+    existing: Target, planned: Target, behavior: str, namespace: str | None
+) -> Target:
+    """``existing`` once the tables of ``planned``, created while the pipeline runs and
+    routed to the same target, join it: their keys must fit, and the target takes their
+    shaped columns as a change of a table already in it would (``ignore`` keeps its
+    columns; ``exception`` stops where they would change it)."""
+    name = existing.table.source
+    created = ", ".join(str(s.table.source) for s in planned.sources)
+    if planned.table.key != existing.table.key:
+        raise SchemaError(
+            f"{created} was created while the pipeline runs and goes into {name}, whose key "
+            f"is ({', '.join(existing.table.key)}); its rows' key would be "
+            f"({', '.join(planned.table.key)}). Give it the target's key with a transform"
+        )
+    partitions = planned.table.partition_keys
+    if partitions and partitions != existing.table.partition_keys:
+        raise SchemaError(
+            f"{created} was created while the pipeline runs and goes into {name} with other "
+            "partition-keys than the target's"
+        )
+    sources = (*existing.sources, *planned.sources)
+    check_distinct_keys(name, sources, existing.table.key, namespace)
+    kind = "ignore" if behavior == "ignore" else "lenient"
+    schema = existing.table.schema
+    for source in planned.sources:
+        schema = evolved_target(kind, schema, source.schema, source.table.source, "CREATE TABLE")
+    if behavior == "exception" and schema != existing.table.schema:
+        raise SchemaError(
+            f"{created} was created while the pipeline runs and goes into {name}, whose "
+            "columns it would change, and 'schema.change.behavior' is 'exception'. Set it to "
+            "'lenient' or 'ignore' to take it in, then run the pipeline again"
+        )
+    return Target(dataclasses.replace(existing.table, schema=schema), sources)
 
 
 def _stop(source: TargetSource, statement: str, reason: str) -> SchemaError:

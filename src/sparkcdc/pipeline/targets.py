@@ -153,7 +153,7 @@ def _target(name: TableId, sources: list[TargetSource], namespace: str | None) -
         )
     (key,) = keys
     if len(sources) > 1:
-        _check_distinct_keys(name, sources, key, namespace)
+        check_distinct_keys(name, sources, key, namespace)
     partitions = {s.transform.partition_keys for s in sources if s.transform}
     partitions.discard(())
     if len(partitions) > 1:
@@ -165,8 +165,8 @@ def _target(name: TableId, sources: list[TargetSource], namespace: str | None) -
     return Target(table, tuple(sources))
 
 
-def _check_distinct_keys(
-    name: TableId, sources: list[TargetSource], key: tuple[str, ...], namespace: str | None
+def check_distinct_keys(
+    name: TableId, sources: Sequence[TargetSource], key: tuple[str, ...], namespace: str | None
 ) -> None:
     """Several tables in one target must not share keys: the route vouches for it, or the
     key holds metadata columns whose values differ between the tables."""
@@ -229,7 +229,7 @@ def _merged_schema(name: TableId, sources: list[TargetSource]) -> Any:
     return StructType(list(fields.values()))
 
 
-def _rules(sources: list[TargetSource]) -> str:
+def _rules(sources: Sequence[TargetSource]) -> str:
     """Where the rules that sent ``sources`` here were written."""
     wheres = [s.route.where for s in sources if s.route] or [
         s.transform.where for s in sources if s.transform
