@@ -4,7 +4,7 @@ writes during the snapshot, then ``sparkcdc verify`` at the targets' own positio
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ def pipeline(
     slot: str,
     sink: str,
     behavior: str = "lenient",
+    tables: str = "orders|prices",
 ) -> Path:
     text = f"""\
 source:
@@ -62,7 +63,7 @@ source:
   username: {postgres.user}
   password: "{postgres.password}"
   database-name: {database}
-  tables: {SCHEMA}.(orders|prices)
+  tables: {SCHEMA}.({tables})
   slot.name: {slot}
   scan.incremental.snapshot.chunk.size: 97
   scan.incremental.snapshot.rows-per-partition: 300
@@ -92,12 +93,14 @@ def run_with_writes(
     sink: str,
     behavior: str = "lenient",
     then: Sequence[str] = (),
+    tables: str = "orders|prices",
+    until: Callable[[list[dict[str, Any]]], bool] = lambda offsets: True,
 ) -> Any:
     """Run the pipeline while random writes go on; stop the writes once the snapshot is
     committed, make a few more changes (and ``then``), and wait until the pipeline has
-    passed them."""
+    passed them and its committed offsets satisfy ``until``."""
     definition = load_pipeline(
-        pipeline(folder, postgres, database, slot_of(database), sink, behavior)
+        pipeline(folder, postgres, database, slot_of(database), sink, behavior, tables)
     )
     run = prepare(definition)
     checkpoint = definition.settings.checkpoint
@@ -124,8 +127,9 @@ def run_with_writes(
                 conn.execute(statement)
         end = flush_lsn(postgres, database)
         wait_until(
-            lambda: any(
-                lsn_from_text(o["log"]["lsn"]) >= end for o in committed_offsets(checkpoint)
+            lambda: (
+                any(lsn_from_text(o["log"]["lsn"]) >= end for o in committed_offsets(checkpoint))
+                and until(committed_offsets(checkpoint))
             ),
             "the pipeline to catch up",
         )
@@ -133,6 +137,11 @@ def run_with_writes(
         run.stop()
         writer.stop()
     return definition
+
+
+def audit_dropped(offset: dict[str, Any]) -> bool:
+    entry = offset["tables"].get(f"{SCHEMA}.audit", {})
+    return "table_dropped" in (entry.get("schema") or {})
 
 
 def slot_of(database: str) -> str:
@@ -235,7 +244,8 @@ password: ${{TARGET_PASSWORD}}
 table-name: "{{table}}"
 """
     try:
-        # evolve: a TRUNCATE empties the target (in the batch's transaction)
+        # evolve: a TRUNCATE empties the target (in the batch's transaction); a DROP
+        # TABLE (no trace in the WAL: the table is gone from the catalog) drops it
         definition = run_with_writes(
             postgres,
             pg_db,
@@ -243,12 +253,21 @@ table-name: "{{table}}"
             sink,
             "evolve",
             [
+                f"INSERT INTO {SCHEMA}.audit (note) VALUES ('before its drop')",
+                f"DROP TABLE {SCHEMA}.audit",
                 f"INSERT INTO {SCHEMA}.prices (sku, price) VALUES ('gone', 1)",
                 f"TRUNCATE {SCHEMA}.prices",
                 f"INSERT INTO {SCHEMA}.prices (sku, price, note) VALUES ('a', 2.25, 'x'), "
                 "('b', NULL, 'y')",
             ],
+            tables="orders|prices|audit",
+            until=lambda offsets: any(audit_dropped(o) for o in offsets),
         )
+        assert not mariadb.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND "
+            "table_name = 'audit'",
+            (mysql_db,),
+        ), "the target of the dropped table is dropped (evolve)"
         target = {
             r[0]: tuple(r)
             for r in mariadb.execute("SELECT id, name, qty FROM orders", database=mysql_db)

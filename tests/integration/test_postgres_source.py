@@ -3,6 +3,7 @@ set-up checks naming the fix, TOASTed values, the slot's life, and changes it re
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Iterator
 from decimal import Decimal
@@ -327,6 +328,100 @@ def test_a_truncate_is_a_batch_of_its_own_even_when_chunks_are_read_across_it(
             source.latest_offset(offset, 100)
     finally:
         source.close()
+
+
+def test_a_dropped_table_is_a_batch_of_its_own_and_one_created_again_is_new(
+    db: Database,
+) -> None:
+    """The WAL has no DROP TABLE: a captured table gone from the catalog is a batch of its
+    own (its entry marks ``table_dropped``) once the stream has read past every change it
+    had, and the next batch forgets it while the others go on; one of its chunks read
+    after the drop emits nothing. A table created again under the name while the stream
+    was stopped is a new table: after a restart, the old one's changes up to its drop,
+    the drop, then the new one's snapshot (``scan.newly-added-table.enabled``)."""
+    for name in ("t", "u", "v"):
+        db.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v TEXT)")
+        db.execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+        db.execute(f"INSERT INTO {name} SELECT g, '{name}' || g FROM generate_series(1, 200) g")
+    options = {
+        "table-name": "t|u|v",
+        "scan.envelope.enabled": "true",
+        "truncate.handling.mode": "skip",
+        "scan.newly-added-table.enabled": "true",
+        "scan.incremental.snapshot.chunk.size": "50",
+        "heartbeat.interval": "0s",
+    }
+    ends: list[Any] = []
+    state: dict[str, dict[int, Any]] = {"t": {}, "u": {}, "v": {}}
+    source = db.source(**options)
+
+    def drop_during_the_snapshot(n: int) -> None:
+        if n == 1:
+            db.execute("INSERT INTO u VALUES (1000, 'last')")
+            db.execute("DROP TABLE u")
+
+    def dropped(end: Any, table: str = "public.u") -> bool:
+        return "table_dropped" in (end["tables"].get(table, {}).get("schema") or {})
+
+    def apply(rows: list[dict[str, Any]]) -> None:
+        replay(state, rows)
+
+    try:
+        start = source.initial_offset()
+        first = source.latest_offset(start, 2000)  # chunks of t, u and v planned...
+        assert first["tables"]["public.v"].get("done")
+        db.execute("DROP TABLE v")  # ...and v's read after its drop: they emit nothing
+        shipped = pickle.dumps(source)
+        rows: list[dict[str, Any]] = []
+        for spec in source.partitions(start, first):
+            for batch in pickle.loads(shipped).read(spec):
+                rows.extend(pa.Table.from_batches([batch]).to_pylist())
+        assert {r["table_name"] for r in rows} == {"t", "u"}
+        apply(rows)
+        ends.append(first)
+        offset = run_batches(
+            source, first, apply, max_rows=100, between=drop_during_the_snapshot, ends=ends
+        )
+        gone = ("public.u", "public.v")
+        for _ in range(50):  # the position reaches the drop once the WAL is flushed past it
+            if all(any(dropped(e, t) for e in ends) for t in gone) and not set(gone) & set(
+                ends[-1]["tables"]
+            ):
+                break
+            db.execute("INSERT INTO t VALUES (-1, 'moves the WAL') ON CONFLICT DO NOTHING")
+            offset = run_batches(source, offset, apply, ends=ends)
+    finally:
+        source.close()
+    assert any(dropped(e) for e in ends), "no batch of u's drop"
+    assert any(dropped(e, "public.v") for e in ends), "no batch of v's drop"
+    assert not {"public.u", "public.v"} & set(ends[-1]["tables"])
+    assert state["t"] == dict(db.execute("SELECT id, v FROM t")), "t goes on as before"
+    assert state["u"].get(1000) == "last", "u's last change before its drop"
+
+    # while stopped: u created again with other columns, with rows; a restart
+    db.execute("CREATE TABLE u (id INT PRIMARY KEY, w TEXT)")
+    db.execute("ALTER TABLE u REPLICA IDENTITY FULL")
+    db.execute("INSERT INTO u VALUES (1, 'new one'), (2, 'new two')")
+    state = {"t": {}, "u": {}, "v": {}}
+    restarted = db.source(**options)
+    try:
+        offset = run_batches(restarted, offset, apply, ends=ends)
+        db.execute("INSERT INTO u VALUES (3, 'new three')")
+        run_batches(restarted, offset, apply, ends=ends)
+    finally:
+        restarted.close()
+    assert state["u"] == {1: "new one", 2: "new two", 3: "new three"}
+
+
+def replay(state: dict[str, dict[int, Any]], rows: list[dict[str, Any]]) -> None:
+    """Apply one batch of envelope rows to ``state`` (table -> id -> second column)."""
+    order = {"update_preimage": 0, "delete": 0, "insert": 1, "update_postimage": 1}
+    for r in sorted(rows, key=lambda r: (r["_commit_version"], order[r["_change_type"]])):
+        key = json.loads(r["key"])["id"]
+        if r["_change_type"] == "delete":
+            state[r["table_name"]].pop(key)
+        elif r["_change_type"] != "update_preimage":
+            state[r["table_name"]][key] = list(json.loads(r["after"]).values())[1]
 
 
 def test_the_slot_moves_only_after_commits_and_a_lost_position_names_the_slot(

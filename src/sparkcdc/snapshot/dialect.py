@@ -183,6 +183,17 @@ class Dialect(ABC, Generic[P, T]):
     #: match, is kept (with its columns from the offset) until the log reaches its drop.
     follows_table_drops: bool = False
 
+    #: Whether the log records CREATE TABLE (then a table created again under a dropped
+    #: one's name is found there; else by discovering again right after the drop).
+    logs_table_creates: bool = True
+
+    @property
+    def drops_waiting(self) -> bool:
+        """Whether a drop of a captured table is known but not reported yet (its log has
+        no trace of it: PostgreSQL), so :meth:`schema_change` is asked even when the log
+        did not move."""
+        return False
+
     def matches(self, table_id: TableId) -> bool:
         """Whether the table options match ``table_id`` (whether or not it exists)."""
         del table_id

@@ -232,7 +232,7 @@ class IncrementalSource(Generic[P, T]):
                 now, used = self.dialect.limit_log(position, now, share, sorted(progress))
                 if max_rows is not None:
                     budget = max(max_rows - used, 1 if unfinished else 0)
-            if now > position:
+            if now > position or self.dialect.drops_waiting:
                 tables = self._tables_at(offset)
                 change = self.dialect.schema_change(position, now, tables, self._watch_created)
                 if change is not None and change.created:
@@ -523,8 +523,21 @@ class IncrementalSource(Generic[P, T]):
                 self._forget(table_id)
         kept = {t: p for t, p in offset.tables.items() if not p.dropped}
         offset = dataclasses.replace(offset, tables=kept)
+        if not self.dialect.logs_table_creates:
+            self._discover_created()
         again = [t for t in dropped if t in self.tables and t not in self._dropped]
         return self._reconcile(offset, [], again) if again else offset
+
+    def _discover_created(self) -> None:
+        """Tables created since discovery, found by discovering again: for a log that
+        shows no CREATE TABLE (PostgreSQL), a table created again under a dropped one's
+        name, in place already when the drop is reported. The tables known keep their
+        shapes."""
+        known = self.tables
+        self._tables = None
+        found = self.tables
+        self._tables = {**known, **{t: v for t, v in found.items() if t not in known}}
+        self._dropped -= set(found)
 
     def _forget(self, table_id: TableId) -> None:
         """The table was dropped: no longer captured (discovery would not find it now)."""

@@ -325,8 +325,8 @@ TRUNCATE_HANDLING = OptionSpec(
     "truncate.handling.mode",
     choices=TRUNCATE_MODES,
     default="fail",
-    doc="at a TRUNCATE of a captured table, and (MySQL/MariaDB) a DROP TABLE / DATABASE "
-    "of captured tables in a stream of several (no row events say which rows they "
+    doc="at a TRUNCATE of a captured table, and a DROP TABLE (MySQL/MariaDB: also DROP "
+    "DATABASE) of captured tables in a stream of several (no row events say which rows they "
     "removed), `fail` stops the stream naming it; `skip` goes on (a batch of its own, the "
     "changelog keeps the removed rows) and records it in the table's offset entry "
     "(`truncated`, `table_dropped`: a dropped table is captured no more). Pipelines set "

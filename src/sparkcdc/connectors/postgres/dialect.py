@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +19,7 @@ from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.changed_table import table_after
 from sparkcdc.connectors.postgres.server.connection import connect, query, retries
 from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
+from sparkcdc.connectors.postgres.server.gone_tables import gone_tables
 from sparkcdc.connectors.postgres.server.table_json import table_from_json, table_to_json
 from sparkcdc.connectors.postgres.server.types import arrow_type
 from sparkcdc.connectors.postgres.server.validation import validate_server, validate_tables
@@ -63,8 +64,15 @@ ORDER BY attrelid, attnum
 """
 
 
+def _oids(tables: Mapping[TableId, PgTable], chosen: Iterable[TableId]) -> set[int]:
+    return {tables[t].oid for t in chosen}
+
+
 class PostgresDialect(Dialect[LsnPosition, PgTable]):
     format_name = "postgres-cdc"
+    follows_schema_changes = True
+    follows_table_drops = True
+    logs_table_creates = False
 
     def __init__(self, config: PostgresSourceConfig) -> None:
         self.config = config
@@ -76,6 +84,10 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         self._scanned: tuple[LsnPosition, int, list[Transaction]] | None = None
         #: Tables whose chunks wait for their change in the WAL (warned about once).
         self._pending: set[TableId] = set()
+        #: Captured tables (by OID) found gone from the catalog, with the WAL insert
+        #: position when first found so: their drop is a batch of its own once the stream
+        #: has read up to there (server/gone_tables.py).
+        self._gone_at: dict[int, int] = {}
 
     @property
     def settings(self) -> PostgresSourceConfig:
@@ -122,6 +134,13 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         for table in tables:
             chunk_key_order(table)  # fails up front for keys we cannot order
         return tables
+
+    def matches(self, table_id: TableId) -> bool:
+        return self.config.matches(table_id.database, table_id.table)
+
+    @property
+    def drops_waiting(self) -> bool:
+        return bool(self._gone_at)
 
     def key_order(self, table: PgTable) -> KeyOrder:
         return chunk_key_order(table)
@@ -195,7 +214,9 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         position, rows, truncates = batch_end(
             start, end.lsn, transactions, PgSnapshot.parse(snapshot), max_rows
         )
-        idle = rows == 0 and truncates == 0
+        # a dropped table's batch waits for the position to pass its drop, which the
+        # WAL does not show: move on without captured changes too
+        idle = rows == 0 and truncates == 0 and not self._gone_at
         if idle and time.monotonic() - self._moved_at < self.config.heartbeat_interval:
             return start, 0
         if position > start:
@@ -209,10 +230,15 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         tables: Mapping[TableId, PgTable],
         watch_created: bool = False,
     ) -> SchemaChange[LsnPosition, PgTable] | None:
-        """The first TRUNCATE of a captured table in ``[start, end)`` (pgoutput's Truncate
-        messages, found by the planning scan), or the first change of its columns (a
-        Relation message that describes it otherwise, before the first row change after
-        an ALTER TABLE: wal/column_change.py), whichever comes first."""
+        """The drop of captured tables no longer in the catalog under their names, once
+        ``start`` is past it (:meth:`_dropped`); else the first TRUNCATE of a captured
+        table in ``[start, end)`` (pgoutput's Truncate messages, found by the planning
+        scan), or the first change of its columns (a Relation message that describes it
+        otherwise, before the first row change after an ALTER TABLE:
+        wal/column_change.py), whichever comes first."""
+        dropped = self._dropped(start, tables)
+        if dropped is not None:
+            return dropped
         scanned = self._scanned
         if scanned is None or scanned[0] != start or scanned[1] < end.lsn:
             scanned = (start, end.lsn, scan_transactions(self.conn, self.config, start, end.lsn))
@@ -247,6 +273,39 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
             truncated=True,
         )
 
+    def _gone(self, tables: Mapping[TableId, PgTable]) -> dict[TableId, int]:
+        """Of ``tables``, those gone from the catalog (dropped, renamed away), with the
+        WAL position past which none of their changes is left (server/gone_tables.py)."""
+        lsn, gone = gone_tables(self.conn, tables.values())
+        found = {}
+        for table in tables.values():
+            if table.oid in gone:
+                found[table.table_id] = self._gone_at.setdefault(table.oid, lsn)
+        return found
+
+    def _dropped(
+        self, start: LsnPosition, tables: Mapping[TableId, PgTable]
+    ) -> SchemaChange[LsnPosition, PgTable] | None:
+        """The drop of the captured tables that are gone from the catalog, as a batch of
+        its own at ``start`` once ``start`` is past every change they had; None before
+        (their chunks wait meanwhile, see :meth:`columns_pending`)."""
+        gone = self._gone(tables)
+        self._gone_at = {o: at for o, at in self._gone_at.items() if o in _oids(tables, gone)}
+        ready = tuple(sorted(t for t, at in gone.items() if start.lsn >= at))
+        if not ready:
+            return None
+        for table_id in ready:
+            self._gone_at.pop(tables[table_id].oid, None)
+        names = ", ".join(str(t) for t in ready)
+        return SchemaChange(
+            ready[0],
+            start,
+            start,
+            f"DROP TABLE {names} (or a rename away: no longer in the catalog under that name)",
+            tables[ready[0]],
+            dropped_tables=ready,
+        )
+
     def columns_pending(self, tables: Mapping[TableId, PgTable]) -> set[TableId]:
         """Tables whose columns the catalog has otherwise than the batch reads them with
         (other than columns added at the end, which a chunk can leave out): pgoutput
@@ -256,10 +315,11 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         now: dict[int, list[tuple[int, str, tuple[int, int]]]] = {oid: [] for oid in by_oid}
         for oid, number, name, kind, mod in query(self.conn, _LIVE_COLUMNS, (list(by_oid),)):
             now[int(oid)].append((int(number), str(name), (int(kind), int(mod))))
-        pending = set()
+        gone = set(self._gone(tables))  # dropped: they wait for their drop's batch
+        pending = set(gone)
         for oid, table in by_oid.items():
             columns = now[oid][: len(table.columns)]
-            if not columns:  # gone: the read fails, naming it
+            if not columns:
                 continue
             numbers = table.attnums or tuple(n for n, _, _ in columns)
             types = table.column_types or tuple(t for _, _, t in columns)

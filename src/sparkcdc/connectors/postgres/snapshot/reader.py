@@ -174,6 +174,8 @@ def read_chunks(
 
 #: SQLSTATE undefined_column: a column the batch reads with is gone.
 UNDEFINED_COLUMN = "42703"
+#: SQLSTATE undefined_table: the table is gone (dropped or renamed since the planning).
+UNDEFINED_TABLE = "42P01"
 
 
 def _crossing(table: PgTable, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -182,11 +184,16 @@ def _crossing(table: PgTable, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.
     again at the change. The WAL describes the change only with the table's next row
     change, so until then the planner holds the table's chunks and keeps their key range
     (:meth:`PostgresDialect.columns_pending`), which needs the columns' numbers: without
-    them (an older checkpoint's table) this stays an error."""
+    them (an older checkpoint's table) this stays an error. A table gone since the
+    planning is one too: its drop's batch follows (the planner finds it gone), and its
+    rows are gone."""
     try:
         yield from batches
     except Exception as exc:
-        if getattr(exc, "sqlstate", None) != UNDEFINED_COLUMN:
+        state = getattr(exc, "sqlstate", None)
+        if state == UNDEFINED_TABLE:
+            raise ChunkCrossedChange(f"the table is gone ({exc})") from exc
+        if state != UNDEFINED_COLUMN:
             raise
         if not table.attnums:
             raise SchemaError(
