@@ -5,7 +5,8 @@ stops on a longer one with the message to act on (the server unreachable); run a
 resumes from its checkpoint. A PostgreSQL holding both the source and the JDBC target
 restarted mid-stream: the slot outlives it, planning reconnects, the sink tries the batch
 again (``sink.max-retries``), and the run goes on. Either way
-the target ends equal to the source, ``verify`` agreeing. The outcomes are printed."""
+the target ends equal to the source, ``verify`` agreeing. A Kafka target's broker
+restarted mid-stream: the topics read back equal the tables. The outcomes are printed."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from typing import Any
 import pytest
 
 from sparkcdc.cli.commands import verify_pipeline
-from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.runner import PipelineRun, prepare
+from tests.faults.test_kill_loop import upsert_topic_rows
+from tests.integration.test_mysql_source import orders
 from tests.integration.test_pipeline_postgres import (
     SCHEMA,
     pipeline,
@@ -39,6 +42,8 @@ from tests.support.pipelines import (
 )
 from tests.support.postgres_writes import POSTGRES_WRITES
 from tests.support.random_writer import RandomWriter
+
+__all__ = ["orders"]  # the fixture, re-used
 
 
 def create_orders(server: EmbeddedMariaDB, db: str) -> None:
@@ -203,3 +208,59 @@ def test_postgres_source_and_target_restarted_mid_stream(
         retries = runs[0].metrics.snapshot().sink_retries
         print(f"\nPostgreSQL source and target restarted mid-stream: {outcome}, {retries} retries")
         assert outcome == "rode through" and retries >= 1
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(600)
+def test_kafka_broker_restarted_mid_stream(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, topic: str, scratch: Path
+) -> None:
+    """The Kafka target's broker shut down for 10 s while the pipeline streams random
+    writes, then started again on the same ports with its data: the batch's producer
+    waits for it (``delivery.timeout.ms``, 2 min by default) and the run rides through;
+    a run that stops instead must say why, and the next one resumes. At-least-once: the
+    upsert topics read back (the last message per key) equal the tables."""
+    with EmbeddedKafka() as broker:
+        block = (
+            f"type: kafka\nproperties.bootstrap.servers: {broker.bootstrap_servers}\n"
+            f'value.format: upsert\ntopic-pattern: "{topic}.{{table}}"'
+        )
+        path = pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", block, max_rows=500)
+        checkpoint = scratch / "checkpoint"
+        writer = mariadb_writer(mariadb, orders, seed=41, key_space=9000)
+        writer.limit, writer.pause = 10**9, 0.05
+        runs = [prepare(load_pipeline(path), spark=spark)]
+        runs[-1].start()
+        outcome = "rode through"
+        try:
+            wait_until(lambda: any(map(snapshot_done, committed_offsets(checkpoint))), "snapshot")
+            writer.start()
+            time.sleep(1)
+            before = len(committed_offsets(checkpoint))
+            broker.restart(down_seconds=10)
+
+            def moved_on() -> bool:
+                nonlocal outcome
+                if not runs[-1].active:
+                    outcome = f"stopped ({failure_text(str(runs[-1].query.exception()))})"
+                    runs[-1].stop()
+                    runs.append(prepare(load_pipeline(path), spark=spark))
+                    runs[-1].start()
+                    return False
+                return len(committed_offsets(checkpoint)) > before + 3
+
+            wait_until(moved_on, "batches after the restart", timeout=300)
+        finally:
+            writer.stop()
+            runs[-1].stop()
+        run_available_now(spark, path)
+        checked = 0
+        for table in ("orders", "audit"):
+            source = table_state(mariadb, orders, table)
+            assert upsert_topic_rows(spark, (broker, topic), table) == source, table
+            checked += len(source)
+        print(
+            f"\nKafka broker restarted mid-stream (down 10 s): {outcome}; "
+            f"{writer.transactions} source transactions, {checked} rows checked equal"
+        )
+        assert outcome == "rode through" or "kafka" in outcome.lower(), outcome

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -37,6 +38,7 @@ class EmbeddedKafka:
         self.port = 0
         self.controller_port = 0
         self._process: subprocess.Popen[bytes] | None = None
+        self._cluster = _cluster_id()  # kept: a restart formats (ignored) with the same id
 
     @property
     def bootstrap_servers(self) -> str:
@@ -63,8 +65,12 @@ class EmbeddedKafka:
         ]
 
     def start(self, timeout: float = 90.0) -> EmbeddedKafka:
+        """Start the broker (again, after :meth:`restart`'s stop: on the same ports, with
+        the same data)."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        self.port, self.controller_port = free_port(), free_port()
+        if not self.port:
+            self.port, self.controller_port = free_port(), free_port()
+        started = self._started_lines()
         config = self.base_dir / "server.properties"
         config.write_text(
             "\n".join(
@@ -97,7 +103,7 @@ class EmbeddedKafka:
                 "kafka.tools.StorageTool",
                 "format",
                 "--cluster-id",
-                _cluster_id(),
+                self._cluster,
                 "--config",
                 str(config),
                 "--ignore-formatted",
@@ -110,16 +116,26 @@ class EmbeddedKafka:
             raise ServiceError(f"kafka storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
         self._process = start_process(self._java("kafka.Kafka", str(config)), self.log)
         wait_until(
-            lambda: (
-                port_open(self.port)
-                and "Kafka Server started" in self.log.read_text(errors="replace")
-            ),
+            lambda: port_open(self.port) and self._started_lines() > started,
             timeout=timeout,
             process=self._process,
             what="kafka",
             log=self.log,
         )
         return self
+
+    def _started_lines(self) -> int:
+        if not self.log.exists():
+            return 0
+        return self.log.read_text(errors="replace").count("Kafka Server started")
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Shut the broker down (SIGTERM: a clean shutdown), wait ``down_seconds``, and
+        start it again on the same ports with the same data (a fault test's outage)."""
+        stop_process(self._process, timeout=30)
+        self._process = None
+        time.sleep(down_seconds)
+        self.start()
 
     def stop(self) -> None:
         stop_process(self._process, timeout=30)
