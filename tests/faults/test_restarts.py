@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,37 @@ from tests.support.postgres_writes import POSTGRES_WRITES
 from tests.support.random_writer import RandomWriter
 
 __all__ = ["orders"]  # the fixture, re-used
+
+
+class Runs:
+    """In-process runs of one pipeline: a run that stopped is started again (a resume from
+    its checkpoint), and why it stopped is kept in ``outcome``."""
+
+    def __init__(self, spark: Any, path: Path) -> None:
+        self.spark, self.path = spark, path
+        self.outcome = "rode through"
+        self.runs = [self._start()]
+
+    def _start(self) -> PipelineRun:
+        run = prepare(load_pipeline(self.path), spark=self.spark)
+        run.start()
+        return run
+
+    def moved_on(self, checkpoint: Path, before: int) -> Callable[[], bool]:
+        """A check for ``wait_until``: three batches committed after ``before``."""
+
+        def check() -> bool:
+            if not self.runs[-1].active:
+                self.outcome = f"stopped ({failure_text(str(self.runs[-1].query.exception()))})"
+                self.runs[-1].stop()
+                self.runs.append(self._start())
+                return False
+            return len(committed_offsets(checkpoint)) > before + 3
+
+        return check
+
+    def stop(self) -> None:
+        self.runs[-1].stop()
 
 
 def create_orders(server: EmbeddedMariaDB, db: str) -> None:
@@ -171,9 +203,7 @@ def test_postgres_source_and_target_restarted_mid_stream(
             writer.start()
             writers.append(writer)
 
-        runs = [prepare(load_pipeline(path), spark=spark)]
-        runs[-1].start()
-        outcome = "rode through"
+        runs = Runs(spark, path)
         try:
             wait_until(lambda: any(map(snapshot_done, committed_offsets(checkpoint))), "snapshot")
             writing(31)
@@ -182,22 +212,11 @@ def test_postgres_source_and_target_restarted_mid_stream(
             before = len(committed_offsets(checkpoint))
             server.restart(down_seconds=2)
             writing(32)
-
-            def moved_on() -> bool:
-                nonlocal outcome
-                if not runs[-1].active:
-                    outcome = f"stopped ({failure_text(str(runs[-1].query.exception()))})"
-                    runs[-1].stop()
-                    runs.append(prepare(load_pipeline(path), spark=spark))
-                    runs[-1].start()
-                    return False
-                return len(committed_offsets(checkpoint)) > before + 3
-
-            wait_until(moved_on, "batches after the restart", timeout=300)
+            wait_until(runs.moved_on(checkpoint, before), "batches after the restart", 300)
         finally:
             for writer in writers:
                 writer.stop()
-            runs[-1].stop()
+            runs.stop()
         run_available_now(spark, path)
         with server.connect(lake) as conn:
             rows = conn.execute(f'SELECT id, name, qty FROM "{SCHEMA}".orders').fetchall()
@@ -205,9 +224,12 @@ def test_postgres_source_and_target_restarted_mid_stream(
         assert {r[0]: tuple(r) for r in rows} == expected
         verdicts = verify_pipeline(load_pipeline(path), spark)
         assert [v.status for v in verdicts] == ["equal", "equal"]
-        retries = runs[0].metrics.snapshot().sink_retries
-        print(f"\nPostgreSQL source and target restarted mid-stream: {outcome}, {retries} retries")
-        assert outcome == "rode through" and retries >= 1
+        retries = runs.runs[0].metrics.snapshot().sink_retries
+        print(
+            f"\nPostgreSQL source and target restarted mid-stream: {runs.outcome}, "
+            f"{retries} retries"
+        )
+        assert runs.outcome == "rode through" and retries >= 1
 
 
 @pytest.mark.faults
@@ -229,30 +251,17 @@ def test_kafka_broker_restarted_mid_stream(
         checkpoint = scratch / "checkpoint"
         writer = mariadb_writer(mariadb, orders, seed=41, key_space=9000)
         writer.limit, writer.pause = 10**9, 0.05
-        runs = [prepare(load_pipeline(path), spark=spark)]
-        runs[-1].start()
-        outcome = "rode through"
+        runs = Runs(spark, path)
         try:
             wait_until(lambda: any(map(snapshot_done, committed_offsets(checkpoint))), "snapshot")
             writer.start()
             time.sleep(1)
             before = len(committed_offsets(checkpoint))
             broker.restart(down_seconds=10)
-
-            def moved_on() -> bool:
-                nonlocal outcome
-                if not runs[-1].active:
-                    outcome = f"stopped ({failure_text(str(runs[-1].query.exception()))})"
-                    runs[-1].stop()
-                    runs.append(prepare(load_pipeline(path), spark=spark))
-                    runs[-1].start()
-                    return False
-                return len(committed_offsets(checkpoint)) > before + 3
-
-            wait_until(moved_on, "batches after the restart", timeout=300)
+            wait_until(runs.moved_on(checkpoint, before), "batches after the restart", 300)
         finally:
             writer.stop()
-            runs[-1].stop()
+            runs.stop()
         run_available_now(spark, path)
         checked = 0
         for table in ("orders", "audit"):
@@ -260,7 +269,7 @@ def test_kafka_broker_restarted_mid_stream(
             assert upsert_topic_rows(spark, (broker, topic), table) == source, table
             checked += len(source)
         print(
-            f"\nKafka broker restarted mid-stream (down 10 s): {outcome}; "
+            f"\nKafka broker restarted mid-stream (down 10 s): {runs.outcome}; "
             f"{writer.transactions} source transactions, {checked} rows checked equal"
         )
-        assert outcome == "rode through" or "kafka" in outcome.lower(), outcome
+        assert runs.outcome == "rode through" or "kafka" in runs.outcome.lower(), runs.outcome
