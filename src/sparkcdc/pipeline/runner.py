@@ -225,6 +225,13 @@ class PipelineRun:
         try:
             self._write(frame, batch_id)
             self._written = batch_id
+        except Exception as exc:
+            if not self._stopping:
+                raise
+            # the stop interrupted the write: the batch fails (not committed, replayed on
+            # restart), with a short error Spark takes for an interruption by the stop
+            log.debug("batch %d interrupted by the stop: %s", batch_id, exc)
+            raise StoppedDuringBatch() from None
         finally:
             self._writing.clear()
 
@@ -472,6 +479,21 @@ def _observed(stream: Any) -> Any:
         F.count(F.when(kind == "delete", 1)).alias("deletes"),
         F.max(COMMIT_TIMESTAMP).alias("newest_commit_timestamp"),
     )
+
+
+class StoppedDuringBatch(Exception):
+    """A batch cut off by the pipeline's stop. Spark's stream thread checks a failed
+    batch's error text against a regular expression (``StreamExecution.PROXY_ERROR``)
+    whose ``(.|\r\n|\r|\n)*`` recurses once per character: the whole text of an
+    interrupted Py4J call, Java stack included, overflows the thread's stack (a
+    ``StackOverflowError`` printed at every such stop). This short text matches it, so
+    Spark takes the failure for the stop's interruption and stops the query quietly."""
+
+    def __str__(self) -> str:
+        return (
+            "py4j.protocol.Py4JJavaError: An error occurred while calling the sink.\n"
+            ": java.lang.InterruptedException: the pipeline stops"
+        )
 
 
 def prepare(
