@@ -54,6 +54,12 @@ def test_a_drivers_error_is_found_when_none_of_ours_is() -> None:
         'pymysql.err.OperationalError: (2003, "Can\'t connect to MySQL server")'
     )
 
+    admin = "psycopg.errors.AdminShutdown: terminating connection due to administrator command"
+    text = WRITE.replace(
+        "sparkcdc.core.errors.SchemaError: TRUNCATE of shop.t inside a read's range", admin
+    )
+    assert failure_text(text) == admin
+
 
 def test_other_errors_keep_their_first_line() -> None:
     assert failure_text("java.lang.OutOfMemoryError: Java heap space\n\tat x.y") == (

@@ -12,8 +12,12 @@ import re
 #: A traceback's last line for one of our errors: ``sparkcdc.core.errors.SchemaError: ...``.
 _OURS = re.compile(r"^sparkcdc\.[\w.]+?\.(\w+): (.*)$", re.M)
 #: A Python traceback's last line for any error (a driver's, e.g. a lost connection that
-#: outlasted ``connect.max-retries``); not the JVM's or py4j's wrappers.
-_PYTHON = re.compile(r"^(?!org\.apache|java\.|py4j\.)[\w.]*(?:Error|Exception): .*$", re.M)
+#: outlasted ``connect.max-retries``; psycopg names its errors by condition, in
+#: ``psycopg.errors``: ``AdminShutdown``); not the JVM's or py4j's wrappers.
+_PYTHON = re.compile(
+    r"^(?!org\.apache|java\.|py4j\.)(?:[\w.]*(?:Error|Exception)|[\w.]+\.errors?\.\w+): .*$",
+    re.M,
+)
 #: Lines that end a message inside the wrapping text.
 _NOT_MESSAGE = re.compile(r"^(\s|Traceback|JVM stacktrace|\tat |$)")
 

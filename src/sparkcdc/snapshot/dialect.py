@@ -27,6 +27,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.keys import KeyOrder
+from sparkcdc.snapshot.retry import Retries
 from sparkcdc.snapshot.schema_change import SchemaChange
 
 P = TypeVar("P", bound=LogPosition)
@@ -186,6 +187,13 @@ class Dialect(ABC, Generic[P, T]):
     #: Whether the log records CREATE TABLE (then a table created again under a dropped
     #: one's name is found there; else by discovering again right after the drop).
     logs_table_creates: bool = True
+
+    @property
+    def retries(self) -> Retries:
+        """The connector's retry policy for lost connections (``connect.max-retries``):
+        planning a batch runs again under it when the server drops the connection mid-way
+        (a restart between the health check and a query). None by default."""
+        return Retries(0, lambda exc: False, str)
 
     @property
     def drops_waiting(self) -> bool:

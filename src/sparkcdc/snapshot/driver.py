@@ -198,6 +198,17 @@ class IncrementalSource(Generic[P, T]):
         return dataclasses.replace(progress, schema=schema)
 
     def latest_offset(self, start: Offset, max_rows: int | None, cap: P | None = None) -> Offset:
+        """The end of the next batch (:meth:`_plan`), planned again from ``start`` when the
+        server drops the connection mid-way (``connect.max-retries``, the dialect's
+        policy): a restart right after the connection's health check fails a query, not
+        the stream. Retries spent, it stops with a SourceUnavailableError that says what
+        to do. Planning only reads the database and starts from ``start``: doing it again
+        is safe."""
+        return self.dialect.retries.run(
+            "planning the next batch", lambda: self._plan(start, max_rows, cap), final=True
+        )
+
+    def _plan(self, start: Offset, max_rows: int | None, cap: P | None) -> Offset:
         """The end of the next batch: the log now (or ``cap``) and a bounded number of chunks.
 
         Every chunk of a batch is normalised to the batch's end position P by reading the
@@ -237,7 +248,7 @@ class IncrementalSource(Generic[P, T]):
                 change = self.dialect.schema_change(position, now, tables, self._watch_created)
                 if change is not None and change.created:
                     if self._discover_again(change):
-                        return self.latest_offset(start, max_rows, cap)
+                        return self._plan(start, max_rows, cap)
                     now, change = change.after, None  # gone again: the batch passes it by
                 if change is not None:
                     self._check_followable(change, progress, tables[change.table_id])

@@ -51,7 +51,7 @@ from sparkcdc.formats.changelog_arrow import CHANGE_TYPE_VALUES, ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
-from sparkcdc.snapshot.retry import lost_mid_read
+from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,10 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
     @property
     def settings(self) -> MySqlSourceConfig:
         return self.config
+
+    @property
+    def retries(self) -> Retries:
+        return retries(self.config)
 
     @property
     def _scan_id(self) -> int:

@@ -50,7 +50,7 @@ from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
-from sparkcdc.snapshot.retry import lost_mid_read
+from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,10 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
     @property
     def settings(self) -> PostgresSourceConfig:
         return self.config
+
+    @property
+    def retries(self) -> Retries:
+        return retries(self.config)
 
     @property
     def conn(self) -> Any:
