@@ -466,12 +466,9 @@ class IncrementalSource(Generic[P, T]):
         renamed further on in the log, where the scan stops at that statement (were it
         left out now, its changes up to there would be lost)."""
         known = self.tables
-        self._tables = None
-        found = self.tables
-        self._tables = {**known, **{t: v for t, v in found.items() if t not in known}}
-        self._dropped -= set(found)
+        self._discover_created()
         self._warned_new = True  # logged here, table by table
-        added = sorted(set(self._tables) - set(known))
+        added = sorted(set(self.tables) - set(known))
         log.info(
             "%s created at %s: capturing %s while the others continue",
             change.table_id,
