@@ -3,6 +3,7 @@ JVM that maps its class-data archive."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,20 @@ def test_the_driver_jvm_maps_the_class_data_archive(spark: Any) -> None:
     assert archive is not None and archive.is_file(), "run ./scripts/bootstrap.sh"
     jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM: same process
     assert str(archive) in Path(f"/proc/{jvm}/maps").read_text()
+
+
+def test_a_jvm_that_cannot_use_the_archive_warns_on_standard_error() -> None:
+    """The archive for the Spark class path, given to a JVM of another class path (the
+    case of a JDK or jar replaced in place): the JVM starts without it and says so on its
+    standard error (``sparkcdc run``'s log file), not on standard output (its terminal)."""
+    from sparkcdc.spark.class_archive import archive_path, driver_java_options, java_binary
+
+    java, archive = java_binary(), archive_path()
+    assert java is not None and archive is not None and archive.is_file()
+    options = driver_java_options()
+    assert f"-XX:SharedArchiveFile={archive}" in options
+    done = subprocess.run(
+        [str(java), *options, "-version"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == ""
+    assert "Unable to use shared archive" in done.stderr and "openjdk version" in done.stderr

@@ -28,12 +28,13 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_archive_is_used_only_once_it_is_built(install: Path) -> None:
-    assert class_archive.driver_java_options() == []
+    quiet = class_archive.WARNINGS_TO_STDERR
+    assert class_archive.driver_java_options() == quiet
     path = class_archive.archive_path()
     assert path is not None and path.parent == install / "jars" / "class-data"
     path.parent.mkdir()
     path.write_bytes(b"archive")
-    assert class_archive.driver_java_options() == [f"-XX:SharedArchiveFile={path}"]
+    assert class_archive.driver_java_options() == [*quiet, f"-XX:SharedArchiveFile={path}"]
 
 
 def test_another_jar_or_jdk_means_another_archive(install: Path) -> None:
@@ -51,14 +52,18 @@ def test_another_jar_or_jdk_means_another_archive(install: Path) -> None:
 def test_no_jdk_no_archive(install: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(install / "nothing-here"))
     assert class_archive.archive_path() is None
-    assert class_archive.driver_java_options() == []
+    assert class_archive.driver_java_options() == class_archive.WARNINGS_TO_STDERR
 
 
 def test_options_from_the_environment_follow_the_archive(
     install: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(class_archive.JAVA_OPTIONS_ENV, " -XX:TieredStopAtLevel=1  -Xss4m ")
-    assert class_archive.driver_java_options() == ["-XX:TieredStopAtLevel=1", "-Xss4m"]
+    assert class_archive.driver_java_options() == [
+        *class_archive.WARNINGS_TO_STDERR,
+        "-XX:TieredStopAtLevel=1",
+        "-Xss4m",
+    ]
 
 
 def test_the_users_own_java_options_come_last() -> None:

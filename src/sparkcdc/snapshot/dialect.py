@@ -192,7 +192,7 @@ class Dialect(ABC, Generic[P, T]):
     def retries(self) -> Retries:
         """The connector's retry policy for lost connections (``connect.max-retries``):
         planning a batch runs again under it when the server drops the connection mid-way
-        (a restart between the health check and a query). None by default."""
+        (a restart between the health check and a query). No retries by default."""
         return Retries(0, lambda exc: False, str)
 
     @property

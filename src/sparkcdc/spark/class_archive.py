@@ -9,8 +9,8 @@ The archive is built once (``python -m sparkcdc.spark.class_archive``; ``scripts
 does it) by a short training run of Spark, Delta and a Python streaming data source with
 ``-XX:ArchiveClassesAtExit``, and used by every later driver JVM through
 ``-XX:SharedArchiveFile``. It only speeds up the start: classes it lacks load as usual, and
-a JVM that cannot use it says so in one warning line and starts without it (the line goes
-to the JVM's standard output, which is the terminal of ``sparkcdc run``). Its file name
+a JVM that cannot use it says so in one warning line and starts without it (on its
+standard error: see :data:`WARNINGS_TO_STDERR`). Its file name
 carries a key of everything it depends on (the JDK, the paths and sizes of Spark's jars and
 ours), so a changed install looks for, and builds, another file instead.
 """
@@ -29,6 +29,10 @@ from sparkcdc.spark.jars import jars_root
 
 #: Extra options for the driver JVM sparkcdc starts (space-separated).
 JAVA_OPTIONS_ENV = "SPARKCDC_JAVA_OPTIONS"
+#: The JVM's own warnings (unified logging: an archive it cannot use, and the like) go to
+#: its standard error, which ``sparkcdc run`` sends to the Spark log file, not to standard
+#: output, the run's terminal, where the JVM writes them by default.
+WARNINGS_TO_STDERR = ["-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
 def archive_folder() -> Path:
@@ -42,8 +46,9 @@ def archive_path() -> Path | None:
 
 
 def driver_java_options() -> list[str]:
-    """The driver JVM's options: the archive when it is built, then ``$SPARKCDC_JAVA_OPTIONS``."""
-    options = []
+    """The driver JVM's options: its warnings to standard error, the archive when it is
+    built, then ``$SPARKCDC_JAVA_OPTIONS``."""
+    options = list(WARNINGS_TO_STDERR)
     path = archive_path()
     if path is not None and path.is_file():
         options.append(f"-XX:SharedArchiveFile={path}")
@@ -51,7 +56,7 @@ def driver_java_options() -> list[str]:
     return options
 
 
-def _java() -> Path | None:
+def java_binary() -> Path | None:
     """The ``java`` that Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the PATH's."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
@@ -64,7 +69,7 @@ def _install_key() -> str | None:
     """A digest of the JDK (its binary's path, size and time) and of every jar on the driver's
     class path (Spark's own and ours: paths and sizes; the JVM checks the paths too, so a
     moved checkout or venv needs an archive of its own)."""
-    java = _java()
+    java = java_binary()
     if java is None:
         return None
     import pyspark
