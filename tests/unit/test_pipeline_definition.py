@@ -98,6 +98,11 @@ def test_available_now_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         (("  path: lake", "  paht: lake"), 13, "'sink.paht'.*unknown option"),
         (("  trigger-interval: 2s", "  trigger-interval: soon"), 17, "'pipeline.trigger-int"),
         (("  checkpoint: ckpt\n", ""), 14, "'pipeline.checkpoint'.*required"),
+        (
+            ("checkpoint: ckpt", "checkpoint: s3a://bucket/ckpt"),
+            16,
+            "'pipeline.checkpoint': 's3a://bucket/ckpt' is a URI; .* local folder",
+        ),
         (("sink:", "sinks:"), 11, "'sinks': unknown block"),
         (
             ("  tables: app_db.\\.*", "  tables: nodot"),

@@ -60,9 +60,34 @@ def test_validation_imports_no_spark_and_no_driver() -> None:
 def test_sinks_are_built_with_the_pipeline_folder_and_identity(tmp_path: Path) -> None:
     delta = make_sink("delta", OPTIONS["delta"], tmp_path)
     assert isinstance(delta, DeltaSink)
-    assert delta.config.path == (tmp_path / "lake").resolve()
+    assert delta.config.path == str((tmp_path / "lake").resolve())
     jdbc = make_sink("jdbc", OPTIONS["jdbc"], tmp_path, pipeline_id="p:q")
     assert isinstance(jdbc, JdbcSink)
     assert jdbc.pipeline == "p:q"
     assert isinstance(make_sink("console", OPTIONS["console"]), ConsoleSink)
     assert isinstance(make_sink("kafka", OPTIONS["kafka"]), KafkaSink)
+
+
+@pytest.mark.parametrize(
+    ("location", "target"),
+    [
+        ("s3a://bucket/lake", "s3a://bucket/lake/app/orders"),
+        (
+            "abfss://c@account.dfs.core.windows.net/lake/",
+            "abfss://c@account.dfs.core.windows.net/lake/app/orders",
+        ),
+        ("file:///data/lake", "file:///data/lake/app/orders"),
+    ],
+)
+def test_a_delta_path_given_as_a_uri_stays_that_uri(
+    tmp_path: Path, location: str, target: str
+) -> None:
+    """Storage every executor of a cluster reaches is named by URI: it is neither taken
+    relative to the pipeline's folder nor folded by ``pathlib`` (``s3a:/bucket``)."""
+    from sparkcdc.core.table import TableId
+    from sparkcdc.sinks.base import SinkTable
+
+    delta = make_sink("delta", {"path": location}, tmp_path)
+    assert isinstance(delta, DeltaSink)
+    assert delta.config.path == location and delta.config.local_folder is None
+    assert delta.target_of(SinkTable(TableId("app", "orders"), None, ("id",))) == target

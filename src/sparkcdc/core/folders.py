@@ -4,10 +4,20 @@ with a traceback from Spark or Python."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
 from sparkcdc.core.errors import SparkCdcError
+
+#: A location with a scheme (``s3a://``, ``hdfs://``, ``file://``): Hadoop's file systems
+#: read it, and ``pathlib`` must not (it folds ``//`` and would make it relative).
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_uri(location: str) -> bool:
+    """Whether ``location`` names storage by URI rather than a local folder."""
+    return bool(_URI.match(location))
 
 
 class UnwritableFolderError(SparkCdcError):

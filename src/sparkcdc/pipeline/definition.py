@@ -17,6 +17,7 @@ from typing import Any
 from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
+from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
 from sparkcdc.pipeline.change_types import LIST_OPTIONS, excluded_types, without_change_options
 from sparkcdc.pipeline.evolution import BEHAVIORS
@@ -253,6 +254,13 @@ def _settings(doc: YamlDocument) -> PipelineSettings:
                 f"invalid value '{trigger}'; expected {exc} or '{AVAILABLE_NOW}'",
             ) from None
     behavior = opts["schema.change.behavior"]
+    if is_uri(opts["checkpoint"]):
+        raise doc.error(
+            "pipeline.checkpoint",
+            f"'{opts['checkpoint']}' is a URI; the checkpoint is a local folder of the machine "
+            "that runs sparkcdc run (Spark's driver writes it; sparkcdc status and verify "
+            "read it there): give a local path on durable disk",
+        )
     checkpoint = Path(opts["checkpoint"])
     if not checkpoint.is_absolute():  # relative to the pipeline file, not the shell
         checkpoint = (doc.path.parent / checkpoint).resolve()

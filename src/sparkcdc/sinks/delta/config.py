@@ -10,9 +10,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sparkcdc.core.errors import OptionError
+from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_bool, parse_options
 
 CHANGELOG_MODES = ("upsert", "append")
+
+
+def location_join(location: str, name: str) -> str:
+    """``name`` (a folder, maybe ``db/table``) under ``location``, a URI or a local folder."""
+    if is_uri(location):
+        return f"{location.rstrip('/')}/{name}"
+    return str((Path(location) / name).resolve())
 
 
 SPECS = (
@@ -20,7 +28,9 @@ SPECS = (
         "path",
         required=True,
         hint="the folder that holds the target Delta tables",
-        doc="folder of the target tables (relative to the pipeline file)",
+        doc="folder of the target tables: a local folder (relative to the pipeline file) or "
+        "a URI of storage every Spark executor reaches (`s3a://bucket/lake`, "
+        "`abfss://...`, `hdfs://...`, `file:///...`)",
     ),
     OptionSpec(
         "table-name",
@@ -56,7 +66,9 @@ SPECS = (
 class DeltaSinkConfig:
     """The Delta sink's validated options."""
 
-    path: Path
+    #: Where the targets go: an absolute local folder, or a URI (``is_uri``) of storage every
+    #: executor reaches (on a cluster of several machines, local folders are not shared).
+    path: str
     #: Target folder under ``path``, with ``{database}`` and ``{table}`` placeholders.
     table_name: str
     changelog_mode: str
@@ -79,7 +91,7 @@ class DeltaSinkConfig:
                 "path pattern using only the placeholders {database} and {table}"
             ) from None
         return cls(
-            Path(opts["path"]),
+            opts["path"],
             pattern,
             opts["changelog-mode"],
             opts["change-data-feed"],
@@ -89,6 +101,12 @@ class DeltaSinkConfig:
     def resolved(self, base_dir: Path | None) -> DeltaSinkConfig:
         """This config with a relative ``path`` taken from ``base_dir`` (the pipeline
         file's folder), so a pipeline writes to the same place from any working directory."""
-        if base_dir is None or self.path.is_absolute():
+        if base_dir is None or is_uri(self.path) or Path(self.path).is_absolute():
             return self
-        return replace(self, path=(base_dir / self.path).resolve())
+        return replace(self, path=str((base_dir / self.path).resolve()))
+
+    @property
+    def local_folder(self) -> Path | None:
+        """``path`` as a local folder (checked writable before the start), or None for a URI
+        (its storage is Hadoop's to reach: a wrong one fails the first write)."""
+        return None if is_uri(self.path) else Path(self.path)

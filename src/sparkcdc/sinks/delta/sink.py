@@ -27,11 +27,11 @@ from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from sparkcdc.core.errors import SparkCdcError
-from sparkcdc.core.folders import ensure_writable
+from sparkcdc.core.folders import ensure_writable, is_uri
 from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
-from sparkcdc.sinks.delta.config import DeltaSinkConfig
+from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.snapshot.schema_change import ColumnMoves
@@ -83,16 +83,19 @@ class DeltaSink(Sink):
 
     def target_of(self, table: SinkTable) -> str:
         (name,) = target_names([table], self.config.table_name, folder_name).values()
-        return str((self.config.path / name).resolve())
+        return location_join(self.config.path, name)
 
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         from delta.tables import DeltaTable
 
-        ensure_writable(self.config.path, "sink.path")
+        if self.config.local_folder is not None:
+            ensure_writable(self.config.local_folder, "sink.path")
 
         self.tables = {t.source: t for t in tables}
         names = target_names(tables, self.config.table_name, folder_name)
-        self.paths = {t: str(self.config.path / name) for t, name in names.items()}
+        self.paths = {
+            t: _qualified(spark, location_join(self.config.path, name)) for t, name in names.items()
+        }
         for table in tables:
             path = self.paths[table.source]
             schema = self._target_schema(table)
@@ -401,6 +404,17 @@ class DeltaSink(Sink):
         offset = offsets[0] if offsets else None
         rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
         return TargetSnapshot(rows.select(*[quoted(c) for c in table.columns]), offset)
+
+
+def _qualified(spark: Any, location: str) -> str:
+    """A URI location as Hadoop's file system names it (``file:///x`` is ``file:/x``):
+    Delta refuses to create a table whose location it reads back spelled otherwise. Local
+    folders stay as they are."""
+    if not is_uri(location):
+        return location
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return str(fs.makeQualified(path).toString())
 
 
 @contextmanager
