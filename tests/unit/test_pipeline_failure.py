@@ -66,3 +66,24 @@ def test_other_errors_keep_their_first_line() -> None:
         "java.lang.OutOfMemoryError: Java heap space"
     )
     assert failure_text("") == ""
+
+
+def test_a_jvm_root_cause_is_found_under_the_python_callbacks_wrappers() -> None:
+    """A sink's failure inside the JVM (here Kafka's producer giving up on a broker that is
+    down) reaches the query as the foreachBatch callback's Py4JJavaError: the root cause,
+    not the wrapper's first line, is what the user reads."""
+    cause = (
+        "org.apache.kafka.common.errors.TimeoutException: Topic t.audit not present in "
+        "metadata after 6000 ms."
+    )
+    text = (
+        "An exception was raised by the Python Proxy. Return Message: Traceback (most recent "
+        'call last):\n  File "/x/py4j/clientserver.py", line 644, in _call_proxy\n'
+        "py4j.protocol.Py4JJavaError: An error occurred while calling o812.save.\n"
+        ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed\n"
+        "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages\n"
+        "Caused by: org.apache.spark.SparkException: Writing job aborted\n"
+        "\tat org.apache.spark.sql.kafka010.KafkaWriteTask.checkForErrors\n"
+        f"Caused by: {cause}\n"
+    )
+    assert failure_text(text) == cause

@@ -18,6 +18,10 @@ _PYTHON = re.compile(
     r"^(?!org\.apache|java\.|py4j\.)(?:[\w.]*(?:Error|Exception)|[\w.]+\.errors?\.\w+): .*$",
     re.M,
 )
+#: A JVM exception's root cause (the last ``Caused by:`` of a stack trace): a sink's own
+#: failure in the JVM (Kafka's producer giving up, a Delta conflict) under the wrappers of
+#: the Python callback that called it.
+_CAUSE = re.compile(r"^Caused by: (.*)$", re.M)
 #: Lines that end a message inside the wrapping text.
 _NOT_MESSAGE = re.compile(r"^(\s|Traceback|JVM stacktrace|\tat |$)")
 
@@ -25,12 +29,15 @@ _NOT_MESSAGE = re.compile(r"^(\s|Traceback|JVM stacktrace|\tat |$)")
 def failure_text(error: str) -> str:
     """The message of the last of our errors that ``error`` (a failed query's text)
     wraps (the cause: tracebacks end with it), with its continuation lines; else the last
-    Python error line in it; else the text's first line."""
+    Python error line in it; else the JVM's root cause; else the text's first line."""
     found = list(_OURS.finditer(error))
     if not found:
         python = _PYTHON.findall(error)
         if python:
             return str(python[-1])
+        causes = _CAUSE.findall(error)
+        if causes:
+            return str(causes[-1]).strip()
         lines = error.strip().splitlines()
         return lines[0] if lines else error
     last = found[-1]
