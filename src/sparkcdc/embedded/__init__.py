@@ -3,8 +3,8 @@
 Used by the test harness and by the demo: a real MariaDB (binlog on, ROW, FULL images,
 GTID), a real PostgreSQL (``wal_level=logical``), a real Kafka broker (KRaft) and a Spark
 standalone cluster, each from Debian packages, Maven jars or the installed PySpark, never
-Docker. Every server lives in its own temp
-directory and is stopped (and its directory removed) by ``stop()``.
+Docker. Every server lives in its own temp directory and is stopped (and its directory
+removed) by ``stop()``.
 """
 
 from sparkcdc.embedded.kafka import EmbeddedKafka
