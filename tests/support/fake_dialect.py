@@ -89,6 +89,8 @@ class FakeDatabase(Dialect[Count, FakeTable]):
     #: Tables created at a log index: not discovered before it; the log scan reports
     #: their creation (``SchemaChange.created``) when asked to watch for it.
     created: Mapping[TableId, int] = field(default_factory=dict)
+    #: The server the log is read from (None: servers are not told apart).
+    origin: str | None = None
     format_name = "fake-cdc"
 
     @property
@@ -152,6 +154,9 @@ class FakeDatabase(Dialect[Count, FakeTable]):
 
     def current_position(self) -> Count:
         return Count(self.now)
+
+    def log_origin(self) -> str | None:
+        return self.origin
 
     def startup_position(self, mode: str) -> Count:
         return Count(0 if mode == "earliest-offset" else self.now)

@@ -23,13 +23,15 @@ def run_batches(
     write_batches: int = 25,
     max_batches: int = 1_000,
     ends: list[Offset] | None = None,
+    batches: int | None = None,
 ) -> Offset:
     """Run micro-batches until the source has nothing new; return the last offset.
 
     ``between(n)`` runs after each of the first ``write_batches`` batches (e.g. to write
     to the source while it is read); after that the source must catch up. ``ends`` gets
     each batch's end offset once the batch is read (what Spark would have committed when
-    the next planning fails).
+    the next planning fails). ``batches``: stop after that many (as a stopped query would),
+    caught up or not.
     """
     offset = start if start is not None else source.initial_offset()
     shipped = pickle.dumps(source)  # what executors get: no connection, no caches
@@ -48,4 +50,6 @@ def run_batches(
             ends.append(end)
         if between is not None and n < write_batches:
             between(n)
+        if batches is not None and n + 1 >= batches:
+            return offset
     raise AssertionError("the source never caught up")

@@ -82,6 +82,7 @@ class EmbeddedMariaDB:
         self.port = 0
         self.root = Account("root", "")
         self.cdc = Account("sparkcdc_cdc", secrets.token_urlsafe(12))
+        self.replication = Account("sparkcdc_repl", secrets.token_urlsafe(12))  #: replicas'
         self._process: subprocess.Popen[bytes] | None = None
         self._port_chosen = False  #: a restart keeps the port clients know
 
@@ -154,6 +155,8 @@ class EmbeddedMariaDB:
 
     def _create_cdc_user(self) -> None:
         with self.connect() as conn, conn.cursor() as cur:
+            # not binlogged: a replica's own GTIDs would clash with its primary's (strict mode)
+            cur.execute("SET SESSION sql_log_bin = 0")
             cur.execute(
                 "CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s",
                 (self.cdc.user, self.cdc.password),
@@ -202,6 +205,34 @@ class EmbeddedMariaDB:
             "username": who.user,
             "password": who.password,
         }
+
+    def replicate_from(self, primary: EmbeddedMariaDB) -> None:
+        """Make this (started, unwritten) server a GTID replica of ``primary``, from the
+        primary's first transaction. For a replica whose binlog holds what it replicates
+        (what capturing a replica needs), start it with the ``log-slave-updates`` setting."""
+        account = primary.replication
+        with primary.connect() as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute(
+                "CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s",
+                (account.user, account.password),
+            )
+            cur.execute(f"GRANT REPLICATION SLAVE ON *.* TO '{account.user}'@'%'")
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(
+                "CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = %s, "
+                "MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
+                (primary.host, primary.port, account.user, account.password),
+            )
+            cur.execute("START SLAVE")
+
+    def catch_up(self, primary: EmbeddedMariaDB, timeout: float = 60.0) -> None:
+        """Wait until this replica has applied everything ``primary`` has binlogged now."""
+        ((position,),) = primary.execute("SELECT @@gtid_binlog_pos")
+        ((waited,),) = self.execute("SELECT MASTER_GTID_WAIT(%s, %s)", (position, timeout))
+        if waited != 0:
+            status = self.execute("SHOW SLAVE STATUS")
+            raise ServiceError(f"replica did not reach GTID {position}: {status}")
 
     def restart(self, down_seconds: float = 0.0) -> None:
         """Shut the server down (SIGTERM: a clean shutdown, as an operator's restart), wait

@@ -132,7 +132,7 @@ class SourceProbe:
         with self._lock:
             try:
                 dialect = self._dialect
-                position = dialect.position_from_json(json.loads(offset)["log"])
+                position = dialect.log_position(json.loads(offset))
                 head = dialect.current_position()
                 behind = 0 if head <= position else dialect.log_bytes(position, head)
                 self.last_error = None

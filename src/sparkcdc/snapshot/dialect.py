@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
+from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.core.position import LogPosition
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
@@ -132,6 +133,35 @@ class Dialect(ABC, Generic[P, T]):
     @abstractmethod
     def current_position(self) -> P:
         """The end of the log now (the last committed transaction)."""
+
+    def log_origin(self) -> str | None:
+        """The identity of the server whose log the connection reads now (MySQL's server
+        UUID, MariaDB's server id), stored next to each offset's position: a position
+        means something only on the server that wrote it. None: the database cannot tell
+        its servers apart (no check)."""
+        return None
+
+    def position_elsewhere(self, data: Mapping[str, Any], origin: str, here: str) -> P:
+        """The position on this server (``here``) of ``data``, a position taken on server
+        ``origin`` (a replica failed over to another): the connector translates it
+        through a server-independent name of the point (a GTID state) or fails."""
+        raise SourceConfigurationError(
+            f"the checkpoint's log position was read from server {origin}, but the source "
+            f"is connected to server {here}, and a {self.format_name} position cannot be "
+            f"carried to another server: connect to server {origin} again, or start with a "
+            "new checkpoint"
+        )
+
+    def log_position(self, offset: Mapping[str, Any]) -> P:
+        """An offset's log position (offset JSON with ``log`` and, when the dialect names
+        servers, ``origin``) as a position of the server connected now: translated when
+        the offset was made on another server (failover), else as stored."""
+        origin, here = offset.get("origin"), None
+        if origin is not None:
+            here = self.log_origin()
+        if origin is None or here is None or origin == here:
+            return self.position_from_json(offset["log"])
+        return self.position_elsewhere(offset["log"], str(origin), here)
 
     @abstractmethod
     def startup_position(self, mode: str) -> P:

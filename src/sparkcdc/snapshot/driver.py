@@ -157,10 +157,10 @@ class IncrementalSource(Generic[P, T]):
         if mode in ("initial", "snapshot"):
             position = self._columns_at_position()
             progress = {t: self._shaped(TableProgress(), t) for t in self.tables}
-            return SourceOffset(position, progress, mode == "snapshot").to_json()
+            return self._json(SourceOffset(position, progress, mode == "snapshot"))
         tables = self.tables
         done = {t: self._shaped(TableProgress.finished(), t) for t in tables}
-        return SourceOffset(self.dialect.startup_position(mode), done).to_json()
+        return self._json(SourceOffset(self.dialect.startup_position(mode), done))
 
     def _columns_at_position(self) -> P:
         """The log position now, with the tables discovered again so that their columns
@@ -304,7 +304,7 @@ class IncrementalSource(Generic[P, T]):
                     continue
                 if table_id not in planned and table_progress.chunks is not None:
                     new_progress[table_id] = dataclasses.replace(table_progress, chunks=None)
-        return dataclasses.replace(offset, log=position, tables=new_progress).to_json()
+        return self._json(dataclasses.replace(offset, log=position, tables=new_progress))
 
     def _columns_pending(
         self, offset: SourceOffset[P], progress: Mapping[TableId, TableProgress]
@@ -497,7 +497,7 @@ class IncrementalSource(Generic[P, T]):
             schema["truncated"] = change.after.to_json()
         progress[change.table_id] = dataclasses.replace(progress[change.table_id], schema=schema)
         log.info("schema change of %s: a batch of its own", change.describe())
-        return dataclasses.replace(offset, log=change.after, tables=progress).to_json()
+        return self._json(dataclasses.replace(offset, log=change.after, tables=progress))
 
     def _drop_batch(self, offset: SourceOffset[P], change: SchemaChange[P, T]) -> Offset:
         """The batch of a DROP TABLE / DATABASE: each dropped table's entry says so
@@ -517,7 +517,7 @@ class IncrementalSource(Generic[P, T]):
             progress[table_id] = dataclasses.replace(TableProgress.finished(), schema=schema)
             self._forget(table_id)
         log.info("%s: a batch of its own; no longer captured", change.describe())
-        return dataclasses.replace(offset, log=change.after, tables=progress).to_json()
+        return self._json(dataclasses.replace(offset, log=change.after, tables=progress))
 
     def _forget_dropped(self, offset: SourceOffset[P]) -> SourceOffset[P]:
         """``offset`` without the tables its batch dropped. A table of the same name
@@ -764,15 +764,26 @@ class IncrementalSource(Generic[P, T]):
         to the dialect's fixed snapshot target (an earlier position, still in the log)."""
         progress = {t: TableProgress() for t in self.tables}  # validates the server first
         position = self.dialect.snapshot_target() or self.current_position()
-        start = SourceOffset(position, progress).to_json()
-        bounded = SourceOffset(position, progress, bounded=True).to_json()
+        start = self._json(SourceOffset(position, progress))
+        bounded = self._json(SourceOffset(position, progress, bounded=True))
         return self.partitions(start, self.latest_offset(bounded, None))
+
+    def _json(self, offset: SourceOffset[P]) -> Offset:
+        """An offset as Spark stores it, with the server its log position was read from
+        (``origin``) when the dialect names servers: a restart connected to another server
+        (a replica failed over) translates the position or fails, never reads a position
+        of one server on another (:meth:`Dialect.log_position`)."""
+        data = offset.to_json()
+        origin = self.dialect.log_origin()
+        if origin is not None:
+            data["origin"] = origin
+        return data
 
     def _offset(self, data: Offset) -> SourceOffset[P]:
         """An offset's typed form, for the tables captured now. Tables that match since
         the checkpoint was made, or match no more, are reconciled as
         ``scan.newly-added-table.enabled`` says (see :meth:`_reconcile`)."""
-        offset = SourceOffset.from_json(data, self.dialect.position_from_json)
+        offset = SourceOffset.from_json(data, lambda _: self.dialect.log_position(data))
         captured = {t for t, p in offset.tables.items() if not p.dropped}
         gone = sorted(captured - set(self.tables) - self._dropped)
         if gone:
@@ -850,7 +861,7 @@ class IncrementalSource(Generic[P, T]):
 
     def commit(self, end: Offset) -> None:
         """Spark committed the batches up to ``end``: the dialect may release log it keeps."""
-        self.dialect.committed(self.dialect.position_from_json(end["log"]))
+        self.dialect.committed(self.dialect.log_position(end))
 
     def close(self) -> None:
         self.dialect.close()

@@ -56,8 +56,8 @@ def verify_tables(
             verdicts.append(TableVerdict(table.source, "empty", "-"))
             continue
         offset = _later(dialect, json.loads(snapshot.source_offset), committed)
-        log = offset["log"]
-        position = str(dialect.position_from_json(log))
+        at = dialect.log_position(offset)  # on the server connected now (failover)
+        log, position = at.to_json(), str(at)
         progress = offset.get("tables", {})
         entries = [progress.get(s.table.source.key) for s in target.sources]
         if any(e is None or TABLE_DROPPED in (e.get("schema") or {}) for e in entries):
@@ -94,7 +94,7 @@ def _later(dialect: Any, written: dict[str, Any], committed: str | None) -> dict
     if committed is None:
         return written
     later: dict[str, Any] = json.loads(committed)
-    if dialect.position_from_json(later["log"]) > dialect.position_from_json(written["log"]):
+    if dialect.log_position(later) > dialect.log_position(written):
         return later
     return written
 

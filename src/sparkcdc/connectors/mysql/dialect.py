@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.connectors.mysql.binlog.failover import position_elsewhere, server_identity
 from sparkcdc.connectors.mysql.binlog.limit import (
     MAX_LOG_PIECES,
     Boundary,
@@ -70,6 +71,10 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
         self.flavor = "mariadb"
         #: The range the last schema-change scan walked and its transaction boundaries.
         self._walked: tuple[tuple[int, int], tuple[int, int], list[Boundary]] | None = None
+        #: The connection the server identity was read on, and the identity.
+        self._origin: tuple[Any, str] | None = None
+        #: Positions of other servers carried to this one (failover), by where they came from.
+        self._carried: dict[tuple[str, str, str, int], BinlogPosition] = {}
 
     @property
     def settings(self) -> MySqlSourceConfig:
@@ -117,6 +122,29 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
     # -- positions ----------------------------------------------------------------------
     def position_from_json(self, data: Mapping[str, Any]) -> BinlogPosition:
         return BinlogPosition.from_json(dict(data))
+
+    def log_origin(self) -> str:
+        conn = self.conn  # a reconnect may reach another server (a virtual IP moved)
+        if self._origin is None or self._origin[0] is not conn:
+            self._origin = (conn, server_identity(conn))
+        return self._origin[1]
+
+    def position_elsewhere(self, data: Mapping[str, Any], origin: str, here: str) -> BinlogPosition:
+        position = self.position_from_json(data)
+        key = (origin, here, position.file, position.pos)
+        if key not in self._carried:  # planning parses the same offsets more than once
+            self._carried[key] = position_elsewhere(
+                self.conn, self.config, position, origin, here, self.flavor, self._scan_id
+            )
+            log.warning(
+                "the checkpoint's position %s was read from server %s; continuing from the "
+                "same GTID state on server %s at %s",
+                position,
+                origin,
+                here,
+                self._carried[key],
+            )
+        return self._carried[key]
 
     def current_position(self) -> BinlogPosition:
         return current_position(self.conn)

@@ -121,6 +121,35 @@ def _account(conn: Any, user: str) -> str:
     return f"'{name}'@'{host}'" if name else f"'{user}'@'<host>'"
 
 
+def replica_problems(conn: Any, flavor: str) -> list[str]:
+    """A replica writes what it replicates to its own binlog only with
+    ``log_slave_updates``: without it, capturing the replica would miss every change made
+    on the primary, silently. (A replica that stopped replicating is not detected here.)"""
+    ((updates,),) = query(conn, "SELECT @@log_slave_updates")
+    if str(updates).upper() in ("1", "ON"):
+        return []
+    if flavor == "mariadb":
+        rows = query(conn, "SHOW GLOBAL STATUS WHERE Variable_name = 'Slaves_running'")
+        replicating = bool(rows) and int(rows[0][1]) > 0
+    else:
+        try:
+            rows = query(
+                conn,
+                "SELECT COUNT(*) FROM performance_schema.replication_connection_status "
+                "WHERE SERVICE_STATE = 'ON'",
+            )
+        except Exception:  # no performance_schema: a replica cannot be told apart
+            return []
+        replicating = bool(rows) and int(rows[0][0]) > 0
+    if not replicating:
+        return []
+    return [
+        "log_slave_updates is OFF on this replica: the changes it replicates are not "
+        "written to its binlog, so they would never be captured. Set log_slave_updates=ON "
+        "in [mysqld] and restart the server, or capture the primary"
+    ]
+
+
 def validate_server(conn: Any, user: str) -> tuple[str, tuple[int, ...]]:
     """Run every check; raise one error listing every problem; return flavor and version."""
     ((text,),) = query(conn, "SELECT VERSION()")
@@ -135,7 +164,7 @@ def validate_server(conn: Any, user: str) -> tuple[str, tuple[int, ...]]:
             names,
         )
     }
-    problems = settings_problems(values, flavor)
+    problems = settings_problems(values, flavor) + replica_problems(conn, flavor)
     grants = [str(g) for (g,) in query(conn, "SHOW GRANTS")]
     problems += grant_problems(grants, _account(conn, user), flavor)
     if problems:
