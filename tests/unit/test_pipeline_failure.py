@@ -87,3 +87,17 @@ def test_a_jvm_root_cause_is_found_under_the_python_callbacks_wrappers() -> None
         f"Caused by: {cause}\n"
     )
     assert failure_text(text) == cause
+
+
+def test_a_full_disk_says_what_to_do() -> None:
+    """Spark's checkpoint (or the target) cannot be written: the root cause is the JVM's
+    IOException, and the user reads that a disk is full and that the run resumes."""
+    text = (
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: No space left on device\n"
+        "\tat org.apache.spark.sql.execution.streaming.checkpointing.HDFSMetadataLog.write\n"
+        "Caused by: java.io.IOException: No space left on device\n"
+        "\tat java.base/java.io.FileOutputStream.writeBytes(Native Method)\n"
+    )
+    said = failure_text(text)
+    assert said.startswith("java.io.IOException: No space left on device (a disk")
+    assert "free space and run again" in said

@@ -26,10 +26,29 @@ _CAUSE = re.compile(r"^Caused by: (.*)$", re.M)
 _NOT_MESSAGE = re.compile(r"^(\s|Traceback|JVM stacktrace|\tat |$)")
 
 
+#: What to do about failures that are the machine's, not the pipeline's.
+_HINTS = (
+    (
+        "No space left on device",
+        "a disk the pipeline writes to (its checkpoint, its target, Spark's local folder) "
+        "is full: free space and run again, the run resumes from its checkpoint",
+    ),
+)
+
+
 def failure_text(error: str) -> str:
     """The message of the last of our errors that ``error`` (a failed query's text)
     wraps (the cause: tracebacks end with it), with its continuation lines; else the last
-    Python error line in it; else the JVM's root cause; else the text's first line."""
+    Python error line in it; else the JVM's root cause; else the text's first line. A
+    failure of the machine (a full disk) gets what to do about it."""
+    text = _message(error)
+    for symptom, hint in _HINTS:
+        if symptom in text:
+            return f"{text} ({hint})"
+    return text
+
+
+def _message(error: str) -> str:
     found = list(_OURS.finditer(error))
     if not found:
         python = _PYTHON.findall(error)
