@@ -11,6 +11,7 @@ restarted mid-stream: the topics read back equal the tables. The outcomes are pr
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from sparkcdc.cli.commands import verify_pipeline
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.embedded.process import port_open
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.runner import PipelineRun, prepare
@@ -73,6 +75,11 @@ class Runs:
             return len(committed_offsets(checkpoint)) > before + 3
 
         return check
+
+    def restart(self) -> None:
+        """Stop the run and start the pipeline (its file read again) anew."""
+        self.runs[-1].stop()
+        self.runs.append(self._start())
 
     def stop(self) -> None:
         self.runs[-1].stop()
@@ -251,8 +258,11 @@ def test_kafka_broker_restarted_mid_stream(
     """The Kafka target's broker shut down for 10 s while the pipeline streams random
     writes, then started again on the same ports with its data: the batch's producer
     waits for it (``delivery.timeout.ms``, 2 min by default) and the run rides through;
-    a run that stops instead must say why, and the next one resumes. At-least-once: the
-    upsert topics read back (the last message per key) equal the tables."""
+    a run that stops instead must say why, and the next one resumes. Then the producer's
+    timeouts are made shorter than an outage of 25 s: runs stop with Kafka's error (and
+    runs started during the outage stop again), and the first run after the broker is
+    back resumes. At-least-once: the upsert topics read back (the last message per key)
+    equal the tables."""
     with EmbeddedKafka() as broker:
         block = (
             f"type: kafka\nproperties.bootstrap.servers: {broker.bootstrap_servers}\n"
@@ -270,6 +280,25 @@ def test_kafka_broker_restarted_mid_stream(
             before = len(committed_offsets(checkpoint))
             broker.restart(down_seconds=10)
             wait_until(runs.moved_on(checkpoint, before), "batches after the restart", 300)
+            short_outage = runs.outcome
+            timeouts = "".join(
+                f"\n  properties.{name}: {ms}"
+                for name, ms in (
+                    ("delivery.timeout.ms", 6000),
+                    ("request.timeout.ms", 3000),
+                    ("max.block.ms", 6000),
+                )
+            )
+            path.write_text(
+                path.read_text().replace("value.format: upsert", "value.format: upsert" + timeouts)
+            )
+            runs.restart()
+            outage = threading.Thread(target=broker.restart, kwargs={"down_seconds": 25})
+            outage.start()  # the check below restarts runs that stop, during the outage too
+            wait_until(lambda: not port_open(broker.port), "the broker to go down", 60)
+            before = len(committed_offsets(checkpoint))
+            wait_until(runs.moved_on(checkpoint, before), "batches after the long outage", 300)
+            outage.join()
         finally:
             writer.stop()
             runs.stop()
@@ -280,7 +309,9 @@ def test_kafka_broker_restarted_mid_stream(
             assert upsert_topic_rows(spark, (broker, topic), table) == source, table
             checked += len(source)
         print(
-            f"\nKafka broker restarted mid-stream (down 10 s): {runs.outcome}; "
-            f"{writer.transactions} source transactions, {checked} rows checked equal"
+            f"\nKafka broker restarted mid-stream (down 10 s): {short_outage}; down 25 s, "
+            f"longer than the producer's timeouts: {runs.outcome}; {writer.transactions} "
+            f"source transactions, {checked} rows checked equal"
         )
-        assert runs.outcome == "rode through" or "kafka" in runs.outcome.lower(), runs.outcome
+        assert short_outage == "rode through" or "kafka" in short_outage.lower(), short_outage
+        assert runs.outcome.startswith("stopped") and "kafka" in runs.outcome.lower()

@@ -7,6 +7,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -75,7 +76,9 @@ def wait_until(
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     """Ask Linux to SIGTERM this server when the process that started it dies, so a killed
-    test run does not leave servers behind (PR_SET_PDEATHSIG)."""
+    test run does not leave servers behind (PR_SET_PDEATHSIG). Linux sends the signal when
+    the *thread* that started it ends, so servers started from other threads (a fault
+    test's restart in the background) do not ask for it: they would die with that thread."""
     try:
         import ctypes
 
@@ -89,6 +92,7 @@ def start_process(
 ) -> subprocess.Popen[bytes]:
     """Start a server in its own process group with stdout/stderr going to ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    main = threading.current_thread() is threading.main_thread()
     with log.open("ab") as out:
         return subprocess.Popen(
             list(argv),
@@ -97,7 +101,7 @@ def start_process(
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent if main else None,
         )
 
 

@@ -33,6 +33,12 @@ _HINTS = (
         "a disk the pipeline writes to (its checkpoint, its target, Spark's local folder) "
         "is full: free space and run again, the run resumes from its checkpoint",
     ),
+    (
+        "not present in metadata after",
+        "Kafka's producer did not reach the brokers within its timeouts (max.block.ms, "
+        "delivery.timeout.ms), or cannot create the topic: check the brokers and run "
+        "again, the run resumes from its checkpoint",
+    ),
 )
 
 
