@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from sparkcdc.connectors.mysql.binlog import locate
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.core.errors import SourceConfigurationError
@@ -42,10 +43,10 @@ def topology() -> Iterator[tuple[EmbeddedMariaDB, EmbeddedMariaDB, EmbeddedMaria
             server.stop()
 
 
-def source(server: EmbeddedMariaDB) -> MySqlCdcSource:
+def source(server: EmbeddedMariaDB, database: str = DB) -> MySqlCdcSource:
     options = {
         **server.source_options(),
-        "database-name": DB,
+        "database-name": database,
         "table-name": "orders",
         "server-id": "6200-6210",
         "scan.incremental.snapshot.chunk.size": "200",
@@ -96,6 +97,8 @@ def test_failover_to_another_replica_by_gtid_loses_and_repeats_nothing(
     second.catch_up(primary)
     second.execute("STOP SLAVE")  # falls behind what the first replica has
     second.execute("FLUSH BINARY LOGS")  # and its binlog names other files than the first's
+    primary.execute("INSERT INTO audit (note) VALUES ('the second lacks this')", database=DB)
+    first.catch_up(primary)  # so every offset read on the first is ahead of the second
     orders = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty"])
     apply = orders.apply_batch
 
@@ -128,3 +131,37 @@ def test_failover_to_another_replica_by_gtid_loses_and_repeats_nothing(
     on_second.close()
     assert writer.transactions > 50
     assert orders.state == table_state(primary, DB, "orders")
+
+
+def test_a_commit_while_the_position_is_carried_over_is_not_skipped(
+    topology: tuple[EmbeddedMariaDB, EmbeddedMariaDB, EmbeddedMariaDB],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second replica is exactly where the checkpoint is, and a transaction commits
+    just after the scan for the checkpoint's GTID state reached its binlog's end: the
+    position found must be before that transaction (the binlog's end read before the
+    scan), not the end after it."""
+    primary, first, second = topology
+    db = primary.create_database("shop_race")
+    primary.execute(
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, name VARCHAR(64), qty INT)", database=db
+    )
+    primary.execute("INSERT INTO orders VALUES (1, 'a', 1), (2, 'b', 2)", database=db)
+    first.catch_up(primary)
+    second.catch_up(primary)
+    orders = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty"])
+    on_first = source(first, db)
+    offset = run_batches(on_first, None, orders.apply_batch)
+    on_first.close()
+    scans = locate.transaction_starts
+
+    def scan_then_commit(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        yield from scans(*args, **kwargs)
+        primary.execute("INSERT INTO orders VALUES (3, 'c', 3)", database=db)
+        second.catch_up(primary)
+
+    monkeypatch.setattr(locate, "transaction_starts", scan_then_commit)
+    on_second = source(second, db)
+    run_batches(on_second, offset, orders.apply_batch)
+    on_second.close()
+    assert orders.state == table_state(primary, db, "orders")

@@ -63,4 +63,6 @@ def position_elsewhere(
             "replicates (log_slave_updates=OFF). Start again once it has caught up "
             "(SELECT MASTER_GTID_WAIT(...) on it tells when)"
         )
-    return position_for_gtid(conn, config, position.gtid, flavor, scan_id)
+    # the binlog's end read before the scan: a transaction committed during the scan
+    # comes after it and must not be skipped
+    return position_for_gtid(conn, config, position.gtid, flavor, scan_id, end=head)

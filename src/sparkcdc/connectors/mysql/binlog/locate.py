@@ -70,9 +70,19 @@ def transaction_starts(
 
 
 def position_for_gtid(
-    conn: Any, config: MySqlSourceConfig, text: str, flavor: str, server_id: int
+    conn: Any,
+    config: MySqlSourceConfig,
+    text: str,
+    flavor: str,
+    server_id: int,
+    end: BinlogPosition | None = None,
 ) -> BinlogPosition:
-    """The start of the first transaction not in the GTID set/position ``text``."""
+    """The start of the first transaction not in the GTID set/position ``text``.
+
+    ``end``: a binlog end read before this call whose GTID state covers ``text``: when
+    the scan meets no transaction outside ``text`` the answer is ``end``. Without it the
+    binlog's end after the scan is taken, which skips transactions committed while the
+    scan ran (right for a start position given by hand, wrong for a stream's own)."""
     files = [name for name, _ in binlog_files(conn)]
     if flavor == "mariadb":
         target = MariaDbGtidPosition.parse(text)
@@ -104,7 +114,7 @@ def position_for_gtid(
                 "'scan.startup.specific-offset.file'/'.pos'"
             ) from None
         if index is None:
-            return current_position(conn)
+            return end if end is not None else current_position(conn)
         tx = seen[index]
         return BinlogPosition(tx.file, tx.pos, gtid_at(conn, tx.file, tx.pos))
     mysql_target = MySqlGtidSet.parse(text)
