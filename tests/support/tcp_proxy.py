@@ -24,6 +24,7 @@ class CuttableProxy:
         self._frozen: set[socket.socket] = set()
         self._closed = threading.Event()
         self.cuts = self.freezes = 0
+        self.forwarded = 0  #: bytes sent to clients so far (a read in progress moves it)
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -35,16 +36,19 @@ class CuttableProxy:
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             with self._lock:
                 self._sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, down in ((client, upstream, False), (upstream, client, True)):
+                threading.Thread(target=self._pipe, args=(a, b, down), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket, down: bool) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(self.chunk):
                 if source in self._frozen:  # a stall: nothing more is forwarded, ever
                     self._closed.wait()
                     return
                 sink.sendall(data)
+                if down:
+                    with self._lock:
+                        self.forwarded += len(data)
                 time.sleep(self.pause)
         for s in (source, sink):
             with contextlib.suppress(OSError):

@@ -188,6 +188,7 @@ def test_the_prometheus_endpoint_serves_the_metrics_over_http() -> None:
         describe_position=lambda o: "binlog.000001:4",
         log_head=lambda o: LogHead("binlog.000001:104", 100),
         clock=clock,
+        source_retries=lambda: 2,  # read live: Spark's tasks add to it as they end
     )
     metrics.record(
         report(
@@ -221,6 +222,7 @@ def test_the_prometheus_endpoint_serves_the_metrics_over_http() -> None:
     assert value("log_bytes_behind") == 100
     assert value("batches_total") == 1
     assert value("sink_retries_total") == 1
+    assert value("source_retries_total") == 2
     assert value("snapshot_remaining_tables") == 1
     orders, items = {"table": "shop.orders"}, {"table": "shop.items"}
     assert value("snapshot_rows_total", **orders) == 4

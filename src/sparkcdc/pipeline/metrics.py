@@ -76,6 +76,7 @@ class MetricsSnapshot:
     head: LogHead | None
     tables: Sequence[TableMetrics] = field(default_factory=tuple)
     sink_retries: int = 0  #: batches tried again by this run (target connection lost)
+    source_retries: int = 0  #: lost source connections Spark tasks retried, this run
 
     @property
     def snapshot_remaining_tables(self) -> int:
@@ -95,6 +96,7 @@ class PipelineMetrics:
         log_head: Callable[[str], LogHead | None] | None = None,
         clock: Callable[[], float] = time.time,
         head_interval: float = 5.0,
+        source_retries: Callable[[], int] = lambda: 0,
     ) -> None:
         self.pipeline = pipeline
         self._lock = threading.Lock()
@@ -109,6 +111,7 @@ class PipelineMetrics:
         self._last_active = self._started
         self._batches = 0
         self._sink_retries = 0
+        self._source_retries = source_retries  #: live: Spark adds as its tasks end
         self._last: BatchReport | None = None
         self._states = {t: PENDING for t in self._tables}
         self._states.update(_known(table_states(state.source_offset), self._tables))
@@ -203,6 +206,7 @@ class PipelineMetrics:
                     for t in self._tables
                 ),
                 sink_retries=self._sink_retries,
+                source_retries=self._source_retries(),
             )
 
     def _refresh_head(self, force: bool) -> None:

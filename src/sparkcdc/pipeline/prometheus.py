@@ -53,6 +53,14 @@ class PipelineCollector(Collector):
         )
         retries.add_metric(p, m.sink_retries)
         yield retries
+        source_retries = CounterMetricFamily(
+            "sparkcdc_source_retries",
+            "Reads of the source that lost their connection and were tried again in Spark "
+            "tasks (this run).",
+            labels=["pipeline"],
+        )
+        source_retries.add_metric(p, m.source_retries)
+        yield source_retries
         yield from gauge("last_batch_id", "Id of the last batch written.", m.last_batch_id)
         yield from gauge(
             "last_batch_timestamp_seconds",

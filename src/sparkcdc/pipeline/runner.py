@@ -42,6 +42,7 @@ from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
 from sparkcdc.sinks.registry import make_sink
 from sparkcdc.snapshot.options import ENVELOPE
 from sparkcdc.snapshot.schema_change import ColumnMoves
+from sparkcdc.spark.read_counters import source_retries
 
 log = logging.getLogger(__name__)
 
@@ -533,7 +534,7 @@ def prepare(
         if evolved.table.source in state.targets:  # finish an evolution a crash cut short
             sink.evolve(spark, evolved.table)
     sink.open(spark, [t.table for t in targets])
-    metrics = pipeline_metrics(definition, [t.source for t in tables], probe)
+    metrics = pipeline_metrics(definition, [t.source for t in tables], probe, spark)
     sink.on_retry = metrics.sink_retried
     run = PipelineRun(definition, spark, tables, targets, sink, probe, metrics, on_batch)
     run.force_envelope = len(tables) == 1 and tables != now
@@ -564,10 +565,11 @@ def tables_at_checkpoint(
 
 
 def pipeline_metrics(
-    definition: PipelineDefinition, tables: list[TableId], probe: SourceProbe
+    definition: PipelineDefinition, tables: list[TableId], probe: SourceProbe, spark: Any
 ) -> PipelineMetrics:
     """The run's metrics, starting from the totals in the checkpoint; the row estimates
-    are asked for only for tables whose snapshot is not done."""
+    are asked for only for tables whose snapshot is not done. The source's retries are
+    those of ``spark``'s tasks from now on."""
     state = load_run_state(definition.settings.checkpoint)
     states = table_states(state.source_offset)
     pending = [t for t in tables if states.get(t) != STREAMING]
@@ -578,6 +580,7 @@ def pipeline_metrics(
         probe.estimated_rows(pending) if pending else {},
         describe_position=probe.describe,
         log_head=probe.log_head,
+        source_retries=source_retries(spark),
     )
 
 

@@ -10,6 +10,7 @@ opening a connection keeps the driver's error for its caller to word (it knows t
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +20,18 @@ from sparkcdc.core.errors import SourceUnavailableError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+#: Every retry this process has taken (read with :func:`retries_taken`). A Spark task's
+#: reader takes the difference over its read and reports it to the driver
+#: (spark/read_counters.py): retries on executors are invisible to the driver otherwise.
+_taken = 0
+_taken_lock = threading.Lock()
+
+
+def retries_taken() -> int:
+    """How many retries this process has taken so far (of every policy)."""
+    with _taken_lock:
+        return _taken
 
 
 def backoff(attempt: int) -> float:
@@ -52,6 +65,7 @@ class Retries:
                 ) from failure
             raise failure
         delay = backoff(attempt)
+        count_retry()
         log.warning(
             "%s failed (%s); retry %d/%d in %.1fs",
             what,
@@ -71,6 +85,13 @@ class Retries:
                 return action()
             except Exception as exc:
                 attempt = self.pause(attempt, what, exc, final)
+
+
+def count_retry() -> None:
+    """One more retry taken (by a policy of ours, or by a driver that reconnects itself)."""
+    global _taken
+    with _taken_lock:
+        _taken += 1
 
 
 def lost_mid_read(policy: Retries, what: str, rows: Iterator[T]) -> Iterator[T]:

@@ -29,6 +29,7 @@ from pyspark.sql.types import StructType
 
 from sparkcdc.connectors.registry import connector
 from sparkcdc.snapshot.driver import IncrementalSource, PartitionSpec
+from sparkcdc.spark.read_counters import counted
 from sparkcdc.spark.schema import to_spark_schema
 
 
@@ -37,6 +38,8 @@ class CdcDataSource(DataSource):
 
     #: The registry name of the connector (``mysql``).
     connector_name: ClassVar[str]
+    #: The accumulator the readers add the source's retries to (set by ``register``).
+    read_counter: ClassVar[Any] = None
 
     @classmethod
     def name(cls) -> str:
@@ -70,15 +73,16 @@ class CdcDataSource(DataSource):
             source.close()
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return CdcStreamReader(self._source())
+        return CdcStreamReader(self._source(), self.read_counter)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SnapshotReader(self._source())
+        return SnapshotReader(self._source(), self.read_counter)
 
 
 class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, source: IncrementalSource[Any, Any]) -> None:
+    def __init__(self, source: IncrementalSource[Any, Any], counter: Any = None) -> None:
         self.source = source  # no connection yet: __init__ runs in several processes
+        self.counter = counter
         self._target: Any = None
 
     def initialOffset(self) -> dict[str, Any]:
@@ -105,7 +109,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [InputPartition(spec) for spec in self.source.partitions(start, end)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return self.source.read(cast(PartitionSpec, partition.value))
+        spec = cast(PartitionSpec, partition.value)
+        return counted(self.counter, lambda: self.source.read(spec))
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark will not replay before ``end``: the connector may release the log it
@@ -119,8 +124,9 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 class SnapshotReader(DataSourceReader):
     """A consistent snapshot of the captured tables as a batch DataFrame."""
 
-    def __init__(self, source: IncrementalSource[Any, Any]) -> None:
+    def __init__(self, source: IncrementalSource[Any, Any], counter: Any = None) -> None:
         self.source = source
+        self.counter = counter
 
     def partitions(self) -> list[InputPartition]:
         try:
@@ -129,4 +135,5 @@ class SnapshotReader(DataSourceReader):
             self.source.close()
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return self.source.read(cast(PartitionSpec, partition.value))
+        spec = cast(PartitionSpec, partition.value)
+        return counted(self.counter, lambda: self.source.read(spec))

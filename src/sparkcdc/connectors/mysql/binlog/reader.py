@@ -213,9 +213,10 @@ def read_change_blocks(
     if not tables or end <= start:
         return
     from pymysql.err import OperationalError
-    from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    from sparkcdc.connectors.mysql.binlog.counted_stream import CountedBinLogStream
 
     kinds: dict[type, BlockKind] = {
         WriteRowsEvent: "insert",
@@ -224,7 +225,7 @@ def read_change_blocks(
     }
     decoders = {tid: RowDecoder(t, config) for tid, t in tables.items()}
     fast_path = FastPath(tables) if decoder == "fast" else None
-    stream = BinLogStreamReader(
+    stream = CountedBinLogStream(
         connection_settings=replication_settings(config),
         server_id=server_id,
         resume_stream=True,
