@@ -39,28 +39,24 @@ class PipelineCollector(Collector):
                 family.add_metric(p, value)
                 yield family
 
+        def counter(name: str, doc: str, value: int) -> Metric:
+            family = CounterMetricFamily(f"sparkcdc_{name}", doc, labels=["pipeline"])
+            family.add_metric(p, value)
+            return family
+
         yield from gauge("up_seconds", "Seconds since this run started.", m.now - m.started)
-        batches = CounterMetricFamily(
-            "sparkcdc_batches", "Batches written by this run.", labels=["pipeline"]
-        )
-        batches.add_metric(p, m.batches)
-        yield batches
-        retries = CounterMetricFamily(
-            "sparkcdc_sink_retries",
+        yield counter("batches", "Batches written by this run.", m.batches)
+        yield counter(
+            "sink_retries",
             "Batches the sink tried again because its connection to the target was lost "
             "(this run).",
-            labels=["pipeline"],
+            m.sink_retries,
         )
-        retries.add_metric(p, m.sink_retries)
-        yield retries
-        source_retries = CounterMetricFamily(
-            "sparkcdc_source_retries",
-            "Reads of the source that lost their connection and were tried again in Spark "
-            "tasks (this run).",
-            labels=["pipeline"],
+        yield counter(
+            "source_retries",
+            "Connections to the source that failed in Spark tasks and were tried again (this run).",
+            m.source_retries,
         )
-        source_retries.add_metric(p, m.source_retries)
-        yield source_retries
         yield from gauge("last_batch_id", "Id of the last batch written.", m.last_batch_id)
         yield from gauge(
             "last_batch_timestamp_seconds",
