@@ -13,7 +13,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, SinkTable
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
-from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
+from sparkcdc.sinks.reduce import DELETED, KEPT_SET, REREAD, last_change_per_key
 
 END = 10  #: the batch end's version: rows read again carry it
 
@@ -43,20 +43,38 @@ def test_rows_read_again_leave_kept_columns_to_the_target_or_the_log(spark: Any)
     reread = F.col("_change_type").isin("update", "update_postimage") & (
         F.col("_commit_version") == F.lit(END)
     )
-    reduced = last_change_per_key(changes, ["id"], ["id", "a", "b"], ["b"], reread)
+    reduced = last_change_per_key(changes, ["id"], ["id", "a", "b"], [("b",)], reread)
     got = {r["id"]: (r["a"], r["b"], r[DELETED], r[REREAD]) for r in reduced.collect()}
     assert got == {
-        1: (10, None, False, True),
-        2: (21, None, False, False),
-        3: (31, "y", False, False),
-        4: (42, None, False, False),
-        5: (51, None, False, False),
-        6: (60, None, False, False),
-        7: (70, "v", True, False),
+        1: (10, None, False, 0),
+        2: (21, None, False, None),
+        3: (31, "y", False, None),
+        4: (42, None, False, None),
+        5: (51, None, False, None),
+        6: (60, None, False, None),
+        7: (70, "v", True, None),
     }
     plain = last_change_per_key(changes, ["id"], ["id", "a", "b"])
     assert REREAD not in plain.columns
     assert {r["id"]: r["a"] for r in plain.collect()}[3] == 31
+
+    # two tables in one target: ids below 100 lost b (kind 0), the others lost a (kind 1)
+    kinds = changes.withColumn(KEPT_SET, F.when(F.col("id") < 100, 0).otherwise(1))
+    other = spark.createDataFrame(
+        [
+            (101, None, "p", "update_postimage", END),  # read again: a stays, b written
+            (102, None, "q", "update_postimage", 5),  # the log, then read again
+            (102, None, "r", "update_postimage", END),
+        ],
+        changes.schema,
+    ).withColumn(KEPT_SET, F.lit(1))
+    both = last_change_per_key(
+        kinds.unionByName(other), ["id"], ["id", "a", "b"], [("b",), ("a",)], reread
+    )
+    got = {r["id"]: (r["a"], r["b"], r[DELETED], r[REREAD]) for r in both.collect()}
+    assert got[1] == (10, None, False, 0) and got[3] == (31, "y", False, None)
+    assert got[101] == (None, "p", False, 1)
+    assert got[102] == (None, "r", False, None)  # a from the log (NULL), b as read
 
 
 def test_a_delta_target_keeps_the_kept_column_of_rows_read_again(
@@ -76,13 +94,37 @@ def test_a_delta_target_keeps_the_kept_column_of_rows_read_again(
         (4, 40, "v4", "delete", 7),
         (5, 50, None, "update_postimage", END),  # a new key read again: b NULL
     ]
-    sink.write(_batch(spark, 2, second, version=END, kept=("b",)))
+    sink.write(_batch(spark, 2, second, version=END, kept=(("b",),)))
     rows = spark.read.format("delta").load(str(tmp_path / "db" / "t")).collect()
     assert {r[0]: tuple(r) for r in rows} == {
         1: (1, 10, "v1"),
         2: (2, 21, None),
         3: (3, 30, None),
         5: (5, 50, None),
+    }
+
+
+def test_a_merged_delta_target_keeps_what_each_table_lost(spark: Any, tmp_path: Path) -> None:
+    """Two tables in one target (ids below 100 and the rest): the first lost b, which the
+    second still has; rows of each read again keep their own table's lost columns only."""
+    table = SinkTable(TableId("db", "t"), _schema(), ("id",))
+    sink = DeltaSink(DeltaSinkConfig.from_options({"path": str(tmp_path)}))
+    sink.open(spark, [table])
+    first = [(i, i, f"v{i}", "insert", 1) for i in (1, 2, 101, 102)]
+    sink.write(_batch(spark, 1, first, version=1))
+    second = [
+        (1, 10, None, "update_postimage", END, 0),  # read again: b stays 'v1'
+        (2, 20, None, "update_postimage", 5, 0),  # the log after the drop: b NULL
+        (101, 110, "w101", "update_postimage", END, 1),  # read again: b is its own
+        (102, 120, None, "update_postimage", END, 1),  # read again: b NULL in the table
+    ]
+    sink.write(_batch(spark, 2, second, version=END, kept=(("b",), ())))
+    rows = spark.read.format("delta").load(str(tmp_path / "db" / "t")).collect()
+    assert {r[0]: tuple(r) for r in rows} == {
+        1: (1, 10, "v1"),
+        2: (2, 20, None),
+        101: (101, 110, "w101"),
+        102: (102, 120, None),
     }
 
 
@@ -97,12 +139,13 @@ def _batch(
     batch_id: int,
     rows: list[tuple[Any, ...]],
     version: int,
-    kept: tuple[str, ...] = (),
+    kept: tuple[tuple[str, ...], ...] = ((),),
 ) -> MicroBatch:
+    """``rows``: id, a, b, change, version, and with several ``kept`` sets, the row's."""
     frame = spark.createDataFrame(
-        [(*r, None) for r in rows],
+        [(*r[:5], None, *r[5:]) for r in rows],
         "id int, a int, b string, _change_type string, _commit_version long,"
-        " _commit_timestamp timestamp",
+        " _commit_timestamp timestamp" + (f", {KEPT_SET} int" if len(kept) > 1 else ""),
     )
     table = TableId("db", "t")
     return MicroBatch(

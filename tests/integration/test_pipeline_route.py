@@ -1,7 +1,8 @@
 """route + transform end to end: three MariaDB shards with different columns and
 overlapping keys, written to while the pipeline snapshots and streams, merged into one
 Delta table and one PostgreSQL table; each target equals the union computed here from the
-shards, and ``verify`` agrees."""
+shards, and ``verify`` agrees. Then column changes of the shards, a new shard, and a shard
+read again on demand, each target equal to the model of ``lenient`` computed here."""
 
 from __future__ import annotations
 
@@ -13,12 +14,18 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.cli.main import main
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
 from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.verify.run import verify_tables
-from tests.support.pipelines import pipeline_file, postgres_sink_block, run_until_caught_up
+from tests.support.pipelines import (
+    pipeline_file,
+    postgres_sink_block,
+    run_until_caught_up,
+    wait_read_again,
+)
 
 SHARDS = {
     "shard_1": ("id BIGINT PRIMARY KEY", "name VARCHAR(64)", "qty INT"),
@@ -269,15 +276,41 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
     if sink == "delta":
         frame = spark.read.format("delta").load(str(scratch / "lake" / shards / "merged"))
         assert frame.schema["qty"].dataType.simpleString() == "bigint"
-        found = frame.select(*FINAL).collect()
-    else:
-        with postgres.connect(pg_db) as conn:
-            found = conn.execute(f'SELECT {", ".join(FINAL)} FROM "{shards}".merged').fetchall()
+    found = final_rows(spark, postgres, pg_db, scratch, shards, sink)
     assert list(again.targets[0].table.columns) == list(FINAL)
     assert [s.table.source.table for s in again.targets[0].sources][-1] == "shard_4"
     evolved = target_rows(found)
     assert evolved == expected_evolved(mariadb, shards, rows)
     assert evolved[(3, "shard_4")][-1] == "green" and (2, "shard_4") not in evolved
+
+    # shard_2 read again on demand: its rows take their label, and keep the note and name
+    # it lost (shard_1 still has a name: the kept columns are shard_2's own, not only
+    # those no shard has)
+    reread = prepare(definition, spark=spark)
+    reread.start()
+    try:
+        assert main(["snapshot", str(path), "--table", f"{shards}.shard_2"]) == 0
+        wait_read_again(reread, mariadb)
+    finally:
+        reread.stop()
+    labels = dict(mariadb.execute("SELECT id, label FROM shard_2", database=shards))
+    at = FINAL.index("label")
+    for key, row in evolved.items():
+        if key[1] == "shard_2":
+            evolved[key] = (*row[:at], labels[key[0]], *row[at + 1 :])
+    assert target_rows(final_rows(spark, postgres, pg_db, scratch, shards, sink)) == evolved
+    assert sum(c.reread_rows for b in reread.batches for c in b.counts.values()) > 0
+
+
+def final_rows(
+    spark: Any, postgres: EmbeddedPostgres, pg_db: str, scratch: Path, db: str, sink: str
+) -> list[Any]:
+    """The merged target's rows, ``FINAL``'s columns."""
+    if sink == "delta":
+        frame = spark.read.format("delta").load(str(scratch / "lake" / db / "merged"))
+        return list(frame.select(*FINAL).collect())
+    with postgres.connect(pg_db) as conn:
+        return list(conn.execute(f'SELECT {", ".join(FINAL)} FROM "{db}".merged').fetchall())
 
 
 def test_an_expression_spark_rejects_names_the_rule_line(

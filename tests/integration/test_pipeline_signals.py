@@ -17,46 +17,13 @@ from sparkcdc.pipeline.runner import PipelineRun, prepare
 from sparkcdc.verify.run import verify_tables
 from tests.integration.test_mysql_source import orders
 from tests.support.mariadb_writes import mariadb_writer, table_state
-from tests.support.pipelines import (
-    committed_offsets,
-    master_position,
-    pipeline_file,
-    run_until_caught_up,
-    wait_until,
-)
+from tests.support.pipelines import pipeline_file, run_until_caught_up, wait_read_again
 
 __all__ = ["orders"]  # the fixture, re-used
 
 
 def delta(spark: Any, path: Path) -> dict[Any, tuple[Any, ...]]:
     return {r[0]: tuple(r) for r in spark.read.format("delta").load(str(path)).collect()}
-
-
-def wait_read_again(run: PipelineRun, mariadb: EmbeddedMariaDB, writer: Any = None) -> None:
-    """Wait until a committed offset has read the whole signal file, ended its re-reads and
-    passed the binlog's end (after stopping ``writer``, if any)."""
-    checkpoint = run.definition.settings.checkpoint
-    signals = run.definition.signal_file.stat().st_size
-
-    def read_again(offset: dict[str, Any]) -> bool:
-        consumed = offset.get("signals", {}).get("file") == signals
-        return consumed and not any("again" in t for t in offset["tables"].values())
-
-    def committed(check: Any) -> Any:
-        def done() -> bool:
-            assert run.active, f"the pipeline stopped: {run.query.exception()}"
-            return any(check(o) for o in committed_offsets(checkpoint))
-
-        return done
-
-    wait_until(committed(read_again), "the re-read")
-    if writer is not None:
-        writer.stop()
-    file, pos = master_position(mariadb)
-    wait_until(
-        committed(lambda o: (o["log"]["file"], int(o["log"]["pos"])) >= (file, pos)),
-        "the pipeline to catch up",
-    )
 
 
 def reread_rows(run: PipelineRun) -> int:

@@ -148,3 +148,30 @@ def run_while_writing(
         run_until_caught_up(run, mariadb, then)
     finally:
         writer.stop()
+
+
+def wait_read_again(run: Any, mariadb: EmbeddedMariaDB, writer: Any = None) -> None:
+    """Wait until a committed offset has read the whole signal file, ended its re-reads and
+    passed the binlog's end (after stopping ``writer``, if any)."""
+    checkpoint = run.definition.settings.checkpoint
+    signals = run.definition.signal_file.stat().st_size
+
+    def read_again(offset: dict[str, Any]) -> bool:
+        consumed = offset.get("signals", {}).get("file") == signals
+        return consumed and not any("again" in t for t in offset["tables"].values())
+
+    def committed(check: Any) -> Any:
+        def done() -> bool:
+            assert run.active, f"the pipeline stopped: {run.query.exception()}"
+            return any(check(o) for o in committed_offsets(checkpoint))
+
+        return done
+
+    wait_until(committed(read_again), "the re-read")
+    if writer is not None:
+        writer.stop()
+    file, pos = master_position(mariadb)
+    wait_until(
+        committed(lambda o: (o["log"]["file"], int(o["log"]["pos"])) >= (file, pos)),
+        "the pipeline to catch up",
+    )

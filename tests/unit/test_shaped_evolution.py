@@ -144,7 +144,9 @@ def test_the_target_takes_the_new_source_and_schema() -> None:
     assert [s.table.columns for s in target.sources] == [("id", "a", "d"), ("id", "a", "c")]
     assert target.table.columns == ("id", "a", "b", "c", "d")
     assert target.table.source == MERGED
-    assert kept_columns(target) == ("b",)  # no table has it any more: rows read again keep it
+    # rows read again keep what their own table lacks: b (no table has it any more), and
+    # the column only the other table has
+    assert kept_columns(target) == (("b", "c"), ("b", "d"))
 
 
 def test_a_restart_evolves_the_stored_schema_by_every_tables_columns() -> None:

@@ -1,5 +1,5 @@
-"""``kept_columns``: which target columns rows read again leave alone: the target's
-columns none of its tables' (shaped) rows carry."""
+"""``kept_columns``: which target columns rows read again leave alone: per kind of row,
+the target's columns its table's (shaped) rows do not carry."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.schema_follow import plain_target
-from sparkcdc.pipeline.targets import Target, TargetSource, kept_columns
+from sparkcdc.pipeline.targets import Target, TargetSource, kept_columns, kept_kind
 from sparkcdc.sinks.base import SinkTable
 
 T = TableId("app", "t")
@@ -24,11 +24,11 @@ def table(names: str, source: TableId = T) -> SinkTable:
 def test_a_one_table_target_keeps_the_columns_its_table_lost() -> None:
     now = table("id a d")
     evolved = plain_target(now, table("id b a c").schema)  # lenient after drops of b, c
-    assert kept_columns(evolved) == ("b", "c")
-    assert kept_columns(plain_target(now)) == ()  # as captured
+    assert kept_columns(evolved) == (("b", "c"),)
+    assert kept_columns(plain_target(now)) == ((),)  # as captured
 
 
-def test_shaped_and_merged_targets_keep_what_none_of_their_tables_has() -> None:
+def test_shaped_and_merged_targets_keep_per_table_what_its_rows_lack() -> None:
     now = table("id a")
     wide = table("id a b")
     rule: Any = object()  # a transform or route rule: only its presence counts here
@@ -42,6 +42,12 @@ def test_shaped_and_merged_targets_keep_what_none_of_their_tables_has() -> None:
             TargetSource(other, None, None, other.schema, ("id",)),
         ),
     )
-    assert kept_columns(shaped) == ()  # the transform makes b
-    assert kept_columns(routed) == ("b",)  # a schema change left it in the target
-    assert kept_columns(merged) == ()  # u has b
+    assert kept_columns(shaped) == ((),)  # the transform makes b
+    assert kept_columns(routed) == (("b",),)  # a schema change left it in the target
+    # t's rows lack b (u has it: t's rows read again must not blank it), u's lack a
+    assert kept_columns(merged) == (("b",), ("a",))
+    assert [kept_kind(merged, s) for s in merged.sources] == [0, 1]
+    same = table("id a", TableId("app", "v"))
+    three = Target(wide, (*merged.sources, TargetSource(same, None, None, same.schema, ("id",))))
+    assert kept_columns(three) == (("b",), ("a",))  # t and v are the same kind
+    assert [kept_kind(three, s) for s in three.sources] == [0, 1, 0]

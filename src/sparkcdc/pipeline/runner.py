@@ -264,17 +264,24 @@ class PipelineRun:
             rows = tally.rows
             snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
             namespace = self.definition.namespace
+            # kept columns matter to rows read again only: other batches reduce plainly
+            reread = {t.table.source: _summed(t, tally.reread) > 0 for t in self.targets}
             batch = MicroBatch(
                 pipeline=self._pipeline_id,
                 batch_id=batch_id,
-                changes={t.table.source: to_target(changes, t, namespace) for t in self.targets},
+                changes={
+                    t.table.source: to_target(changes, t, namespace, marked=reread[t.table.source])
+                    for t in self.targets
+                },
                 source_offset=offset,
                 # counts before filters: an upper bound, which is all sinks need (skip a
                 # target with 0; all of a target's rows are snapshot rows when both agree)
                 row_counts={t.table.source: _summed(t, rows) for t in self.targets},
                 snapshot_version=version,
                 snapshot_counts={t.table.source: _summed(t, snapshot_rows) for t in self.targets},
-                kept_columns={t.table.source: kept_columns(t) for t in self.targets},
+                kept_columns={
+                    t.table.source: kept_columns(t) for t in self.targets if reread[t.table.source]
+                },
             )
             if offset is not None:
                 previous = batch_offset(checkpoint, batch_id - 1) if batch_id else None
@@ -462,6 +469,11 @@ class _Tally:
     def rows(self) -> dict[TableId, int]:
         """Changelog rows per table, as a one-table stream has them (an update is two)."""
         return {t: c.changelog_rows for t, c in self.counts.items()}
+
+    @property
+    def reread(self) -> dict[TableId, int]:
+        """Rows read again per table."""
+        return {t: c.reread_rows for t, c in self.counts.items()}
 
 
 def _observed(stream: Any) -> Any:

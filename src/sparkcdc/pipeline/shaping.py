@@ -16,9 +16,10 @@ from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, ChangeType
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.pipeline.projection import EVENT_TYPE, NAMESPACE, SCHEMA, TABLE
 from sparkcdc.pipeline.rules import TransformRule
-from sparkcdc.pipeline.targets import Target, TargetSource
+from sparkcdc.pipeline.targets import Target, TargetSource, kept_columns, kept_kind
 from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.sinks.base import SinkTable
+from sparkcdc.sinks.reduce import KEPT_SET
 
 
 def shape(frame: Any, source: TargetSource, namespace: str | None) -> Any:
@@ -30,14 +31,24 @@ def shape(frame: Any, source: TargetSource, namespace: str | None) -> Any:
     return _transformed(frame, source.table, rule, namespace)
 
 
-def to_target(frames: dict[Any, Any], target: Target, namespace: str | None) -> Any:
+def to_target(
+    frames: dict[Any, Any], target: Target, namespace: str | None, *, marked: bool = False
+) -> Any:
     """The rows of ``target``: each of its tables' frame (keyed by source table id)
-    shaped, conformed to the target's schema, and unioned."""
+    shaped, conformed to the target's schema, and unioned. ``marked``: where the tables'
+    rows keep different target columns, each row says which (``sinks.reduce.KEPT_SET``,
+    for the sinks; see ``MicroBatch.kept_columns``)."""
+    from pyspark.sql import functions as F
+
     if target.as_captured:
         return frames[target.table.source]
-    parts = [
-        conform(shape(frames[s.table.source], s, namespace), target.table) for s in target.sources
-    ]
+    mark = marked and len(kept_columns(target)) > 1
+    parts = []
+    for source in target.sources:
+        part = conform(shape(frames[source.table.source], source, namespace), target.table)
+        if mark:
+            part = part.withColumn(KEPT_SET, F.lit(kept_kind(target, source)))
+        parts.append(part)
     return reduce(lambda a, b: a.unionByName(b), parts)
 
 

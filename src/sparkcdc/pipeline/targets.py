@@ -53,14 +53,22 @@ class Target:
         return not rest and only.transform is None and only.table is self.table
 
 
-def kept_columns(target: Target) -> tuple[str, ...]:
-    """The target's columns that none of its tables' rows carry (after the transform):
-    what ``lenient`` and ``ignore`` keep after a column's drop or rename, NULL in the rows.
-    A column that one table of a merged target lost and another still has is not among
-    them (docs/schema-evolution.md, "Shaped and merged targets")."""
-    have: set[str] = set()
-    for source in target.sources:
-        have.update(source.schema.fieldNames())
+def kept_columns(target: Target) -> tuple[tuple[str, ...], ...]:
+    """The target's columns rows do not carry (after the transform), one set per kind of
+    row (distinct, in the order of the target's tables; see :func:`kept_kind`): what
+    ``lenient`` and ``ignore`` keep after a column's drop or rename, NULL in the rows, and
+    the columns only other tables of a merged target have. A row read again leaves them as
+    the target has them (docs/schema-evolution.md, "Shaped and merged targets")."""
+    return tuple(dict.fromkeys(_kept_by(target, s) for s in target.sources))
+
+
+def kept_kind(target: Target, source: TargetSource) -> int:
+    """Which of :func:`kept_columns` the rows of ``source`` keep."""
+    return kept_columns(target).index(_kept_by(target, source))
+
+
+def _kept_by(target: Target, source: TargetSource) -> tuple[str, ...]:
+    have = set(source.schema.fieldNames())
     return tuple(c for c in target.table.columns if c not in have)
 
 

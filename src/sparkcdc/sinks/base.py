@@ -68,10 +68,14 @@ class MicroBatch:
     snapshot_version: int | None = None
     #: Of ``row_counts``, the snapshot rows per table (when counted).
     snapshot_counts: Mapping[TableId, int] | None = None
-    #: Per table, the target's columns its rows do not carry (NULL in them): columns a
+    #: Per target, the target's columns its rows do not carry (NULL in them): columns a
     #: schema change dropped or renamed away that ``lenient``/``ignore`` keep in the
-    #: target. A row read again (:meth:`is_reread_row`) leaves them as the target has them.
-    kept_columns: Mapping[TableId, tuple[str, ...]] = field(default_factory=dict)
+    #: target, or that only other tables of a merged target have. A row read again
+    #: (:meth:`is_reread_row`) leaves them as the target has them. One set per kind of
+    #: row: the tables merged into a target may lack different columns; with more than one
+    #: set, each row holds the index of its own in ``sinks.reduce.KEPT_SET``. The pipeline
+    #: gives them for targets with rows read again in the batch only.
+    kept_columns: Mapping[TableId, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
     def has_changes(self, table: TableId) -> bool:
         return self.row_counts is None or self.row_counts.get(table, 0) > 0

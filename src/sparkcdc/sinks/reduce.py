@@ -15,9 +15,13 @@ from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.identifiers import quoted
 
 DELETED = "_deleted"
-#: A flag column sinks carry through the reduction: the key's last change is a row read
-#: again (``MicroBatch.is_reread_row``), which leaves the target's kept columns alone.
+#: A column sinks carry through the reduction: when the key's last change is a row read
+#: again (``MicroBatch.is_reread_row``), the index of its kind of row in
+#: ``MicroBatch.kept_columns`` (NULL otherwise): the target's columns it leaves alone.
 REREAD = "_sparkcdc_reread"
+#: In a target whose tables' rows keep different columns (``MicroBatch.kept_columns`` has
+#: more than one set), each row says which set is its own.
+KEPT_SET = "_sparkcdc_kept_set"
 GONE = "_sparkcdc_gone"
 
 
@@ -32,47 +36,53 @@ def last_change_per_key(
     changes: Any,
     key: Sequence[str],
     columns: Sequence[str],
-    kept: Sequence[str] = (),
+    kept: Sequence[Sequence[str]] = (),
     reread: Any = None,
 ) -> Any:
     """One row per key: the table's ``columns``, ``_commit_version`` of the key's last change
     and ``_deleted`` (true when that change removed the key). Works on batch DataFrames.
 
-    With ``kept`` (target columns the rows carry as NULL, ``MicroBatch.kept_columns``) and
-    ``reread`` (a Spark column: the row was read again, ``MicroBatch.is_reread_row``), a
-    row also says in :data:`REREAD` whether the target's values of ``kept`` stay: a row
-    read again knows nothing of them. When the key also changed in the log earlier in the
-    batch, that change said what they hold (its value, NULL after a delete), and the row
-    carries it instead, written as any row."""
+    With ``kept`` (per kind of row, the target columns it carries as NULL,
+    ``MicroBatch.kept_columns``; rows say their kind in :data:`KEPT_SET` when there are
+    several) and ``reread`` (a Spark column: the row was read again,
+    ``MicroBatch.is_reread_row``), a row also says in :data:`REREAD` which kept columns'
+    target values stay: a row read again knows nothing of them. When the key also changed
+    in the log earlier in the batch, that change said what they hold (its value, NULL after
+    a delete), and the row carries it instead, written as any row. A key's rows are all of
+    one kind (the tables of a target do not share keys)."""
     from pyspark.sql import functions as F
 
+    union = list(dict.fromkeys(c for columns_kept in kept for c in columns_kept))
     rank = change_rank(F.col(CHANGE_TYPE))
     order = F.struct(F.col(COMMIT_VERSION), rank.alias("rank"))
     fields = [F.col(quoted(c)) for c in columns]
-    if kept:
-        fields.append(reread.alias(REREAD))
+    if union:
+        kind = F.col(KEPT_SET) if len(kept) > 1 else F.lit(0)
+        fields.append(F.when(reread, kind).alias(REREAD))
     image = F.struct(*fields, F.col(COMMIT_VERSION), (rank == 0).alias(DELETED))
     keys = [F.col(quoted(k)) for k in key]
     found = [F.max_by(image, order).alias("_last")]
-    if kept:
+    if union:
         # the key's last change before the re-read (max_by skips NULL orderings)
-        before = F.struct(*[F.col(quoted(c)) for c in kept], (rank == 0).alias(GONE))
+        before = F.struct(*[F.col(quoted(c)) for c in union], (rank == 0).alias(GONE))
         found.append(F.max_by(before, F.when(~reread, order)).alias("_before"))
     last = changes.groupBy(*keys).agg(*found)
-    if not kept:
+    if not union:
         return last.select("_last.*")
     logged = F.col("_before").isNotNull()
-    after_log = F.col(f"_last.{REREAD}") & logged
+    kind_read = F.col(f"_last.{REREAD}")
     picked = []
     for c in columns:
         value = F.col("_last")[c]
-        if c in kept:
+        if c in union:
+            mine = [i for i, columns_kept in enumerate(kept) if c in columns_kept]
             earlier = F.when(~F.col("_before")[GONE], F.col("_before")[c])
-            value = F.when(after_log, earlier).otherwise(value)
+            value = F.when(logged & kind_read.isin(mine), earlier).otherwise(value)
         picked.append(value.alias(c))
+    keeping = [i for i, columns_kept in enumerate(kept) if columns_kept]
     return last.select(
         *picked,
         F.col(f"_last.{COMMIT_VERSION}"),
         F.col(f"_last.{DELETED}"),
-        (F.col(f"_last.{REREAD}") & ~logged).alias(REREAD),
+        F.when(~logged & kind_read.isin(keeping), kind_read).alias(REREAD),
     )

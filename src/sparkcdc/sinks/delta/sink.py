@@ -367,11 +367,14 @@ class DeltaSink(Sink):
         target = DeltaTable.forPath(spark, self.target_path(table.source))
         merge = target.alias("t").merge(last.alias("s"), matches)
         merge = merge.whenMatchedDelete(condition=f"s.{DELETED}")
-        if kept:
-            reread: dict[str, Any] = {
-                quoted(c): f"s.{quoted(c)}" for c in table.columns if c not in kept
-            }
-            merge = merge.whenMatchedUpdate(condition=f"NOT s.{DELETED} AND s.{REREAD}", set=reread)
+        for kind, columns_kept in enumerate(kept):
+            if columns_kept:
+                reread: dict[str, Any] = {
+                    quoted(c): f"s.{quoted(c)}" for c in table.columns if c not in columns_kept
+                }
+                merge = merge.whenMatchedUpdate(
+                    condition=f"NOT s.{DELETED} AND s.{REREAD} = {kind}", set=reread
+                )
         (
             merge.whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
             .whenNotMatchedInsert(condition=f"NOT s.{DELETED}", values=values)

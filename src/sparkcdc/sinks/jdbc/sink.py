@@ -387,7 +387,7 @@ class JdbcSink(Sink):
 
         if changes.isEmpty():
             return 0, 0
-        kept = tuple(batch.kept_columns.get(target.source, ()))
+        kept = batch.kept_columns.get(target.source, ())
         reduced = last_change_per_key(
             changes, target.key, target.columns, kept, batch.is_reread_row()
         ).persist()
@@ -407,9 +407,10 @@ class JdbcSink(Sink):
             )
             present = reduced.filter(~F.col(DELETED))
             groups: list[tuple[Any, tuple[str, ...]]] = [(present, ())]
-            if kept:
-                flag = F.col(REREAD)
-                groups = [(present.filter(~flag), ()), (present.filter(flag), kept)]
+            if any(kept):
+                kind = F.col(REREAD)
+                groups = [(present.filter(kind.isNull()), ())]
+                groups += [(present.filter(kind == i), k) for i, k in enumerate(kept) if k]
             upserted = 0
             written = [self.dialect.select_for_write(f) for f in fields]
             for rows, keep in groups:

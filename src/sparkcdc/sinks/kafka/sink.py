@@ -21,6 +21,7 @@ from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
+from sparkcdc.sinks.reduce import KEPT_SET
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 #: What Kafka allows as a topic name.
@@ -105,4 +106,5 @@ class KafkaSink(Sink):
     def write(self, batch: MicroBatch) -> None:
         for table, changes in batch.changes.items():
             if batch.has_changes(table):
-                self.writer(table, batch.snapshot_version).write(changes)
+                # records carry every column: not the marker of merged rows' kept columns
+                self.writer(table, batch.snapshot_version).write(changes.drop(KEPT_SET))
