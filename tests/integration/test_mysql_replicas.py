@@ -3,6 +3,8 @@ front; a source reading one replica fails over to another by GTID (its file name
 offsets mean nothing there) and the replayed changelog equals the primary's table, with
 nothing lost or doubled, even for a batch planned on the first replica and read on the
 second; a second replica that lags behind the checkpoint is refused until it caught up.
+A Spark task that reaches another server than the one its batch was planned on fails
+before reading.
 
 The servers are a topology of their own (a primary and three replicas) so the shared one
 keeps a single server in its GTID state.
@@ -20,7 +22,7 @@ import pytest
 from sparkcdc.connectors.mysql.binlog import locate
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
-from sparkcdc.core.errors import SourceConfigurationError
+from sparkcdc.core.errors import SourceConfigurationError, SourceUnavailableError
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.changelog import ChangelogReplayer
 from tests.support.inprocess import run_batches
@@ -165,3 +167,35 @@ def test_a_commit_while_the_position_is_carried_over_is_not_skipped(
     run_batches(on_second, offset, orders.apply_batch)
     on_second.close()
     assert orders.state == table_state(primary, db, "orders")
+
+
+def test_a_task_that_reaches_another_server_than_its_planner_reads_nothing(
+    topology: tuple[EmbeddedMariaDB, EmbeddedMariaDB, EmbeddedMariaDB],
+) -> None:
+    """The batch is planned on the first replica; its tasks reach the second (the host
+    name leads there now): they fail before reading, naming both servers. Planned again
+    on the second (a restart), the same batch reads every row."""
+    primary, first, second = topology
+    db = primary.create_database("shop_moved")
+    primary.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, qty INT)", database=db)
+    primary.execute("INSERT INTO orders SELECT seq, seq % 7 FROM seq_0_to_299", database=db)
+    first.catch_up(primary)
+    second.catch_up(primary)
+    on_first = source(first, db)
+    offset = on_first.initial_offset()
+    planned = on_first.latest_offset(offset, 300)
+    specs = on_first.partitions(offset, planned)
+    on_first.close()
+    assert specs
+    moved = pickle.loads(pickle.dumps(source(second, db)))  # an executor's copy
+    for spec in specs:
+        with pytest.raises(SourceUnavailableError) as info:
+            list(moved.read(pickle.loads(pickle.dumps(spec))))
+        assert (
+            f"planned on server {first.server_id}, but a Spark task reading it reached "
+            f"server {second.server_id}"
+        ) in str(info.value)
+    on_second = source(second, db)
+    rows = read(on_second, offset, planned)
+    on_second.close()
+    assert sorted(r["id"] for r in rows) == list(range(300))

@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
-from sparkcdc.core.errors import SourceConfigurationError
+from sparkcdc.core.errors import SourceConfigurationError, SourceUnavailableError
 from sparkcdc.core.position import LogPosition
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
@@ -140,6 +140,29 @@ class Dialect(ABC, Generic[P, T]):
         means something only on the server that wrote it. None: the database cannot tell
         its servers apart (no check)."""
         return None
+
+    def check_origin(self, planned: str | None) -> None:
+        """In an executor, before a partition is read: fail when this process reaches
+        another server than the one the batch was planned on (``planned``, the planner's
+        :meth:`log_origin`; None: not known). The partition's positions belong to that
+        server's log; read on another (the host name leads elsewhere since, as after a
+        failover that moved a virtual IP), they would fail or read a wrong range. The
+        batch then fails before anything is written, and a restart plans it again on the
+        server reached then (carrying its positions over, :meth:`log_position`)."""
+        if planned is None:
+            return
+        try:
+            here = self.retries.run("reaching the source", self.log_origin, final=True)
+        finally:
+            self.close()  # the reads open their own connections
+        if here is not None and here != planned:
+            raise SourceUnavailableError(
+                f"this batch was planned on server {planned}, but a Spark task reading it "
+                f"reached server {here} (the source's host leads to another server now, "
+                "as after a failover): nothing of the batch was written. Run the pipeline "
+                "again: it plans the batch again on the server it reaches, carrying the "
+                "log position over, or says what to do"
+            )
 
     def position_elsewhere(self, data: Mapping[str, Any], origin: str, here: str) -> P:
         """The position on this server (``here``) of ``data``, a position taken on server

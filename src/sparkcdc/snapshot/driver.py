@@ -72,6 +72,9 @@ class ChunkRead(Generic[P, T]):
     #: A re-read on demand (a signal): rows are upserts (``update_postimage`` without a
     #: pre-image), as the consumer may hold their keys already.
     again: bool = False
+    #: The server the batch was planned on (``Dialect.log_origin``): ``target`` is a
+    #: position of its log, so the executor must reach it too.
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class LogRead(Generic[P, T]):
     progress: Mapping[TableId, TableProgress]
     reader: int
     envelope: bool
+    #: The server whose log ``start`` and ``end`` are positions of (see ``ChunkRead``).
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -688,11 +693,14 @@ class IncrementalSource(Generic[P, T]):
         changed = any(p.schema != before[t].schema for t, p in after.items() if t in before)
         if changed:  # a schema change's own batch: its range holds nothing else
             return specs
+        # the positions are of the server connected now (carried over from another one
+        # by ``_offset`` when the checkpoint was made elsewhere)
+        origin = self.dialect.log_origin()
         if end_pos > start_pos and any(p.started or p.done for p in before.values()):
             live = {t: shapes[t] for t, p in before.items() if p.started or p.done}
             bounds = self.dialect.split_log(start_pos, end_pos)
             for lo, hi in itertools.pairwise(bounds):
-                specs.append(LogRead(lo, hi, live, before, len(specs), self.envelope))
+                specs.append(LogRead(lo, hi, live, before, len(specs), self.envelope, origin))
         per_partition = max(1, self.settings.rows_per_partition // self.settings.chunk_size)
         rests: list[tuple[T, tuple[Chunk, ...], bool]] = []
         for table_id in sorted(after):
@@ -710,8 +718,10 @@ class IncrementalSource(Generic[P, T]):
                 if len(part) < per_partition:  # shares a partition with other tables' rests
                     rests.append((table, part, again))
                     continue
-                specs.append(ChunkRead(table, part, end_pos, len(specs), self.envelope, again))
-        specs += self._packed(rests, per_partition, end_pos, len(specs))
+                specs.append(
+                    ChunkRead(table, part, end_pos, len(specs), self.envelope, again, origin)
+                )
+        specs += self._packed(rests, per_partition, end_pos, len(specs), origin)
         self.dialect.check_readers(len(specs))
         return specs
 
@@ -721,6 +731,7 @@ class IncrementalSource(Generic[P, T]):
         per_partition: int,
         target: P,
         first: int,
+        origin: str | None,
     ) -> list[PartitionSpec]:
         """Partitions of up to ``per_partition`` chunks from the tables' last, partial
         groups, in order: a table alone keeps a partition of its own."""
@@ -735,7 +746,8 @@ class IncrementalSource(Generic[P, T]):
         specs: list[PartitionSpec] = []
         for number, group in enumerate(bins, first):
             reads = tuple(
-                ChunkRead(t, c, target, number, self.envelope, again) for t, c, again in group
+                ChunkRead(t, c, target, number, self.envelope, again, origin)
+                for t, c, again in group
             )
             specs.append(reads[0] if len(reads) == 1 else SmallReads(reads, number))
         return specs
@@ -878,6 +890,8 @@ class IncrementalSource(Generic[P, T]):
 
     # -- executor side -----------------------------------------------------------------
     def read(self, spec: PartitionSpec) -> Iterator[pa.RecordBatch]:
+        first = spec.parts[0] if isinstance(spec, SmallReads) else spec
+        self.dialect.check_origin(first.origin)
         if isinstance(spec, ChunkRead):
             yield from self._read_chunks(spec)
         elif isinstance(spec, SmallReads):
