@@ -12,6 +12,7 @@ import pytest
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.prometheus import PipelineCollector
+from sparkcdc.pipeline.run_state import load_run_state
 from sparkcdc.pipeline.runner import prepare
 from tests.support.mariadb_writes import table_state
 from tests.support.pipelines import (
@@ -39,8 +40,8 @@ def test_a_log_read_cut_mid_batch_is_retried_once_and_counted_once(
     """The source is reached through a slow proxy. A run starts on ~1 MB of binlog written
     while none ran: once its first batch is planned (the offset file written), the only
     binlog dump that can be open is that batch's read in a Spark task, and the proxy cuts
-    it once. The read retries, the batch is
-    written once, and the metrics (and their Prometheus form) say 1 source retry."""
+    it once. The read retries, the batch is written once, and the metrics (their
+    Prometheus form, the run state that ``status`` reads) say 1 source retry."""
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)", database=mysql_db)
     with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
         cur.executemany("INSERT INTO t VALUES (%s, '')", [(i,) for i in range(ROWS)])
@@ -86,6 +87,7 @@ def test_a_log_read_cut_mid_batch_is_retried_once_and_counted_once(
     assert metrics.source_retries == 1
     scraped = {s.name: s.value for m in PipelineCollector(run.metrics).collect() for s in m.samples}
     assert scraped["sparkcdc_source_retries_total"] == 1
+    assert load_run_state(checkpoint).source_retries == 1  # what `sparkcdc status` shows
     with postgres.connect(pg_db) as target:
         rows = target.execute(f'SELECT * FROM "{mysql_db}"."t"').fetchall()
     assert {r[0]: tuple(r) for r in rows} == table_state(mariadb, mysql_db, "t")

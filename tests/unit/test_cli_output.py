@@ -4,6 +4,7 @@ never cut in a pipe or a file (where scripts and logs read it)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -54,11 +55,16 @@ def test_status_and_verify_print_whole_values_in_a_pipe(capsys: pytest.CaptureFi
     assert "11 rows (done)" in out
     assert "last committed batch 41 at 2023-11-14 22:13:20 UTC (10 s ago)" in out
     assert "…" not in out
+    assert "tried again" not in out  # said only when a connection was lost
+    console.print(status_view(replace(status(), source_retries=3), now=1_700_000_010.0))
+    out = capsys.readouterr().out
+    assert "lost connections tried again: 3 to the source, 0 to the target" in out
 
 
 def test_json_forms_are_complete() -> None:
     data = json.loads(status_json(status()))
     assert data["tables"][0]["table"] == f"app.{LONG}"
     assert data["bytes_behind"] == 0 and data["committed_batch"] == 41
+    assert data["source_retries"] == 0 and data["sink_retries"] == 0
     verdict = TableVerdict(TableId("app", "t"), "different", POSITION, Comparison(5, 4, 2, 1, 1))
     assert verdict_json(verdict)["differing_keys"] == 1

@@ -160,6 +160,33 @@ def test_a_replayed_batch_is_not_counted_twice_and_totals_survive_a_restart(tmp_
     assert load_run_state(tmp_path) == RunState()
 
 
+def test_retries_are_totalled_across_restarts_as_batches_are_written(tmp_path: Path) -> None:
+    """Spark tasks add the source's retries as they end (a live count of this run); each
+    written batch takes what was added since into the run state, which a restart goes on
+    from; the sink's retries too."""
+    taken = [0]
+    table = {ORDERS: TableCounts(inserts=1)}
+    done = offset(orders={"done": True})
+    first = PipelineMetrics("p", [ORDERS], RunState(), {}, source_retries=lambda: taken[0])
+    taken[0] = 2
+    first.record(report(0, 1000, table, done))
+    first.sink_retried()
+    taken[0] = 3
+    first.record(report(1, 1010, table, done))
+    first.record(report(1, 1010, table, done))  # a replay adds no batch, no retries
+    assert (first.state.source_retries, first.state.sink_retries) == (3, 1)
+    save_run_state(tmp_path, first.state)
+
+    taken[0] = 0  # a new run's count starts again
+    again = PipelineMetrics(
+        "p", [ORDERS], load_run_state(tmp_path), {}, source_retries=lambda: taken[0]
+    )
+    taken[0] = 1
+    again.record(report(2, 1020, table, done))
+    assert (again.state.source_retries, again.state.sink_retries) == (4, 1)
+    assert again.snapshot().source_retries == 1  # the Prometheus counter: this run's
+
+
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 5), st.integers(0, 5)), max_size=40))
 def test_totals_are_the_sum_over_distinct_batches_whatever_replays(
     batches: list[tuple[int, int, int]],

@@ -40,6 +40,11 @@ def status_view(status: PipelineStatus, now: float | None = None) -> RenderableT
         )
     if status.newest_commit is not None:
         lines.append(f"newest change written: committed {_when(status.newest_commit, now)}")
+    if status.source_retries or status.sink_retries:
+        lines.append(
+            f"lost connections tried again: {status.source_retries:,} to the source, "
+            f"{status.sink_retries:,} to the target"
+        )
     table = Table(title=None)
     for column in ("table", "state", "snapshot", "inserts", "updates", "deletes", "target"):
         table.add_column(column)

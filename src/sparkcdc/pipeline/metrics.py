@@ -112,6 +112,7 @@ class PipelineMetrics:
         self._batches = 0
         self._sink_retries = 0
         self._source_retries = source_retries  #: live: Spark adds as its tasks end
+        self._source_retries_recorded = 0  #: of those, added to the run state
         self._last: BatchReport | None = None
         self._states = {t: PENDING for t in self._tables}
         self._states.update(_known(table_states(state.source_offset), self._tables))
@@ -126,10 +127,13 @@ class PipelineMetrics:
 
     def record(self, report: BatchReport) -> None:
         """A batch was written to the sink."""
+        retries = self._source_retries()  # the batch's tasks have ended
         with self._lock:
             self._batches += 1
             self._last = report
-            self._state.add(report)
+            if self._state.add(report):
+                self._state.source_retries += retries - self._source_retries_recorded
+                self._source_retries_recorded = retries
             self._states.update(_known(report.table_states, self._tables))
             if report.changes or report.snapshot_rows:
                 self._last_active = report.fetched
@@ -165,6 +169,7 @@ class PipelineMetrics:
         """The sink tries a batch again: its connection to the target was lost."""
         with self._lock:
             self._sink_retries += 1
+            self._state.sink_retries += 1
 
     def table_dropped(self, table: TableId, target_dropped: bool) -> None:
         """A DROP of ``table`` reached its target (counted with the schema changes); a

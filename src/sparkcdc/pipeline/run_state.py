@@ -38,6 +38,10 @@ class RunState:
     targets: dict[TableId, str] = field(default_factory=dict)
     #: Schema changes applied to each table's target, across restarts.
     schema_changes: dict[TableId, int] = field(default_factory=dict)
+    #: Lost connections tried again, across restarts: to the source by Spark tasks (as
+    #: their batches were written), and to the target by the sink.
+    source_retries: int = 0
+    sink_retries: int = 0
 
     def add(self, report: BatchReport) -> bool:
         """Add a batch's counts unless it was added before; True if added."""
@@ -64,6 +68,8 @@ class RunState:
             "emit_lag": self.emit_lag,
             "targets": {t.key: schema for t, schema in sorted(self.targets.items())},
             "schema_changes": {t.key: n for t, n in sorted(self.schema_changes.items())},
+            "source_retries": self.source_retries,
+            "sink_retries": self.sink_retries,
         }
 
     @classmethod
@@ -83,6 +89,8 @@ class RunState:
             schema_changes={
                 TableId.from_key(k): int(v) for k, v in data.get("schema_changes", {}).items()
             },
+            source_retries=int(data.get("source_retries", 0)),
+            sink_retries=int(data.get("sink_retries", 0)),
         )
 
 

@@ -69,6 +69,10 @@ class PipelineStatus:
     fetch_lag: float | None  #: of the last batch with log changes
     emit_lag: float | None
     tables: list[TableStatus] = field(default_factory=list)
+    #: Lost connections tried again, across restarts (run state): to the source by Spark
+    #: tasks of written batches, to the target by the sink.
+    source_retries: int = 0
+    sink_retries: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -176,6 +180,8 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         fetch_lag=state.fetch_lag,
         emit_lag=state.emit_lag,
         tables=tables,
+        source_retries=state.source_retries,
+        sink_retries=state.sink_retries,
     )
 
 
