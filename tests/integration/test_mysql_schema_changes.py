@@ -268,6 +268,33 @@ def test_a_change_of_the_chunk_key_while_a_table_is_snapshotted_stops_the_stream
         cdc.close()
 
 
+def test_a_column_change_the_binlog_does_not_log_stops_the_stream_at_its_rows(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """An ALTER made with the binlog off leaves no statement to follow: the first row
+    event whose table map has other columns than the captured table stops the read,
+    naming the change and its place, never decoding the row into the old columns."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, qty INT)", database=mysql_db)
+    mariadb.execute("INSERT INTO t VALUES (1, 1)", database=mysql_db)
+    cdc = source(mariadb, mysql_db)
+    try:
+        offset = run_batches(cdc, None, lambda rows: None)
+        with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute("ALTER TABLE t ADD COLUMN c INT")
+            cur.execute("SET SESSION sql_log_bin = 1")
+            cur.execute("INSERT INTO t VALUES (2, 2, 2)")
+            conn.commit()
+        with pytest.raises(SchemaError) as stopped:
+            run_batches(cdc, offset, lambda rows: None)
+    finally:
+        cdc.close()
+    message = str(stopped.value)
+    assert f"the columns of {mysql_db}.t changed while captured (columns new: c; binlog " in message
+    assert "no statement in the binlog" in message and "sql_log_bin" in message
+    assert "new checkpoint" in message
+
+
 @pytest.mark.parametrize(
     ("statement", "expected"),
     [

@@ -157,8 +157,11 @@ def check_table_map(mapped: Any, table: CapturedTable, file: str, event: Any) ->
         at = f"{file}:{event.packet.log_pos - event.packet.event_size}"
         raise SchemaError(
             f"the columns of {table.table_id} changed while captured ({drift}; binlog "
-            f"{at}): schema changes are not followed yet. Start the stream again from a new "
-            "checkpoint (a new snapshot)"
+            f"{at}) with no statement in the binlog that says so: it was made with the "
+            "binlog off (sql_log_bin=0), or on a server whose changes this one does not "
+            "log, so where the change falls in the log is unknown and the rows around it "
+            "cannot be decoded for sure. Start the stream again from a new checkpoint (a "
+            "new snapshot)"
         )
 
 

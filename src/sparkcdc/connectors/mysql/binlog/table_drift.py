@@ -1,11 +1,12 @@
 """Does a binlog TABLE_MAP still describe the table as it was captured?
 
-The stream's schema is the one discovered when the query started. Rows are decoded by
-column name (``binlog_row_metadata=FULL``), so an added column would simply be skipped
-and a changed type decoded into the old type: data silently missing or mangled. Until
-schema changes are followed (docs/design.md, "Schema changes"), a table map that differs
-from the captured table stops the stream with the statement's position and the way out,
-as the PostgreSQL source does with a changed Relation.
+Rows are decoded by column name (``binlog_row_metadata=FULL``) with the columns the
+offset says the table has at that position, so an added column would simply be skipped
+and a changed type decoded into the old type: data silently missing or mangled. Schema
+changes are followed from their statements in the log (docs/design.md, "Schema
+changes"), which end a batch before any row of the new shape; a table map that still
+differs from the captured table is a change the log has no statement for (made with
+``sql_log_bin=0``), and it stops the stream with its position and the way out.
 
 Compared: the column names as a set (order does not matter: rows are decoded by name),
 and each column's type as far as it decides the values' Arrow type: integer width and
