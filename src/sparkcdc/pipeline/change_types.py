@@ -58,9 +58,9 @@ SPECS = (
         default=None,
         default_doc="all",
         doc="the schema change types applied to targets, as a list or comma-separated: "
-        "`add.column`, `alter.column.type`, `drop.column`, `rename.column` (and the "
-        "families `column`, `add`, `alter`, `drop`, `rename`, `all`); `create.table` is "
-        "always applied",
+        "`add.column`, `alter.column.type`, `drop.column`, `rename.column`, "
+        "`drop.table`, `truncate.table` (and the families `column`, `table`, `add`, "
+        "`alter`, `drop`, `rename`, `truncate`, `all`); `create.table` is always applied",
     ),
     OptionSpec(
         EXCLUDE,
