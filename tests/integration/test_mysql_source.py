@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.core.errors import RESTART_FOR_SCHEMA
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.changelog import ChangelogReplayer
 from tests.support.mariadb_writes import mariadb_writer, table_state
-from tests.support.pipelines import committed_offsets, snapshot_done
+from tests.support.pipelines import committed_offsets, snapshot_done, wait_until
 from tests.support.streams import collect_stream, run_available_now
 
 
@@ -90,6 +91,54 @@ def test_batch_read_is_the_table(spark: Any, mariadb: EmbeddedMariaDB, orders: s
     rows = {r["id"]: (r["id"], r["name"], r["qty"]) for r in df.collect()}
     assert rows == table_state(mariadb, orders, "orders")
     assert {r["_change_type"] for r in df.select("_change_type").collect()} == {"insert"}
+
+
+def test_a_typed_stream_stops_at_an_added_column_and_goes_on_with_it_when_restarted(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """A Spark query's schema is fixed: a running one-table stream stops exactly at an ADD
+    COLUMN with the message, every change before it delivered; the query restarted from
+    its checkpoint has the new column, and the whole replayed changelog equals the table."""
+    from pyspark.errors import StreamingQueryException
+
+    replayer = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty", "c"])
+    columns: list[list[str]] = []
+
+    def each(batch: Any, _: int) -> None:
+        columns.append(batch.columns)
+        replayer.apply_batch({"c": None, **r.asDict()} for r in batch.collect())
+
+    options = source_options(mariadb, orders)
+    checkpoint = scratch / "ckpt"
+    query = (
+        spark.readStream.format("mysql-cdc")
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        wait_until(
+            lambda: any(snapshot_done(o) for o in committed_offsets(checkpoint)), "the snapshot"
+        )
+        mariadb.execute("UPDATE orders SET qty = qty + 1 WHERE id < 30", database=orders)
+        mariadb.execute("ALTER TABLE orders ADD COLUMN c INT", database=orders)
+        mariadb.execute("UPDATE orders SET c = id WHERE id < 60", database=orders)
+        mariadb.execute("INSERT INTO orders VALUES (1, 'new', 5, 7)", database=orders)
+        with pytest.raises(StreamingQueryException) as stopped:
+            query.awaitTermination(120)  # no exception: still running, the test fails
+    finally:
+        query.stop()
+    message = str(stopped.value)
+    assert RESTART_FOR_SCHEMA in message and f"the columns of {orders}.orders changed" in message
+    old_shape = len(columns)
+    assert replayer.state[3][2] == 2  # the change before the ALTER was delivered
+    run_available_now(spark, options, checkpoint, each)  # restarted: the new columns
+    assert [c for c in columns[old_shape] if not c.startswith("_")] == ["id", "name", "qty", "c"]
+    assert replayer.state == table_state(mariadb, orders, "orders")
+    assert replayer.state[1] == (1, "new", 5, 7) and replayer.state[57][3] == 57
 
 
 def test_several_tables_share_one_stream_and_unpack_to_typed_changelogs(
