@@ -267,6 +267,8 @@ def test_the_demo_runs_end_to_end(scratch: Path) -> None:
     assert "snapshot done: every table is streaming" in out
     assert "sparkcdc status" in out and "last committed batch" in out
     assert out.count(" equal ") == 2, out
+    # status and verify print whole values in a pipe, as the commands do
+    assert str(scratch / "demo" / "lakehouse" / "demo" / "demo_orders") in out, out
     # a healthy run is a story, not a log dump: Spark's and the JVM's lines go to the log
     noise = re.compile(r"\b(WARN|WARNING|ERROR)\b|Exception|Traceback|log4j")
     noisy = [line for line in (out + done.stderr).splitlines() if noise.search(line)]

@@ -172,7 +172,7 @@ class Demo:
     def capture(self, db: Any, pipeline_file: Path) -> None:
         from pyspark.sql import functions as F
 
-        from sparkcdc.cli.commands import verdict_table, verify_pipeline
+        from sparkcdc.cli.commands import output_console, verdict_table, verify_pipeline
         from sparkcdc.cli.status_view import status_view
         from sparkcdc.pipeline.definition import load_pipeline
         from sparkcdc.pipeline.runner import prepare
@@ -233,11 +233,13 @@ class Demo:
         finally:
             run.stop()
             self.display.stop()
+        # as the commands print them: in a pipe or a file, no value cut
+        whole = self.console if self.console.is_terminal else output_console()
         self.say("Where the pipeline stands (sparkcdc status):")
-        self.console.print(status_view(pipeline_status(definition)))
+        whole.print(status_view(pipeline_status(definition)))
         self.say("Verifying every target table against the source (sparkcdc verify):")
         verdicts = verify_pipeline(definition, spark)
-        self.console.print(verdict_table(verdicts))
+        whole.print(verdict_table(verdicts))
         if not all(v.status == "equal" for v in verdicts):
             raise RuntimeError("verify found differences: the demo failed")
 
