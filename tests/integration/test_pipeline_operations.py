@@ -110,8 +110,18 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
         # an idle source: idle time grows while nothing happens
         first = scrape(port)[("sparkcdc_source_idle_seconds", frozenset())]
         time.sleep(2)
-        second = scrape(port)[("sparkcdc_source_idle_seconds", frozenset())]
+        samples = scrape(port)
+        second = samples[("sparkcdc_source_idle_seconds", frozenset())]
         assert second >= first + 1.5
+        # caught up: the log position is the server's head, nothing behind
+        assert samples[("sparkcdc_log_bytes_behind", frozenset())] == 0
+        ((position, head),) = [
+            (dict(labels)["position"], dict(labels)["head"])
+            for (name, labels), value in samples.items()
+            if name == "sparkcdc_log_position_info" and value == 1
+        ]
+        file, pos = master_position(mariadb)
+        assert position == head and position.startswith(f"{file}:{pos} "), position
 
         code, running = status(pipeline, password)
         assert code == 0, running
@@ -136,6 +146,8 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
     after_insert = time.time()
     code, stopped = status(pipeline, password)
     assert code == 0 and stopped["bytes_behind"] > 0, stopped
+    assert stopped["position"] == running["position"] != stopped["head"], stopped
+    assert stopped["committed_batch"] == running["committed_batch"], stopped
     time.sleep(3)
 
     resumed: list[BatchReport] = []
