@@ -32,6 +32,7 @@ from tests.support.pipelines import (
     snapshot_done,
     wait_until,
 )
+from tests.support.prometheus import scrape
 from tests.support.runs import kill, start_run
 
 __all__ = ["orders"]  # the fixture, re-used
@@ -154,7 +155,9 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
     assert second.wait(120) == 0, "sparkcdc run did not stop cleanly on SIGINT"
     writer.stop()
     file, pos = master_position(mariadb)
-    third = start_run(pipeline)
+    # the third run as operators run it: Prometheus endpoint on, Spark's log in a file
+    spark_log = scratch / "logs" / "third-run.log"
+    third = start_run(pipeline, "--metrics-port", "0", "--log-file", str(spark_log))
     third_log = max(scratch.glob("run-*.log"))
 
     def caught_up() -> bool:
@@ -166,6 +169,17 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
         )
 
     wait_until(caught_up, "the pipeline to catch up")
+    (port,) = re.findall(r"metrics: http://127\.0\.0\.1:(\d+)/metrics", third_log.read_text())
+    table = frozenset({("table", f"{orders}.orders")})
+
+    def metrics_caught_up() -> bool:
+        return scrape(int(port)).get(("sparkcdc_log_bytes_behind", frozenset())) == 0
+
+    wait_until(metrics_caught_up, "the metrics to reach the server's head")
+    samples = scrape(int(port))
+    # every snapshot row once, across the SIGKILL and the two restarts (run state)
+    assert samples[("sparkcdc_snapshot_rows_total", table)] == 2000
+    assert samples[("sparkcdc_source_idle_seconds", frozenset())] >= 0
     os.killpg(third.pid, signal.SIGTERM)
     assert third.wait(120) == 0, "sparkcdc run did not stop cleanly on SIGTERM"
     logs = sorted(set(scratch.glob("run-*.log")) - runs_before)
@@ -177,11 +191,20 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
         assert " WARN " not in output, output  # Spark's log is in its own file
         assert "batches in" in output  # the summary
 
+    # Spark's log: the default beside the checkpoint, or --log-file; the clean stops left
+    # no JVM errors there (they used to: StackOverflowError, InterruptedException)
+    spark_logs = [scratch / "checkpoint.log", spark_log]
+    for log in spark_logs:
+        text = log.read_text()
+        assert " WARN " in text, log  # Spark's own lines went here
+        for noise in ("StackOverflowError", "InterruptedException", " ERROR ", "Traceback"):
+            assert noise not in text, (log, text)
+
     # the password is in the pipeline file only: not in any log, nor the checkpoint
     password = mariadb.source_options()["password"]
     state = [p for p in checkpoint.rglob("*") if p.is_file()]
-    assert (scratch / "checkpoint.log").is_file() and state
-    for path in [scratch / "checkpoint.log", *scratch.glob("run-*.log"), *state]:
+    assert state
+    for path in [*spark_logs, *scratch.glob("run-*.log"), *state]:
         assert password.encode() not in path.read_bytes(), path
 
     assert delta_rows(spark, lake) == table_state(mariadb, orders, "orders")

@@ -12,8 +12,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
 from sparkcdc.pipeline.batch_report import BatchReport
@@ -30,6 +28,7 @@ from tests.support.pipelines import (
     snapshot_done,
     wait_until,
 )
+from tests.support.prometheus import scrape
 
 __all__ = ["orders"]  # the fixture, re-used
 
@@ -51,16 +50,6 @@ def status(pipeline: Path, password: str) -> tuple[int, dict[str, Any]]:
     )
     assert password not in done.stdout + done.stderr
     return done.returncode, json.loads(done.stdout)
-
-
-def scrape(port: int) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    return {
-        (s.name, frozenset((k, v) for k, v in s.labels.items() if k != "pipeline")): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def caught_up(checkpoint: Path, mariadb: EmbeddedMariaDB) -> bool:
@@ -131,7 +120,7 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
             ROWS,
             1.0,
         )
-        assert running["bytes_behind"] == 0
+        assert running["bytes_behind"] == 0 and running["seconds_behind"] == 0
         assert row["target"].endswith("orders")
     finally:
         run.stop()
@@ -148,6 +137,9 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
     assert code == 0 and stopped["bytes_behind"] > 0, stopped
     assert stopped["position"] == running["position"] != stopped["head"], stopped
     assert stopped["committed_batch"] == running["committed_batch"], stopped
+    # the oldest change waiting is the insert (binlog times have whole seconds)
+    assert int(before_insert) <= stopped["waiting_since"] <= after_insert, stopped
+    assert stopped["seconds_behind"] == max(0.0, stopped["now"] - stopped["waiting_since"])
     time.sleep(3)
 
     resumed: list[BatchReport] = []

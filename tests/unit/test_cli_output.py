@@ -11,7 +11,13 @@ import pytest
 from sparkcdc.cli.commands import output_console, verdict_json, verdict_table
 from sparkcdc.cli.status_view import status_view
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.status import PipelineStatus, TableStatus, status_json
+from sparkcdc.pipeline.metrics import LogHead
+from sparkcdc.pipeline.status import (
+    PipelineStatus,
+    TableStatus,
+    seconds_behind,
+    status_json,
+)
 from sparkcdc.verify.compare import Comparison
 from sparkcdc.verify.run import TableVerdict
 
@@ -30,6 +36,8 @@ def status() -> PipelineStatus:
         position=POSITION,
         head=POSITION,
         bytes_behind=0,
+        seconds_behind=0.0,
+        waiting_since=None,
         source_error=None,
         written_batch=41,
         written_at=1_700_000_000.0,
@@ -59,6 +67,30 @@ def test_status_and_verify_print_whole_values_in_a_pipe(capsys: pytest.CaptureFi
     console.print(status_view(replace(status(), source_retries=3), now=1_700_000_010.0))
     out = capsys.readouterr().out
     assert "lost connections tried again: 3 to the source, 0 to the target" in out
+    assert "oldest change not read yet" not in out  # caught up
+    behind = replace(status(), bytes_behind=600, seconds_behind=70.0, waiting_since=1_699_999_940.0)
+    console.print(status_view(behind, now=1_700_000_010.0))
+    out = capsys.readouterr().out
+    assert "600 bytes behind" in out
+    assert "oldest change not read yet: written 2023-11-14 22:12:20 UTC (70 s ago)" in out
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (LogHead("b:9", 0), 0.0),  # caught up
+        (LogHead("b:9", 0, None, True), 0.0),
+        (LogHead("b:9", 500, 90.0, True), 10.0),  # the oldest waiting change: 10 s old
+        (LogHead("b:9", 500, 101.0, True), 0.0),  # written after now (clocks apart)
+        (LogHead("b:9", 500, None, True), 0.0),  # bytes but no transaction (a rotation)
+        (LogHead("b:9", 500), None),  # the log cannot tell (PostgreSQL)
+        (LogHead("b:9", None), None),
+    ],
+)
+def test_seconds_behind_is_the_age_of_the_oldest_change_not_read(
+    head: LogHead, expected: float | None
+) -> None:
+    assert seconds_behind(head, now=100.0) == expected
 
 
 def test_json_forms_are_complete() -> None:
@@ -66,5 +98,6 @@ def test_json_forms_are_complete() -> None:
     assert data["tables"][0]["table"] == f"app.{LONG}"
     assert data["bytes_behind"] == 0 and data["committed_batch"] == 41
     assert data["source_retries"] == 0 and data["sink_retries"] == 0
+    assert data["seconds_behind"] == 0.0 and data["waiting_since"] is None
     verdict = TableVerdict(TableId("app", "t"), "different", POSITION, Comparison(5, 4, 2, 1, 1))
     assert verdict_json(verdict)["differing_keys"] == 1

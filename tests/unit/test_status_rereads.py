@@ -48,8 +48,8 @@ def test_running_rereads_name_signal_range_and_key_reached() -> None:
 def test_the_status_view_shows_the_reread() -> None:
     table = TableStatus("app.orders", "streaming", 500, None, 1.0, 1, 2, 3, None)
     status = PipelineStatus(
-        "p", "mysql", "delta", "/c", 7, 0.0, "binlog.000001:4", None, None, None,
-        None, None, None, None, None,
+        "p", "mysql", "delta", "/c", 7, 0.0, "binlog.000001:4", None, None, None, None,
+        None, None, None, None, None, None,
         [table, replace(table, table="app.users")],
     )  # fmt: skip
     rereading = replace(

@@ -31,6 +31,8 @@ def status_view(status: PipelineStatus, now: float | None = None) -> RenderableT
             f"source log ends at {status.head}"
             + ("" if behind is None else f": {behind:,} bytes behind")
         )
+        if status.waiting_since is not None:
+            lines.append(f"oldest change not read yet: written {_when(status.waiting_since, now)}")
     if status.source_error is not None:
         lines.append(f"source not reachable: {status.source_error}")
     if status.emit_lag is not None:

@@ -38,6 +38,11 @@ class LogHead:
 
     position: str
     bytes_behind: int | None
+    #: When the oldest change not yet read was written to the log (epoch seconds; asked
+    #: for by ``status`` only, as it reads the log): None when none waits or not known.
+    waiting_since: float | None = None
+    #: Whether ``waiting_since`` was read from the log (None then means: none waits).
+    waiting_known: bool = False
 
 
 @dataclass(frozen=True)

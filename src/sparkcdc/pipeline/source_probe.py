@@ -126,17 +126,22 @@ class SourceProbe:
                 self._reset()
                 return dict.fromkeys(tables)
 
-    def log_head(self, offset: str) -> LogHead | None:
+    def log_head(self, offset: str, *, waiting: bool = False) -> LogHead | None:
         """The server's log end now and how many bytes ``offset``'s position is behind it
-        (None if the server cannot be reached: metrics must not stop the pipeline)."""
+        (None if the server cannot be reached: metrics must not stop the pipeline);
+        ``waiting``: also when the first change after the position was written (a read of
+        the log, so for ``status``, not for every metrics scrape)."""
         with self._lock:
             try:
                 dialect = self._dialect
                 position = dialect.log_position(json.loads(offset))
                 head = dialect.current_position()
                 behind = 0 if head <= position else dialect.log_bytes(position, head)
+                since, known = None, waiting and dialect.tells_change_times
+                if known and head > position:
+                    since = dialect.first_change_time(position)
                 self.last_error = None
-                return LogHead(str(head), behind)
+                return LogHead(str(head), behind, since, known)
             except Exception as exc:  # a probe failure is reported, never raised
                 self.last_error = str(exc)
                 log.warning("could not read the source's log position: %s", exc)

@@ -20,7 +20,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, TableCounts, table_states
 from sparkcdc.pipeline.checkpoint import batch_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
-from sparkcdc.pipeline.metrics import TableMetrics
+from sparkcdc.pipeline.metrics import LogHead, TableMetrics
 from sparkcdc.pipeline.run_state import load_run_state
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.sinks.base import SinkTable
@@ -62,6 +62,11 @@ class PipelineStatus:
     position: str
     head: str | None
     bytes_behind: int | None
+    #: How long the oldest change not yet read has waited in the source's log (0 when
+    #: caught up; None when the source cannot tell: PostgreSQL's WAL has no commit times
+    #: before decoding), and when it was written (epoch seconds).
+    seconds_behind: float | None
+    waiting_since: float | None
     source_error: str | None
     written_batch: int | None  #: the last batch the sink wrote (run state)
     written_at: float | None
@@ -73,6 +78,7 @@ class PipelineStatus:
     #: tasks of written batches, to the target by the sink.
     source_retries: int = 0
     sink_retries: int = 0
+    now: float = 0.0  #: when the status was taken (epoch seconds)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,7 +140,8 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
     probe = SourceProbe(definition.connector, definition.source_config)
     try:
         position = probe.describe(offset)
-        head = probe.log_head(offset)
+        head = probe.log_head(offset, waiting=True)
+        now = time.time()
         pending = [t for t, s in states.items() if s != STREAMING]
         estimates = probe.estimated_rows(pending) if pending and head is not None else {}
         error = probe.last_error
@@ -173,6 +180,8 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         position=position,
         head=None if head is None else head.position,
         bytes_behind=None if head is None else head.bytes_behind,
+        seconds_behind=None if head is None else seconds_behind(head, now),
+        waiting_since=None if head is None else head.waiting_since,
         source_error=error,
         written_batch=state.batch_id if written else None,
         written_at=state.written,
@@ -182,10 +191,16 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         tables=tables,
         source_retries=state.source_retries,
         sink_retries=state.sink_retries,
+        now=now,
     )
 
 
+def seconds_behind(head: LogHead, now: float) -> float | None:
+    """How long the oldest change not yet read has waited: 0 when nothing is behind."""
+    if head.waiting_since is None:
+        return 0.0 if head.bytes_behind == 0 or head.waiting_known else None
+    return max(0.0, now - head.waiting_since)
+
+
 def status_json(status: PipelineStatus) -> str:
-    data = status.to_json()
-    data["now"] = time.time()
-    return json.dumps(data, indent=2)
+    return json.dumps(status.to_json(), indent=2)

@@ -99,6 +99,9 @@ class Dialect(ABC, Generic[P, T]):
 
     #: The Spark format / pipeline source name family, for messages (``mysql-cdc``).
     format_name: str
+    #: The log tells when its transactions were written before they are decoded
+    #: (:meth:`first_change_time`; not PostgreSQL's WAL).
+    tells_change_times: bool = False
 
     @property
     @abstractmethod
@@ -198,6 +201,13 @@ class Dialect(ABC, Generic[P, T]):
     def log_bytes(self, start: P, end: P) -> int | None:
         """Bytes of log in ``(start, end]`` (how far a position is behind the head, for
         metrics and ``status``), or None if the database cannot tell."""
+        return None
+
+    def first_change_time(self, position: P) -> float | None:
+        """When the first transaction after ``position`` was written to the log (epoch
+        seconds; how long the oldest change not yet read has waited, for ``status``), or
+        None when the log holds no transaction after ``position``. Only called when
+        :attr:`tells_change_times`."""
         return None
 
     def snapshot_target(self) -> P | None:

@@ -23,7 +23,11 @@ from sparkcdc.connectors.mysql.binlog.limit import (
     split_at_boundaries,
     split_log,
 )
-from sparkcdc.connectors.mysql.binlog.locate import position_for_gtid, position_for_timestamp
+from sparkcdc.connectors.mysql.binlog.locate import (
+    first_transaction_time,
+    position_for_gtid,
+    position_for_timestamp,
+)
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.binlog.positions import (
     current_position,
@@ -64,6 +68,7 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
     format_name = "mysql-cdc"
     follows_schema_changes = True
     follows_table_drops = True
+    tells_change_times = True
 
     def __init__(self, config: MySqlSourceConfig) -> None:
         self.config = config
@@ -151,6 +156,10 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
 
     def log_bytes(self, start: BinlogPosition, end: BinlogPosition) -> int:
         return range_bytes(self.conn, start, end)
+
+    def first_change_time(self, position: BinlogPosition) -> float | None:
+        found = first_transaction_time(self.config, position)
+        return None if found is None else float(found)
 
     def startup_position(self, mode: str) -> BinlogPosition:
         if mode == "latest-offset":

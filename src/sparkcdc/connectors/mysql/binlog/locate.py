@@ -69,6 +69,36 @@ def transaction_starts(
         stream.close()
 
 
+def first_transaction_time(config: MySqlSourceConfig, position: BinlogPosition) -> int | None:
+    """The binlog time (epoch seconds) of the first transaction at or after ``position``,
+    or None when the log ends there (``sparkcdc status``: how long the oldest change not
+    yet read has waited).
+
+    Read with server id 0, as ``mysqlbinlog`` reads: the server does not take it for a
+    replica reconnecting, so the dump does not end a running pipeline's connection that
+    has the same id as this one would (its ids are the configured range's)."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent
+
+    stream = BinLogStreamReader(
+        connection_settings=replication_settings(config),
+        server_id=0,
+        resume_stream=True,
+        blocking=False,
+        log_file=position.file,
+        log_pos=position.pos,
+        is_mariadb=False,
+        # a transaction starts with a GTID event (MariaDB, MySQL with GTIDs) or BEGIN
+        only_events=[MariadbGtidEvent, GtidEvent, QueryEvent],
+    )
+    try:
+        for event in stream:
+            return int(event.timestamp)
+        return None
+    finally:
+        stream.close()
+
+
 def position_for_gtid(
     conn: Any,
     config: MySqlSourceConfig,
