@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from sparkcdc.core.errors import OptionError
+from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import PipelineRun, prepare
 from sparkcdc.sinks.base import MicroBatch
@@ -192,12 +194,15 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
         assert "batches in" in output  # the summary
 
     # Spark's log: the default beside the checkpoint, or --log-file; the clean stops left
-    # no JVM errors there (they used to: StackOverflowError, InterruptedException)
+    # no JVM errors there (a batch cut by the stop used to print a StackOverflowError).
+    # Not checked: a stop that lands while Spark plans the next batch interrupts it, and
+    # Hadoop may log that as a WARN with an InterruptedException (it shells out to
+    # readlink while renaming a checkpoint file); the next run plans the batch again.
     spark_logs = [scratch / "checkpoint.log", spark_log]
     for log in spark_logs:
         text = log.read_text()
         assert " WARN " in text, log  # Spark's own lines went here
-        for noise in ("StackOverflowError", "InterruptedException", " ERROR ", "Traceback"):
+        for noise in ("StackOverflowError", " ERROR ", "Traceback"):
             assert noise not in text, (log, text)
 
     # the password is in the pipeline file only: not in any log, nor the checkpoint
@@ -355,6 +360,63 @@ def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
     assert "WRITE" not in operations(spark, target)[1:]  # only the stale rows' own write
     expected = {**table_state(mariadb, orders, "orders"), 10**9: (10**9, "not in source", 1)}
     assert delta_rows(spark, target) == expected
+
+
+def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """Batches of one table's snapshot rows go from the source to the target in one
+    append, uncached, counted by an observation of the write (pipeline/one_pass.py). A
+    replay of such a batch (a crash after the write, before Spark's commit) is skipped
+    by Delta, so nothing observes its rows: they are counted by reading them again."""
+    pipeline = pipeline_file(
+        scratch, mariadb, f"{orders}.orders", DELTA_SINK, trigger="available-now", max_rows=500
+    )
+    checkpoint = scratch / "checkpoint"
+    path = scratch / "lake" / orders / "orders"
+
+    def run_once() -> tuple[list[BatchReport], list[frozenset[TableId]]]:
+        reports: list[BatchReport] = []
+        uncounted: list[frozenset[TableId]] = []
+        run = prepare(load_pipeline(pipeline), spark=spark, on_batch=reports.append)
+        write = run.sink.write
+
+        def spied(batch: MicroBatch) -> None:
+            uncounted.append(batch.uncounted)
+            write(batch)
+
+        run.sink.write = spied  # type: ignore[method-assign]
+        run.start()
+        try:
+            run.wait()
+        finally:
+            run.stop()
+        return reports, uncounted
+
+    first, uncounted = run_once()
+    snapshot = [r for r in first if r.snapshot_rows]
+    assert len(snapshot) >= 4 and sum(r.snapshot_rows for r in snapshot) == 2000
+    # every snapshot batch was one append, uncached, the first too (an initial snapshot
+    # starts with nothing emitted, so its log range holds no change)
+    table = TableId(orders, "orders")
+    assert [uncounted[r.batch_id] for r in snapshot] == [frozenset({table})] * len(snapshot)
+    assert operations(spark, path)[2:] == ["WRITE"] * len(snapshot)
+    assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
+
+    # Spark's commit of the last snapshot batch is lost: the next run replays it, and
+    # Delta skips its append (same app id and version)
+    last = snapshot[-1]
+    for batch in range(last.batch_id, max(r.batch_id for r in first) + 1):
+        logs = ["commits", "offsets"] if batch > last.batch_id else ["commits"]
+        for name in logs:  # each file and its checksum (Hadoop's .crc)
+            (checkpoint / name / str(batch)).unlink()
+            (checkpoint / name / f".{batch}.crc").unlink(missing_ok=True)
+    versions = len(operations(spark, path))
+    replayed, uncounted = run_once()
+    assert replayed[0].batch_id == last.batch_id and uncounted[0] == frozenset({table})
+    assert replayed[0].snapshot_rows == last.snapshot_rows  # counted again
+    assert len(operations(spark, path)) == versions
+    assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
 
 
 def test_a_comma_separated_tables_list_captures_exactly_its_tables(

@@ -29,6 +29,7 @@ from sparkcdc.pipeline.checkpoint import batch_offset, last_committed_offset, qu
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.metrics import PipelineMetrics
+from sparkcdc.pipeline.one_pass import chunks_of_one_table, observed
 from sparkcdc.pipeline.run_state import load_run_state, save_run_state
 from sparkcdc.pipeline.schema_follow import follow_changes, restore_targets
 from sparkcdc.pipeline.shaped_evolution import joined_target
@@ -241,9 +242,12 @@ class PipelineRun:
         checkpoint = self.definition.settings.checkpoint
         if self._pipeline_id is None:  # Spark wrote the checkpoint's metadata at start
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
-        frame = frame.persist()
+        offset = batch_offset(checkpoint, batch_id)
+        previous = batch_offset(checkpoint, batch_id - 1) if batch_id and offset else None
+        alone = self._read_once(frame, previous, offset)
+        if alone is None:
+            frame = frame.persist()  # lazy: the count below fills it
         try:
-            offset = batch_offset(checkpoint, batch_id)
             version = None if offset is None else self.probe.position(offset).version
             if offset is not None:
                 self._capture_created(offset)
@@ -259,7 +263,15 @@ class PipelineRun:
                     shaped_schema(self.spark, self.definition.namespace),
                     self.definition.excluded_changes,
                 )
-            changes, tally = self._split(frame, version)
+            uncounted: frozenset[TableId] = frozenset()
+            if alone is None:
+                changes, tally = self._split(frame, version)
+            else:  # counted as the sink writes it
+                changes, observation, recount = self._split_once(frame, alone, version)
+                tally = _Tally({}, None)
+                uncounted = frozenset(
+                    t.table.source for t in self.targets if alone in _source_ids(t)
+                )
             fetched = time.time()
             rows = tally.rows
             snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
@@ -282,9 +294,9 @@ class PipelineRun:
                 kept_columns={
                     t.table.source: kept_columns(t) for t in self.targets if reread[t.table.source]
                 },
+                uncounted=uncounted,
             )
             if offset is not None:
-                previous = batch_offset(checkpoint, batch_id - 1) if batch_id else None
                 truncated = new_truncates(previous, offset)
                 if truncated:
                     follow_truncates(
@@ -301,6 +313,9 @@ class PipelineRun:
                 if dropped:
                     self._follow_drops(dropped, batch)
             self.sink.write(batch)
+            if alone is not None:
+                tally = self._counted_once(alone, observed(observation, recount), batch_id)
+                fetched = time.time()
         finally:
             frame.unpersist()
         report = BatchReport(
@@ -395,28 +410,78 @@ class PipelineRun:
             everything[i] = joined
         return everything
 
+    def _read_once(self, frame: Any, previous: str | None, offset: str | None) -> TableId | None:
+        """The table whose snapshot rows are the whole batch, when its target appends them
+        in one write: then the batch is neither cached nor counted before the write
+        (pipeline/one_pass.py). None: cache and count as usual."""
+        mode = getattr(self.definition.source_config, "startup_mode", None)
+        from_scratch = mode in ("initial", "snapshot")
+        alone = None if offset is None else chunks_of_one_table(previous, offset, from_scratch)
+        if alone is None or alone not in {t.source for t in self.tables}:
+            return None
+        if not self.envelope and not all(c in frame.columns for c in self.tables[0].columns):
+            return None  # the query's columns are not the table's (a schema change)
+        into = [t for t in self.targets if alone in _source_ids(t)]
+        pipeline = self._pipeline_id or ""
+        if not into or not all(
+            self.sink.writes_snapshot_once(self.spark, t.table, pipeline) for t in into
+        ):
+            return None
+        return alone
+
+    def _split_once(
+        self, frame: Any, alone: TableId, snapshot_version: int | None
+    ) -> tuple[dict[TableId, Any], Any, Callable[[], Any]]:
+        """The batch per table as typed changelogs, as :meth:`_split` gives them, for a
+        batch of ``alone``'s snapshot rows only: its rows carry an observation of the same
+        measures (filled by the sink's write), every other table's rows are empty without
+        reading anything. Also how to count ``alone``'s rows again (a replay's write is
+        skipped: nothing observes them)."""
+        from pyspark.sql import Observation
+
+        from sparkcdc.spark.envelope import unpack_table
+
+        changes = {}
+        for table in self.tables:
+            typed = frame
+            if self.envelope:
+                db, name = table.source.database, table.source.table
+                typed = unpack_table(frame, db, name, table.schema)
+            typed = typed.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+            # the other tables' rows: planned as empty, so nothing reads them
+            changes[table.source] = typed if table.source == alone else typed.limit(0)
+        rows = changes[alone]
+        measures = _measures(snapshot_version)
+        observation = Observation()
+        changes[alone] = rows.observe(observation, *measures)
+
+        def recount() -> Any:
+            (row,) = rows.agg(*measures).collect()
+            return row
+
+        return changes, observation, recount
+
+    def _counted_once(self, alone: TableId, row: Any, batch_id: int) -> _Tally:
+        """The tally of a batch written in one pass, from what its write observed. The
+        offsets said it holds snapshot rows only; a log change in it would have been
+        dropped by the sink's append, so it fails the run loudly."""
+        tally = _Tally.of({alone: row})
+        tally.fill(t.source for t in self.tables)
+        counts = tally.counts[alone]
+        if counts.inserts or counts.updates or counts.deletes or counts.reread_rows:
+            raise SparkCdcError(
+                f"batch {batch_id} of {alone} held log changes ({counts}) where its offsets "
+                "said it held snapshot rows only; the target may lack them. This is a "
+                f"defect: please report it, and read the table again with `sparkcdc "
+                f"snapshot {self.definition.path} --table {alone}`"
+            )
+        return tally
+
     def _split(self, frame: Any, snapshot_version: int | None) -> tuple[dict[TableId, Any], _Tally]:
         """The batch per table as typed changelogs, and what it holds per table (changelog
         rows, snapshot rows, changes by kind, rows read again on demand, the newest log
-        commit time) counted in one Spark job. Rows at the batch end's version are read by
-        the snapshot (no log change has a position's version): inserts of a first snapshot,
-        updates of a re-read."""
-        from pyspark.sql import functions as F
-
-        kind = F.col(CHANGE_TYPE)
-        at_end = F.col(COMMIT_VERSION) == F.lit(snapshot_version)
-        update = kind.isin("update", "update_postimage")
-        snapshot = (kind == "insert") & at_end
-        reread = update & at_end
-        logged = F.coalesce(~(snapshot | reread), F.lit(True))
-        measures = [
-            F.count(F.when(snapshot, 1)).alias("s"),
-            F.count(F.when((kind == "insert") & logged, 1)).alias("i"),
-            F.count(F.when(update & logged, 1)).alias("u"),
-            F.count(F.when(kind == "delete", 1)).alias("d"),
-            F.count(F.when(reread, 1)).alias("r"),
-            F.max(F.when(logged, F.col(COMMIT_TIMESTAMP))).alias("t"),
-        ]
+        commit time) counted in one Spark job."""
+        measures = _measures(snapshot_version)
         if not self.envelope:
             table = self.tables[0]
             (row,) = frame.agg(*measures).collect()
@@ -439,6 +504,33 @@ class PipelineRun:
                 *[quoted(c) for c in table.columns], *CHANGE_COLUMNS
             )
         return changes, tally
+
+
+def _measures(snapshot_version: int | None) -> list[Any]:
+    """What a batch holds (``_Tally.of`` reads them): snapshot rows ``s``, log inserts
+    ``i``, updates ``u``, deletes ``d``, rows read again ``r``, the newest log commit
+    time ``t``. Rows at the batch end's version are read by the snapshot (no log change
+    has a position's version): inserts of a first snapshot, updates of a re-read."""
+    from pyspark.sql import functions as F
+
+    kind = F.col(CHANGE_TYPE)
+    at_end = F.col(COMMIT_VERSION) == F.lit(snapshot_version)
+    update = kind.isin("update", "update_postimage")
+    snapshot = (kind == "insert") & at_end
+    reread = update & at_end
+    logged = F.coalesce(~(snapshot | reread), F.lit(True))
+    return [
+        F.count(F.when(snapshot, 1)).alias("s"),
+        F.count(F.when((kind == "insert") & logged, 1)).alias("i"),
+        F.count(F.when(update & logged, 1)).alias("u"),
+        F.count(F.when(kind == "delete", 1)).alias("d"),
+        F.count(F.when(reread, 1)).alias("r"),
+        F.max(F.when(logged, F.col(COMMIT_TIMESTAMP))).alias("t"),
+    ]
+
+
+def _source_ids(target: Target) -> set[TableId]:
+    return {s.table.source for s in target.sources}
 
 
 def _summed(target: Target, counts: dict[TableId, int]) -> int:

@@ -76,8 +76,15 @@ class MicroBatch:
     #: set, each row holds the index of its own in ``sinks.reduce.KEPT_SET``. The pipeline
     #: gives them for targets with rows read again in the batch only.
     kept_columns: Mapping[TableId, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    #: Targets whose rows were neither counted nor cached (``row_counts`` lacks them):
+    #: every row is a snapshot row of one table, read from the source as the sink writes
+    #: it (pipeline/one_pass.py). Only for targets the sink said it appends to
+    #: (:meth:`Sink.writes_snapshot_once`), which must read them once.
+    uncounted: frozenset[TableId] = frozenset()
 
     def has_changes(self, table: TableId) -> bool:
+        if table in self.uncounted:
+            return True
         return self.row_counts is None or self.row_counts.get(table, 0) > 0
 
     def snapshot_rows(self, table: TableId) -> int | None:
@@ -137,6 +144,14 @@ class Sink(ABC):
     def write(self, batch: MicroBatch) -> None:
         """Apply one micro-batch. A batch already applied (same pipeline and batch id, or an
         older one) must change nothing."""
+
+    def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
+        """Whether a batch of only snapshot rows into ``table`` (a target) is written
+        reading its rows once, uncounted and uncached (``MicroBatch.uncounted``): an
+        append, in one Spark action, where Spark's ``Observation`` sees the rows. The
+        pipeline then skips the batch's cache and count. Asked before each such batch."""
+        del spark, table, pipeline
+        return False
 
     def evolve(
         self,

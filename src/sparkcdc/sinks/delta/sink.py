@@ -304,10 +304,19 @@ class DeltaSink(Sink):
                 f"({sql_string(APPENDS_FOR)})"
             )
 
+    def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
+        """A history target appends every row; a mirror appends snapshot rows when it
+        holds only this pipeline's rows (:meth:`_appendable`). Either is one write."""
+        return not self.upsert or self._appendable(spark, self.tables[table.source], pipeline)
+
     def _upsert(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
         """Snapshot rows are appended when the target holds only this pipeline's rows (their
         keys cannot be there yet); the log's changes are merged. A MERGE costs a join with
         the target, so a snapshot merged batch by batch grows with the table squared."""
+        if table.source in batch.uncounted:  # all snapshot rows, appendable (asked before)
+            with _commit_options(spark, batch, app=SNAPSHOT_APP):
+                self._append_snapshot(table, changes, batch)
+            return
         snapshot = batch.snapshot_rows(table.source)
         if not snapshot or not self._appendable(spark, table, batch.pipeline):
             with _commit_options(spark, batch):
@@ -318,13 +327,16 @@ class DeltaSink(Sink):
         # the append's commit names no source offset when a MERGE follows: verify reads the
         # offset of the table's last complete batch
         with _commit_options(spark, batch, app=SNAPSHOT_APP, offset=not merged):
-            rows = changes.where(batch.is_snapshot_row())
-            rows.select(*[quoted(c) for c in table.columns]).write.format("delta").mode(
-                "append"
-            ).save(self.target_path(table.source))
+            self._append_snapshot(table, changes, batch)
         if merged:
             with _commit_options(spark, batch):
                 self._merge(spark, table, changes.where(~batch.is_snapshot_row()), batch)
+
+    def _append_snapshot(self, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+        rows = changes.where(batch.is_snapshot_row())
+        rows.select(*[quoted(c) for c in table.columns]).write.format("delta").mode("append").save(
+            self.target_path(table.source)
+        )
 
     def _appendable(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
         """Whether the target holds this pipeline's rows only: marked for it (table property

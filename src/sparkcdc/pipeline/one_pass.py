@@ -1,0 +1,88 @@
+"""Batches written in one pass: the snapshot rows of one table and nothing else.
+
+The runner caches every batch, counts it in one job, then hands it to the sink: a batch
+may be read more than once (a target per table, a MERGE reads its source twice), and a
+chunk read twice is two reads of the database. For a batch that is only one table's
+chunks, into a target that appends them (sinks/base.py, ``Sink.writes_snapshot_once``),
+the cache and the count cost a third of the batch (docs/pipelines.md, "One
+micro-batch"): the rows go straight from the source to the target, and they are
+counted on the way (Spark's ``Observation`` of the write).
+
+Which batches those are, the offsets tell alone (no row is looked at). A batch from
+offset A to B holds the log's changes in ``(A.log, B.log]`` of keys A had emitted, and
+the chunks between A's and B's cursors, read as of B (docs/design.md, "One micro-batch,
+from offset A to offset B"). So it holds snapshot rows of one table only when one
+table's cursor moved, no re-read runs in it, and no log change can be in it: the log did
+not move, or A had emitted no key of any table (the first batch of a snapshot from
+scratch: the ``initial`` and ``snapshot`` startup modes start with every table not
+started).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sparkcdc.core.table import TableId
+
+log = logging.getLogger(__name__)
+
+
+def chunks_of_one_table(
+    previous: str | None, offset: str, from_scratch: bool = False
+) -> TableId | None:
+    """The table whose chunks are the whole batch from ``previous`` to ``offset`` (the
+    end offsets of the batch before and of this one, JSON text), or None. ``previous``
+    None: the stream's first batch, whose start Spark does not keep; ``from_scratch``
+    says it started with every table not started."""
+    after = json.loads(offset)
+    new = after.pop("tables", {})
+    if any("again" in progress for progress in new.values()):
+        return None  # a re-read emits updates, not snapshot inserts
+    if previous is None:
+        if not from_scratch:
+            return None
+        moved = [key for key, progress in new.items() if _emitted(progress)]
+        return TableId.from_key(moved[0]) if len(moved) == 1 else None
+    before = json.loads(previous)
+    old = before.pop("tables", {})
+    if old.keys() != new.keys():  # a table created or dropped
+        return None
+    if any(_emitted(progress) for progress in old.values()):
+        if before != after:  # the log moved (changes of emitted keys), a pause...
+            return None
+    elif {k: v for k, v in before.items() if k != "log"} != {
+        k: v for k, v in after.items() if k != "log"
+    }:
+        return None
+    moved = [key for key in new if new[key] != old[key]]
+    if len(moved) != 1:
+        return None
+    was, now = old[moved[0]], new[moved[0]]
+    if was.get("done") or was.get("schema") != now.get("schema"):
+        return None  # a mark on a done table (truncate, drop); a change of its columns
+    return TableId.from_key(moved[0])
+
+
+def _emitted(progress: dict[str, Any]) -> bool:
+    """Whether a table's entry says some of its keys were emitted (a cursor, or done)."""
+    return "cursor" in progress or bool(progress.get("done"))
+
+
+def observed(observation: Any, recount: Callable[[], Any], wait_seconds: float = 3.0) -> Any:
+    """The row of ``observation`` once the write that carried it has run, or
+    ``recount()`` when it never ran: a sink that finds the batch in its target already
+    (a replay after a crash) skips the write, and the rows are counted by reading them
+    again, which only replays pay. Spark fills an observation on its listener thread
+    right after the action, hence the short wait."""
+    future = observation._jo.future()
+    deadline = time.monotonic() + wait_seconds
+    while not future.isCompleted():
+        if time.monotonic() > deadline:
+            log.debug("the write ran no job that observed the batch: counting it again")
+            return recount()
+        time.sleep(0.01)
+    return observation.get
