@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -32,14 +32,24 @@ TOTAL = "all tables"
 
 
 class LiveConsole:
-    def __init__(self, console: Console, metrics: PipelineMetrics, live: bool | None = None):
+    def __init__(
+        self,
+        console: Console,
+        metrics: PipelineMetrics,
+        live: bool | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
         self.console = console
         self.metrics = metrics
         self.live = console.is_terminal if live is None else live
+        self._clock = clock
         self._progress: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
-        self._first_started: float | None = None  #: when the run's first batch began
         self._copying = False  #: some table's snapshot was not done at the last batch
+        #: Per table (and the total): snapshot rows copied before this run, and when this
+        #: run's first batch with rows of it began; rates count this run's rows only.
+        self._rows_before: dict[str, int] = {}
+        self._copying_since: dict[str, float] = {}
 
     def start(self) -> None:
         snapshot = self.metrics.snapshot()
@@ -63,12 +73,16 @@ class LiveConsole:
                 )
             if len(copying) > 1:
                 self._tasks[TOTAL] = self._progress.add_task(TOTAL, total=None, rate="")
+            self._rows_before = {str(t.table): t.totals.snapshot_rows for t in snapshot.tables}
+            self._rows_before[TOTAL] = sum(t.totals.snapshot_rows for t in snapshot.tables)
             self._update(snapshot)
             self._progress.start()
 
     def on_batch(self, report: BatchReport) -> None:
-        if self._first_started is None:
-            self._first_started = report.started
+        for table, counts in report.counts.items():
+            if counts.snapshot_rows:
+                self._copying_since.setdefault(str(table), report.started)
+                self._copying_since.setdefault(TOTAL, report.started)
         snapshot = self.metrics.snapshot()
         finished = self._copying and snapshot.snapshot_remaining_tables == 0
         self._copying = snapshot.snapshot_remaining_tables > 0
@@ -86,17 +100,26 @@ class LiveConsole:
 
     def _update(self, snapshot: MetricsSnapshot) -> None:
         assert self._progress is not None
-        elapsed = max(1e-3, time.time() - (self._first_started or time.time()))
         done = total = 0
         for table in snapshot.tables:
             task = self._tasks.get(str(table.table))
             rows, size = table.totals.snapshot_rows, _size(table)
             done, total = done + rows, total + size
             if task is not None:
-                self._progress.update(task, completed=rows, total=size or None, rate="")
+                rate = self._rate(str(table.table), rows)
+                self._progress.update(task, completed=rows, total=size or None, rate=rate)
         if TOTAL in self._tasks:
-            rate = f"{_si(done / elapsed)} rows/s"
+            rate = self._rate(TOTAL, done)
             self._progress.update(self._tasks[TOTAL], completed=done, total=total, rate=rate)
+
+    def _rate(self, name: str, rows: int) -> str:
+        """``12.3 k rows/s``: this run's snapshot rows of ``name`` over the time since its
+        first batch with some began (empty before that)."""
+        since = self._copying_since.get(name)
+        copied = rows - self._rows_before.get(name, 0)
+        if since is None or copied <= 0:
+            return ""
+        return f"{_si(copied / max(1e-3, self._clock() - since))} rows/s"
 
     def stop(self) -> None:
         if self._progress is not None:
