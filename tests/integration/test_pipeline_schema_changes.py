@@ -464,3 +464,45 @@ def test_evolve_writes_a_truncate_to_a_debezium_json_topic(
     assert sorted((op, k) for op, k in ops if op != "r") == [("c", 4), ("c", 5), ("t", None)]
     read = [k for op, k in ops if op == "r"]
     assert {1, 2, 3} <= set(read) <= {1, 2, 3, 5}
+
+
+def test_evolve_writes_each_change_with_its_columns_to_a_debezium_json_topic(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    kafka: EmbeddedKafka,
+    topic: str,
+    scratch: Path,
+) -> None:
+    """A topic is a history: each change's images carry the table's columns as of that
+    change (as Debezium writes them), through an added, dropped, widened and renamed
+    column; the column changes themselves write no data message."""
+    create_tables(mariadb, mysql_db)
+    block = (
+        f"type: kafka\nproperties.bootstrap.servers: {kafka.bootstrap_servers}\n"
+        f'value.format: debezium-json\ntopic-pattern: "{topic}.{{table}}"'
+    )
+    path = pipeline_file(
+        scratch, mariadb, f"{mysql_db}.(t|u)", block, blocks="  schema.change.behavior: evolve\n"
+    )
+    run_script(spark, mariadb, path, mysql_db, SCRIPT)
+    raw = read_kafka(spark, kafka.bootstrap_servers, f"{topic}.t", streaming=False)
+    values = [json.loads(m["value"]) for m in raw.orderBy("partition", "offset").collect()]
+    # in order per key (a key's messages share a partition; partitions interleave)
+    changes: dict[int, list[tuple[str, dict[str, Any]]]] = {}
+    for v in values:
+        if v["op"] != "r":
+            image = v["before"] if v["op"] == "d" else v["after"]
+            changes.setdefault(image["id"], []).append((v["op"], image))
+    assert changes == {
+        1: [("u", {"id": 1, "a": 1, "b": "x", "c": 10}), ("u", {"id": 1, "a": 1, "d": 11})],
+        2: [("u", {"id": 2, "a": 20, "c": None})],
+        3: [("d", {"id": 3, "a": 3, "d": None})],
+        4: [("c", {"id": 4, "a": 4, "b": "w"})],
+        5: [("c", {"id": 5, "a": 5, "b": "v", "c": 50})],
+        6: [("c", {"id": 6, "a": BIG, "c": 60})],
+        7: [("c", {"id": 7, "a": 7, "d": 70})],
+    }
+    # the snapshot's rows as Debezium's reads, with the columns they had then
+    reads = [v["after"] for v in values if v["op"] == "r"]
+    assert {(r["id"], r["a"], r.get("b")) for r in reads} >= {(1, 1, "x"), (2, 2, "y"), (3, 3, "z")}
