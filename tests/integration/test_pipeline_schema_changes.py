@@ -424,6 +424,21 @@ def test_a_dropped_table_and_one_created_again_under_its_name(
     }
 
 
+def debezium_json_pipeline(
+    mariadb: EmbeddedMariaDB, db: str, kafka: EmbeddedKafka, topic: str, scratch: Path
+) -> Path:
+    """The tables t and u, and a pipeline of theirs into debezium-json topics
+    ``<topic>.<table>`` under ``evolve``."""
+    create_tables(mariadb, db)
+    block = (
+        f"type: kafka\nproperties.bootstrap.servers: {kafka.bootstrap_servers}\n"
+        f'value.format: debezium-json\ntopic-pattern: "{topic}.{{table}}"'
+    )
+    return pipeline_file(
+        scratch, mariadb, f"{db}.(t|u)", block, blocks="  schema.change.behavior: evolve\n"
+    )
+
+
 def test_evolve_writes_a_truncate_to_a_debezium_json_topic(
     spark: Any,
     mariadb: EmbeddedMariaDB,
@@ -434,14 +449,7 @@ def test_evolve_writes_a_truncate_to_a_debezium_json_topic(
 ) -> None:
     """Debezium's truncate message (op ``t``, no key, no images) between the changes
     before and after it; Kafka has no other way to say it."""
-    create_tables(mariadb, mysql_db)
-    block = (
-        f"type: kafka\nproperties.bootstrap.servers: {kafka.bootstrap_servers}\n"
-        f'value.format: debezium-json\ntopic-pattern: "{topic}.{{table}}"'
-    )
-    path = pipeline_file(
-        scratch, mariadb, f"{mysql_db}.(t|u)", block, blocks="  schema.change.behavior: evolve\n"
-    )
+    path = debezium_json_pipeline(mariadb, mysql_db, kafka, topic, scratch)
     script = [
         "INSERT INTO t VALUES (4, 4, 'w')",
         "TRUNCATE TABLE t",
@@ -477,14 +485,7 @@ def test_evolve_writes_each_change_with_its_columns_to_a_debezium_json_topic(
     """A topic is a history: each change's images carry the table's columns as of that
     change (as Debezium writes them), through an added, dropped, widened and renamed
     column; the column changes themselves write no data message."""
-    create_tables(mariadb, mysql_db)
-    block = (
-        f"type: kafka\nproperties.bootstrap.servers: {kafka.bootstrap_servers}\n"
-        f'value.format: debezium-json\ntopic-pattern: "{topic}.{{table}}"'
-    )
-    path = pipeline_file(
-        scratch, mariadb, f"{mysql_db}.(t|u)", block, blocks="  schema.change.behavior: evolve\n"
-    )
+    path = debezium_json_pipeline(mariadb, mysql_db, kafka, topic, scratch)
     run_script(spark, mariadb, path, mysql_db, SCRIPT)
     raw = read_kafka(spark, kafka.bootstrap_servers, f"{topic}.t", streaming=False)
     values = [json.loads(m["value"]) for m in raw.orderBy("partition", "offset").collect()]
