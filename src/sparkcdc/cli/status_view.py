@@ -18,7 +18,8 @@ COLOURS = {"streaming": "green", "snapshotting": "yellow", "pending": "yellow"}
 
 
 def status_view(status: PipelineStatus, now: float | None = None) -> RenderableType:
-    now = time.time() if now is None else now
+    if now is None:  # ages as of when the status was taken, as --json has them
+        now = status.now or time.time()
     lines = [
         f"pipeline '{status.pipeline}': {status.source} -> {status.sink}, "
         f"checkpoint {status.checkpoint}",
