@@ -4,6 +4,7 @@ replayed batches, SIGKILL of ``sparkcdc run`` during the snapshot, and clean sto
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -363,7 +364,11 @@ def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
 
 
 def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
-    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    orders: str,
+    scratch: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Batches of one table's snapshot rows go from the source to the target in one
     append, uncached, counted by an observation of the write (pipeline/one_pass.py). A
@@ -393,7 +398,13 @@ def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
             run.stop()
         return reports, uncounted
 
+    caplog.set_level(logging.DEBUG, logger="sparkcdc.pipeline.one_pass")
+
+    def recounts() -> int:
+        return sum("counting it again" in r.getMessage() for r in caplog.records)
+
     first, uncounted = run_once()
+    assert recounts() == 0  # every write's observation counted its rows
     snapshot = [r for r in first if r.snapshot_rows]
     assert len(snapshot) >= 4 and sum(r.snapshot_rows for r in snapshot) == 2000
     # every snapshot batch was one append, uncached, the first too (an initial snapshot
@@ -414,7 +425,7 @@ def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
     versions = len(operations(spark, path))
     replayed, uncounted = run_once()
     assert replayed[0].batch_id == last.batch_id and uncounted[0] == frozenset({table})
-    assert replayed[0].snapshot_rows == last.snapshot_rows  # counted again
+    assert replayed[0].snapshot_rows == last.snapshot_rows and recounts() == 1
     assert len(operations(spark, path)) == versions
     assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
 

@@ -84,6 +84,15 @@ def test_a_log_range_holds_no_change_while_no_key_was_emitted() -> None:
     assert chunks_of_one_table(None, first, from_scratch=False) is None
     both = offset({"app.a": {"done": True}, "app.b": cursor(3)}, moved)
     assert chunks_of_one_table(None, both, from_scratch=True) is None
+    # the initial offset holds each table's columns (MySQL): the first batch may too
+    columns = {"table": {"table": "app.a"}}
+    first_columns = offset({"app.a": cursor(100, schema=columns), "app.b": {"started": False}})
+    assert chunks_of_one_table(None, first_columns, from_scratch=True) == TableId("app", "a")
+    # a DROP in the first batch marks its table done: no snapshot rows of it
+    dropped = {"done": True, "schema": {**columns, "table_dropped": {"file": "b", "pos": 9}}}
+    assert chunks_of_one_table(None, offset({**fresh, "app.b": dropped}), True) is None
+    changed = {"started": False, "schema": SCHEMA}  # a column change in the first batch
+    assert chunks_of_one_table(None, offset({"app.a": cursor(9), "app.b": changed}), True) is None
     again = {"done": True, "again": {"signal": "s"}}
     assert chunks_of_one_table(None, offset({**fresh, "app.a": again}), True) is None
     # a later batch: nothing emitted at its start, so the log moving adds no change

@@ -37,14 +37,16 @@ def chunks_of_one_table(
     """The table whose chunks are the whole batch from ``previous`` to ``offset`` (the
     end offsets of the batch before and of this one, JSON text), or None. ``previous``
     None: the stream's first batch, whose start Spark does not keep; ``from_scratch``
-    says it started with every table not started."""
+    says it started with every table not started, each with its columns only (so a
+    drop in it, which marks its table done, is told by its ``schema`` entry's marks:
+    such batches are refused)."""
     after = json.loads(offset)
     new = after.pop("tables", {})
     if any("again" in progress for progress in new.values()):
         return None  # a re-read emits updates, not snapshot inserts
     if previous is None:
-        if not from_scratch:
-            return None
+        if not from_scratch or any(_marked(progress) for progress in new.values()):
+            return None  # a column change, truncate or drop in it
         moved = [key for key, progress in new.items() if _emitted(progress)]
         return TableId.from_key(moved[0]) if len(moved) == 1 else None
     before = json.loads(previous)
@@ -67,6 +69,12 @@ def chunks_of_one_table(
     return TableId.from_key(moved[0])
 
 
+def _marked(progress: dict[str, Any]) -> bool:
+    """Whether a table's ``schema`` entry holds more than its columns: the statement of a
+    column change, a truncate's or a drop's mark (snapshot/progress.py)."""
+    return bool(set(progress.get("schema") or {}) - {"table"})
+
+
 def _emitted(progress: dict[str, Any]) -> bool:
     """Whether a table's entry says some of its keys were emitted (a cursor, or done)."""
     return "cursor" in progress or bool(progress.get("done"))
@@ -78,11 +86,15 @@ def observed(observation: Any, recount: Callable[[], Any], wait_seconds: float =
     (a replay after a crash) skips the write, and the rows are counted by reading them
     again, which only replays pay. Spark fills an observation on its listener thread
     right after the action, hence the short wait."""
-    future = observation._jo.future()
     deadline = time.monotonic() + wait_seconds
-    while not future.isCompleted():
-        if time.monotonic() > deadline:
-            log.debug("the write ran no job that observed the batch: counting it again")
-            return recount()
-        time.sleep(0.01)
-    return observation.get
+    try:
+        future = observation._jo.future()  # Spark's own, not in PySpark's API
+        while not future.isCompleted():
+            if time.monotonic() > deadline:
+                log.debug("the write ran no job that observed the batch: counting it again")
+                return recount()
+            time.sleep(0.01)
+        return observation.get
+    except Exception:  # the write is committed: count the rows, never fail here
+        log.debug("the batch's observation could not be read: counting it again", exc_info=True)
+        return recount()

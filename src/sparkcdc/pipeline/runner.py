@@ -244,7 +244,7 @@ class PipelineRun:
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
         offset = batch_offset(checkpoint, batch_id)
         previous = batch_offset(checkpoint, batch_id - 1) if batch_id and offset else None
-        alone = self._read_once(frame, previous, offset)
+        alone = self._read_once(frame, batch_id, previous, offset)
         if alone is None:
             frame = frame.persist()  # lazy: the count below fills it
         try:
@@ -410,12 +410,16 @@ class PipelineRun:
             everything[i] = joined
         return everything
 
-    def _read_once(self, frame: Any, previous: str | None, offset: str | None) -> TableId | None:
+    def _read_once(
+        self, frame: Any, batch_id: int, previous: str | None, offset: str | None
+    ) -> TableId | None:
         """The table whose snapshot rows are the whole batch, when its target appends them
         in one write: then the batch is neither cached nor counted before the write
         (pipeline/one_pass.py). None: cache and count as usual."""
         mode = getattr(self.definition.source_config, "startup_mode", None)
-        from_scratch = mode in ("initial", "snapshot")
+        # only the checkpoint's first batch starts from the initial offset (a later one
+        # whose previous offset cannot be read is not known to start anywhere)
+        from_scratch = batch_id == 0 and mode in ("initial", "snapshot")
         alone = None if offset is None else chunks_of_one_table(previous, offset, from_scratch)
         if alone is None or alone not in {t.source for t in self.tables}:
             return None
