@@ -363,19 +363,25 @@ def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
     assert delta_rows(spark, target) == expected
 
 
+@pytest.mark.parametrize("tables", ["orders", "(orders|audit)"])
 def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
     spark: Any,
     mariadb: EmbeddedMariaDB,
     orders: str,
     scratch: Path,
     caplog: pytest.LogCaptureFixture,
+    tables: str,
 ) -> None:
     """Batches of one table's snapshot rows go from the source to the target in one
     append, uncached, counted by an observation of the write (pipeline/one_pass.py). A
     replay of such a batch (a crash after the write, before Spark's commit) is skipped
-    by Delta, so nothing observes its rows: they are counted by reading them again."""
+    by Delta, so nothing observes its rows: they are counted by reading them again.
+    With two tables (the envelope), batches with rows of both keep the cache."""
+    envelope = tables != "orders"
+    if envelope:
+        mariadb.execute("INSERT INTO audit (note) VALUES ('x'), ('y')", database=orders)
     pipeline = pipeline_file(
-        scratch, mariadb, f"{orders}.orders", DELTA_SINK, trigger="available-now", max_rows=500
+        scratch, mariadb, f"{orders}.{tables}", DELTA_SINK, trigger="available-now", max_rows=500
     )
     checkpoint = scratch / "checkpoint"
     path = scratch / "lake" / orders / "orders"
@@ -405,14 +411,22 @@ def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
 
     first, uncounted = run_once()
     assert recounts() == 0  # every write's observation counted its rows
-    snapshot = [r for r in first if r.snapshot_rows]
-    assert len(snapshot) >= 4 and sum(r.snapshot_rows for r in snapshot) == 2000
-    # every snapshot batch was one append, uncached, the first too (an initial snapshot
-    # starts with nothing emitted, so its log range holds no change)
-    table = TableId(orders, "orders")
-    assert [uncounted[r.batch_id] for r in snapshot] == [frozenset({table})] * len(snapshot)
+    table, audit = TableId(orders, "orders"), TableId(orders, "audit")
+    snapshot = [r for r in first if r.counts.get(table) and r.counts[table].snapshot_rows]
+    assert len(snapshot) >= 4 and sum(r.counts[table].snapshot_rows for r in snapshot) == 2000
+    assert sum(r.snapshot_rows for r in first) == 2000 + 2 * envelope
+    # every batch of orders' rows alone was one append, uncached, the first too (an
+    # initial snapshot starts with nothing emitted, so its log range holds no change)
+    alone = [r for r in snapshot if r.snapshot_rows == r.counts[table].snapshot_rows]
+    assert len(alone) >= len(snapshot) - 1
+    assert [uncounted[r.batch_id] for r in alone] == [frozenset({table})] * len(alone)
+    mixed = [r for r in snapshot if r not in alone]  # with audit's rows: cached
+    assert all(r.counts[audit].snapshot_rows and not uncounted[r.batch_id] for r in mixed)
     assert operations(spark, path)[2:] == ["WRITE"] * len(snapshot)
     assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
+    if envelope:
+        audit_rows = delta_rows(spark, scratch / "lake" / orders / "audit")
+        assert audit_rows == table_state(mariadb, orders, "audit")
 
     # Spark's commit of the last snapshot batch is lost: the next run replays it, and
     # Delta skips its append (same app id and version)
@@ -425,7 +439,8 @@ def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
     versions = len(operations(spark, path))
     replayed, uncounted = run_once()
     assert replayed[0].batch_id == last.batch_id and uncounted[0] == frozenset({table})
-    assert replayed[0].snapshot_rows == last.snapshot_rows and recounts() == 1
+    assert replayed[0].counts[table].snapshot_rows == last.counts[table].snapshot_rows
+    assert recounts() == 1
     assert len(operations(spark, path)) == versions
     assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
 

@@ -37,6 +37,13 @@ def test_one_tables_cursor_moving_alone_is_a_batch_of_its_chunks() -> None:
     ) == TableId("app", "a")
 
 
+def test_a_done_tables_span_of_chunks_going_away_reads_none_of_its_rows() -> None:
+    span = {"from": None, "to": None}
+    before = offset({"app.a": cursor(100), "app.b": {"done": True, "chunks": span}})
+    after = offset({"app.a": cursor(200), "app.b": {"done": True}})
+    assert chunks_of_one_table(before, after) == TableId("app", "a")
+
+
 def test_anything_else_in_the_batch_keeps_the_cache() -> None:
     a = {"app.a": cursor(100), "app.b": cursor(7)}
     assert chunks_of_one_table(None, offset(a)) is None  # the first batch, start unknown

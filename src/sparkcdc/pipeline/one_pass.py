@@ -60,13 +60,19 @@ def chunks_of_one_table(
         k: v for k, v in after.items() if k != "log"
     }:
         return None
-    moved = [key for key in new if new[key] != old[key]]
+    moved = [key for key in new if _read(new[key]) != _read(old[key])]
     if len(moved) != 1:
         return None
     was, now = old[moved[0]], new[moved[0]]
     if was.get("done") or was.get("schema") != now.get("schema"):
         return None  # a mark on a done table (truncate, drop); a change of its columns
     return TableId.from_key(moved[0])
+
+
+def _read(progress: dict[str, Any]) -> dict[str, Any]:
+    """A table's entry without its span of chunks read (``chunks``): a span that shrinks
+    or goes while nothing else of the entry changes reads no row of the table."""
+    return {k: v for k, v in progress.items() if k != "chunks"}
 
 
 def _marked(progress: dict[str, Any]) -> bool:
@@ -84,8 +90,8 @@ def observed(observation: Any, recount: Callable[[], Any], wait_seconds: float =
     """The row of ``observation`` once the write that carried it has run, or
     ``recount()`` when it never ran: a sink that finds the batch in its target already
     (a replay after a crash) skips the write, and the rows are counted by reading them
-    again, which only replays pay. Spark fills an observation on its listener thread
-    right after the action, hence the short wait."""
+    again, which only replays pay. Spark filled it before the write returned in every
+    measured batch; the short wait is a margin."""
     deadline = time.monotonic() + wait_seconds
     try:
         future = observation._jo.future()  # Spark's own, not in PySpark's API

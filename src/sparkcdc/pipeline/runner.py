@@ -437,31 +437,39 @@ class PipelineRun:
         self, frame: Any, alone: TableId, snapshot_version: int | None
     ) -> tuple[dict[TableId, Any], Any, Callable[[], Any]]:
         """The batch per table as typed changelogs, as :meth:`_split` gives them, for a
-        batch of ``alone``'s snapshot rows only: its rows carry an observation of the same
-        measures (filled by the sink's write), every other table's rows are empty without
-        reading anything. Also how to count ``alone``'s rows again (a replay's write is
-        skipped: nothing observes them)."""
+        batch of ``alone``'s snapshot rows only: the batch under its rows carries an
+        observation of the same measures (filled by the sink's write), every other table's
+        rows are empty without reading anything. Also how to count the batch again (a
+        replay's write is skipped: nothing observes it)."""
         from pyspark.sql import Observation
+        from pyspark.sql import functions as F
 
         from sparkcdc.spark.envelope import unpack_table
 
+        # observed below the split: rows of any other table in the batch are counted too
+        # (as ``o``), so an offset that said wrong fails the run instead of losing them
+        measures = _measures(snapshot_version)
+        if self.envelope:
+            theirs = (F.col("database_name") == alone.database) & (
+                F.col("table_name") == alone.table
+            )
+            measures.append(F.count(F.when(~theirs, 1)).alias("o"))
+        observation = Observation()
+        observed_frame = frame.observe(observation, *measures)
         changes = {}
         for table in self.tables:
-            typed = frame
+            mine = table.source == alone
+            typed = observed_frame if mine else frame
             if self.envelope:
                 db, name = table.source.database, table.source.table
-                typed = unpack_table(frame, db, name, table.schema)
+                typed = unpack_table(typed, db, name, table.schema)
             typed = typed.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
             # the other tables' rows: planned as empty, so nothing reads them
-            changes[table.source] = typed if table.source == alone else typed.limit(0)
-        rows = changes[alone]
-        measures = _measures(snapshot_version)
-        observation = Observation()
-        changes[alone] = rows.observe(observation, *measures)
+            changes[table.source] = typed if mine else typed.limit(0)
 
         def recount() -> Any:
-            (row,) = rows.agg(*measures).collect()
-            return row
+            (row,) = frame.agg(*measures).collect()
+            return row.asDict()  # as the observation gives it
 
         return changes, observation, recount
 
@@ -472,10 +480,12 @@ class PipelineRun:
         tally = _Tally.of({alone: row})
         tally.fill(t.source for t in self.tables)
         counts = tally.counts[alone]
-        if counts.inserts or counts.updates or counts.deletes or counts.reread_rows:
+        others = int(row["o"]) if "o" in row else 0
+        if counts.inserts or counts.updates or counts.deletes or counts.reread_rows or others:
             raise SparkCdcError(
-                f"batch {batch_id} of {alone} held log changes ({counts}) where its offsets "
-                "said it held snapshot rows only; the target may lack them. This is a "
+                f"batch {batch_id} of {alone} held log changes ({counts}) or {others} rows "
+                "of other tables where its offsets said it held snapshot rows of this "
+                "table only; the targets may lack them. This is a "
                 f"defect: please report it, and read the table again with `sparkcdc "
                 f"snapshot {self.definition.path} --table {alone}`"
             )
