@@ -20,6 +20,13 @@ FIXTURES: dict[str, Callable[[pytest.FixtureRequest], ConnectorUnderTest]] = {
         request.getfixturevalue("postgres"), request.getfixturevalue("conformance_pg_database")
     ),
 }
+#: Variants of a connector that the whole suite runs again: MariaDB read as a server
+#: without an exact snapshot position (MySQL) is, chunks placed by a high watermark.
+VARIANTS: dict[str, Callable[[pytest.FixtureRequest], ConnectorUnderTest]] = {
+    "mysql-watermark": lambda request: MariaDbConnector(
+        request.getfixturevalue("mariadb"), {"scan.snapshot.consistency": "watermark"}
+    ),
+}
 
 
 @pytest.fixture(scope="session")
@@ -28,11 +35,11 @@ def conformance_pg_database(postgres: EmbeddedPostgres) -> str:
     return postgres.create_database("conformance")
 
 
-@pytest.fixture(params=sorted(FIXTURES))
+@pytest.fixture(params=sorted(FIXTURES) + sorted(VARIANTS))
 def db(request: pytest.FixtureRequest) -> ConnectorUnderTest:
     """The connector under test; its server is started (once per session) on first use."""
     name: str = request.param
-    return FIXTURES[name](request)
+    return {**FIXTURES, **VARIANTS}[name](request)
 
 
 @pytest.fixture

@@ -15,8 +15,10 @@ from tests.support.random_writer import RandomWriter
 class MariaDbConnector(ConnectorUnderTest):
     name = "mysql"
 
-    def __init__(self, server: EmbeddedMariaDB) -> None:
+    def __init__(self, server: EmbeddedMariaDB, extra: dict[str, str] | None = None) -> None:
+        """``extra``: options every test's source gets (a variant of the connector)."""
         self.server = server
+        self.extra = dict(extra or {})
 
     def create_database(self, stem: str) -> str:
         return self.server.create_database(stem)
@@ -29,6 +31,7 @@ class MariaDbConnector(ConnectorUnderTest):
             **self.server.source_options(),
             "database-name": re.escape(namespace),
             "table-name": tables,
+            **self.extra,
         }
 
     def proxied(self, options: dict[str, str], port: int) -> dict[str, str]:

@@ -79,3 +79,33 @@ def test_normalised_chunk_equals_table_at_target(
         overrides = backward_overrides(changes[p:s], key_of)
     got = sorted(apply_overrides(chunk_rows(states[s], chunk), overrides, key_of, in_range))
     assert got == chunk_rows(states[p], chunk)
+
+
+@settings(max_examples=400)
+@given(histories(), st.data())
+def test_a_chunk_placed_by_a_high_watermark_equals_the_table_at_target(
+    history: tuple[list[dict[int, Row]], list[RowChange]], data: st.DataObject
+) -> None:
+    """Watermark chunks (docs/design.md): the snapshot sees every change up to the target
+    p and none after the high watermark h, and any of those in between, so its row of a
+    key changed in (p, h] may be anything; the window (p, h] read backwards still gives
+    the table at p."""
+    states, changes = history
+    p = data.draw(st.integers(0, len(changes)), label="target position")
+    h = data.draw(st.integers(p, len(changes)), label="high watermark")
+    seen = data.draw(st.integers(p, h), label="what the snapshot saw")
+    window = changes[p:h]
+    touched = {key_of(r) for c in window for r in (c.before, c.after) if r is not None}
+    snapshot = {k: row for k, row in states[seen].items() if k not in touched}
+    for k in sorted(touched):  # whatever a partly visible window shows of these keys
+        if data.draw(st.booleans(), label=f"key {k} present"):
+            snapshot[k] = (k, data.draw(st.integers(-5, -1)))
+    chunk = Chunk(data.draw(st.none() | KEYS, label="lo"), data.draw(st.none() | KEYS, label="hi"))
+    order = KeyOrder()
+
+    def in_range(row: Row) -> bool:
+        return order.in_chunk(row[0], chunk)
+
+    overrides = backward_overrides(window, key_of)
+    got = sorted(apply_overrides(chunk_rows(snapshot, chunk), overrides, key_of, in_range))
+    assert got == chunk_rows(states[p], chunk)

@@ -60,6 +60,8 @@ MYSQL_STARTUP_MODES = {
 }
 STARTUP_MODES = (*BASE_STARTUP_MODES, *MYSQL_STARTUP_MODES)
 SNAPSHOT_READERS = ("auto", "native", "classic")
+#: How a chunk's snapshot is placed in the binlog (docs/design.md, "Watermark chunks").
+SNAPSHOT_CONSISTENCIES = ("auto", "exact", "watermark")
 METADATA_COLUMNS = (
     "database_name",
     "table_name",
@@ -187,6 +189,17 @@ SPECS: tuple[OptionSpec, ...] = (
         "`native` / `classic` force one ([docs/snapshot-reader.md](docs/snapshot-reader.md))",
         attr="snapshot_reader",
     ),
+    OptionSpec(
+        "scan.snapshot.consistency",
+        choices=SNAPSHOT_CONSISTENCIES,
+        default="auto",
+        doc="how a chunk's rows are placed in the binlog: `exact` at the position MariaDB "
+        "reports for a consistent snapshot (`binlog_snapshot_file/position`), `watermark` "
+        "between the batch's position and the binlog's end after the snapshot opened "
+        "(servers without an exact position: MySQL); `auto` takes `exact` where the server "
+        'reports it ([docs/design.md](docs/design.md), "Watermark chunks")',
+        attr="snapshot_consistency",
+    ),
     FACTOR_UPPER,
     FACTOR_LOWER,
     CONNECT_TIMEOUT,
@@ -253,6 +266,7 @@ class MySqlSourceConfig(SourceConfig):
     snapshot_position: BinlogPosition | None = None
     tls: Mapping[str, str] = field(default_factory=dict)
     snapshot_reader: str = "auto"
+    snapshot_consistency: str = "auto"
     truncate_handling: str = "fail"
 
     def server_id(self, index: int) -> int:

@@ -50,6 +50,7 @@ from sparkcdc.connectors.mysql.server.validation import validate_server
 from sparkcdc.connectors.mysql.snapshot.chunk_ends import key_stats, next_chunk_end
 from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order
 from sparkcdc.connectors.mysql.snapshot.reader import read_chunks
+from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import CHANGE_TYPE_VALUES, ChunkRows
@@ -110,6 +111,11 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
     # -- discovery and types ------------------------------------------------------------
     def discover(self) -> list[CapturedTable]:
         self.flavor, _ = validate_server(self.conn, self.config.username)
+        if self.config.snapshot_consistency == "exact" and self.flavor != "mariadb":
+            raise SourceConfigurationError(
+                "'scan.snapshot.consistency' is 'exact', which needs MariaDB's position of a "
+                "consistent snapshot; this server has none: set it to 'auto' or 'watermark'"
+            )
         found = discover_tables(self.conn, self.config)
         for table in found:
             chunk_key_order(table, self.config)  # fails up front for keys we cannot order

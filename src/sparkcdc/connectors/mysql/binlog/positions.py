@@ -110,8 +110,9 @@ def ensure_available(conn: Any, position: BinlogPosition) -> None:
     )
 
 
-def snapshot_position(conn: Any) -> BinlogPosition:
-    """The exact binlog position of the open consistent-snapshot transaction (MariaDB).
+def snapshot_position(conn: Any) -> BinlogPosition | None:
+    """The exact binlog position of the open consistent-snapshot transaction (MariaDB), or
+    None where the server does not report one (MySQL).
 
     Read ``binlog_snapshot_file/position`` right after ``START TRANSACTION WITH CONSISTENT
     SNAPSHOT``; ``@@gtid_binlog_pos`` inside the transaction is not the snapshot's position.
@@ -120,8 +121,12 @@ def snapshot_position(conn: Any) -> BinlogPosition:
     file = status.get("Binlog_snapshot_file")
     pos = status.get("Binlog_snapshot_position")
     if not file or pos is None:
-        raise SourceConfigurationError(
-            "the server does not report binlog_snapshot_file/position (MariaDB does); "
-            "MySQL servers are not supported for snapshots yet"
-        )
+        return None
     return BinlogPosition(str(file), int(pos), gtid_at(conn, str(file), int(pos)))
+
+
+def binlog_end(conn: Any) -> BinlogPosition:
+    """The binlog's end now (file and position only): a watermark's upper bound needs no
+    GTID state, and reading one costs the server a rescan (:func:`gtid_at`)."""
+    file, pos = _master_status(conn)
+    return BinlogPosition(file, pos, "")

@@ -4,8 +4,11 @@ Both chunk readers (classic and native) read a partition the same way: key order
 keys are prepared before the transaction (a collation's weight table takes a moment to
 load), then one ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY`` (MVCC, no locks),
 whose exact binlog position S MariaDB reports; the log window between S and the target
-position P is read once and folded into per-key overrides (snapshot/normalize.py). Only how
-rows are fetched differs between the readers.
+position P is read once and folded into per-key overrides (snapshot/normalize.py). Where the
+server reports no such position (MySQL), or ``scan.snapshot.consistency`` is ``watermark``,
+S is the binlog's end read after the snapshot opened, a high watermark: the window from P
+to it is read backwards (docs/design.md, "Watermark chunks"). Only how rows are fetched
+differs between the readers.
 
 A change of the table's columns between P and S (the chunk is read after its batch was
 planned) makes the chunk unreadable in the batch's shape: the window then holds a table map
@@ -21,13 +24,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
-from sparkcdc.connectors.mysql.binlog.positions import snapshot_position
+from sparkcdc.connectors.mysql.binlog.positions import binlog_end, snapshot_position
 from sparkcdc.connectors.mysql.binlog.reader import read_changes
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import with_retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
-from sparkcdc.core.errors import ChunkCrossedChange, SchemaError
+from sparkcdc.core.errors import (
+    ChunkCrossedChange,
+    SchemaError,
+    SourceConfigurationError,
+    SparkCdcError,
+)
 from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import PartitionKeys
@@ -77,12 +85,42 @@ def consistent_snapshot(
     with conn.cursor() as cur:
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-    snapshot_at = snapshot_position(conn)
+    snapshot_at = placed(conn, config, target)
     yield window_overrides(
         config, table, snapshot_at, target, server_id, keys.key_of, keys.in_partition
     )
     with conn.cursor() as cur:
         cur.execute("COMMIT")
+
+
+def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> BinlogPosition:
+    """Where the snapshot just opened on ``conn`` stands in the binlog, as far as the
+    window to ``target`` must reach: its exact position, or a high watermark.
+
+    A watermark is the binlog's end read after the snapshot opened. A transaction is
+    written to the binlog before its engine commit makes it visible, so the snapshot sees
+    nothing beyond it; with every transaction up to ``target`` visible, each key's state
+    at ``target`` is the before-image of its first change in the window, or the snapshot's
+    row where the window has none (docs/design.md, "Watermark chunks").
+    """
+    mode = config.snapshot_consistency
+    exact = None if mode == "watermark" else snapshot_position(conn)
+    if exact is not None:
+        return exact
+    if mode == "exact":
+        raise SourceConfigurationError(
+            "'scan.snapshot.consistency' is 'exact', but the server does not report the "
+            "binlog position of a consistent snapshot (binlog_snapshot_file/position, which "
+            "MariaDB has): set it to 'auto' or 'watermark'"
+        )
+    high = binlog_end(conn)
+    if high < target:
+        raise SparkCdcError(
+            f"the binlog ends at {high}, before the batch's position {target}: the server "
+            "is not the one the batch was planned on (its binlog restarted?). Point the "
+            "source at that server, or re-snapshot the table with `sparkcdc snapshot`"
+        )
+    return high
 
 
 def window_overrides(
