@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.cli.main import main
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
@@ -321,13 +322,24 @@ def test_the_demo_runs_end_to_end(scratch: Path) -> None:
     ],
 )
 def test_two_tables_into_one_target_are_refused_before_anything_is_written(
-    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path, sink: str
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    orders: str,
+    scratch: Path,
+    sink: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    definition = load_pipeline(pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", sink))
+    path = pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", sink)
+    definition = load_pipeline(path)
     with pytest.raises(OptionError, match=r"writes .*audit, .*orders into one target") as refused:
         prepare(definition, spark=spark)
     assert "{database} and {table}" in str(refused.value)
     assert not (scratch / "lake").exists()
+    # validate refuses it too, before a run is tried
+    assert main(["validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert "file ok:" in out and "into one target" in err and "{database} and {table}" in err
+    assert main(["validate", str(path), "--offline"]) == 0
 
 
 def operations(spark: Any, path: Path) -> list[str]:

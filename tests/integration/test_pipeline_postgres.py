@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.cli.commands import verify_pipeline
+from sparkcdc.cli.main import main
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
@@ -282,3 +283,29 @@ table-name: "{{table}}"
         }
     finally:
         drop_slot(postgres, pg_db)
+
+
+def test_validate_checks_the_source_and_leaves_it_as_it_was(
+    postgres: EmbeddedPostgres, pg_db: str, scratch: Path, capsys: Any
+) -> None:
+    """``sparkcdc validate`` checks the server and its tables as a run does, but makes no
+    slot or publication: a slot nobody reads would keep the server's WAL for ever."""
+    source_database(postgres, pg_db)
+    path = pipeline(scratch, postgres, pg_db, slot_of(pg_db), "type: delta\npath: lake")
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "source ok: 2 tables match and are ready for CDC" in out, out
+    assert f"{SCHEMA}.orders -> " in out and f"{SCHEMA}.prices -> " in out, out
+    slots = postgres.execute(
+        "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",
+        (slot_of(pg_db),),
+        dbname=pg_db,
+    )
+    assert slots == [(0,)] and postgres.execute(
+        "SELECT count(*) FROM pg_publication", dbname=pg_db
+    ) == [(0,)]
+    assert not (scratch / "lake").exists() and not (scratch / "checkpoint").exists()
+    # a table the server cannot capture is refused, as a run would refuse it
+    postgres.execute(f"ALTER TABLE {SCHEMA}.orders REPLICA IDENTITY DEFAULT", dbname=pg_db)
+    assert main(["validate", str(path)]) == 2
+    assert "REPLICA IDENTITY" in capsys.readouterr().err

@@ -314,7 +314,11 @@ def final_rows(
 
 
 def test_an_expression_spark_rejects_names_the_rule_line(
-    spark: Any, mariadb: EmbeddedMariaDB, shards: str, scratch: Path
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    shards: str,
+    scratch: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     rules = RULES.format(db=shards).replace(
         "\\*, __table_name__", "\\*, qty * nope, __table_name__"
@@ -326,3 +330,12 @@ def test_an_expression_spark_rejects_names_the_rule_line(
     line = path.read_text().splitlines().index(f"  - source-table: {shards}.shard_[0-9]+") + 1
     assert f"{path}:{line}: transform of {shards}.shard_1: projection 'qty * nope'" in message
     assert "nope" in message and "UNRESOLVED_COLUMN" in message
+    # validate analyses it the same way; the file alone passes
+    assert main(["validate", str(path)]) == 2
+    assert f"{path}:{line}: transform of {shards}.shard_1: projection" in capsys.readouterr().err
+    assert main(["validate", str(path), "--offline"]) == 0
+    path.write_text(path.read_text().replace("qty * nope, ", ""))
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "source ok: 3 tables match" in out and "nothing was written" in out
+    assert f"{shards}.shard_1, {shards}.shard_2, {shards}.shard_3 -> " in out, out

@@ -21,24 +21,61 @@ from sparkcdc.cli.status_view import status_view
 from sparkcdc.core.folders import ensure_writable
 from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
+from sparkcdc.pipeline.plan import plan
 from sparkcdc.pipeline.prometheus import serve_metrics
-from sparkcdc.pipeline.runner import prepare
+from sparkcdc.pipeline.runner import pipeline_id, prepare, session_for
 from sparkcdc.pipeline.status import NoCheckpointError, pipeline_status, status_json
 from sparkcdc.verify.run import TableVerdict
 
 
 def validate(args: argparse.Namespace) -> int:
+    """The file, then (unless ``--offline``) what a run would refuse before its first batch,
+    with nothing written: the source server and its tables (read-only), the transforms'
+    expressions (analysed by Spark, started only when there are transforms) and the
+    targets (two tables into one refused)."""
     definition = load_pipeline(args.pipeline)
     rules = [
         f"{len(found)} {name}{'' if len(found) == 1 else 's'}"
         for name, found in (("transform", definition.transforms), ("route", definition.routes))
         if found
     ]
-    Console().print(
-        f"[green]ok[/green]: {definition.path}: {definition.source_type} -> "
-        f"{definition.sink_type}{''.join(f', {r}' for r in rules)}, "
-        f"checkpoint {definition.settings.checkpoint}"
+    console = Console(soft_wrap=True)
+    console.print(
+        escape(
+            f"file ok: {definition.path}: {definition.source_type} -> "
+            f"{definition.sink_type}{''.join(f', {r}' for r in rules)}, "
+            f"checkpoint {definition.settings.checkpoint}"
+        )
     )
+    if args.offline:
+        return 0
+    sessions: list[Any] = []  # started here, stopped here
+
+    def spark() -> Any:
+        if not definition.transforms:
+            return None
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()  # a caller's own (tests, notebooks)
+        if active is not None:
+            return active
+        sessions.append(session_for(definition, log_path(definition)))
+        return sessions[-1]
+
+    try:
+        planned = plan(definition, spark, pipeline_id(definition), inspect_only=True)
+    finally:
+        for session in sessions:
+            session.stop()
+    console.print(
+        f"source ok: {len(planned.tables)} table{'' if len(planned.tables) == 1 else 's'} "
+        "match and are ready for CDC; nothing was written"
+    )
+    for target in planned.targets:
+        sources = ", ".join(str(s.table.source) for s in target.sources)
+        console.print(
+            escape(f"  {sources} -> {planned.sink.target_of(target.table) or target.table.source}")
+        )
     return 0
 
 

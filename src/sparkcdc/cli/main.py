@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     signals.add_parser(commands)
     check = commands.add_parser("validate", help="check a pipeline file without running it")
     check.add_argument("pipeline", help="the pipeline YAML file")
+    check.add_argument(
+        "--offline",
+        action="store_true",
+        help="check the file only; by default the source server and the targets are checked "
+        "too (read-only: nothing is written anywhere)",
+    )
     demo = commands.add_parser(
         "demo", help="start a local MariaDB and capture it into a local Delta table"
     )

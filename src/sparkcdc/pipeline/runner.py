@@ -10,7 +10,6 @@ process and running again resumes.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -20,27 +19,27 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
-from sparkcdc.core.errors import RESTART_FOR_SCHEMA, OptionError, SparkCdcError
+from sparkcdc.core.errors import RESTART_FOR_SCHEMA, SparkCdcError
 from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
-from sparkcdc.pipeline.checkpoint import batch_offset, last_committed_offset, query_id
+from sparkcdc.pipeline.checkpoint import batch_offset, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.one_pass import chunks_of_one_table, observed
+from sparkcdc.pipeline.plan import plan, targets_of
 from sparkcdc.pipeline.run_state import load_run_state, save_run_state
-from sparkcdc.pipeline.schema_follow import follow_changes, restore_targets
+from sparkcdc.pipeline.schema_follow import follow_changes
 from sparkcdc.pipeline.shaped_evolution import joined_target
 from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.table_drops import follow_drops, new_drops
 from sparkcdc.pipeline.tables import captured_tables
-from sparkcdc.pipeline.targets import Target, kept_columns, plan_targets
+from sparkcdc.pipeline.targets import Target, kept_columns
 from sparkcdc.pipeline.truncates import follow_truncates, new_truncates
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
-from sparkcdc.sinks.registry import make_sink
 from sparkcdc.snapshot.options import ENVELOPE
 from sparkcdc.snapshot.schema_change import ColumnMoves
 from sparkcdc.spark.read_counters import source_retries
@@ -624,62 +623,23 @@ def prepare(
     """Validate the source server, discover tables, open the sink (creating targets).
     Without ``spark``, a local session starts (its JVM's output to ``jvm_log`` if given)."""
     ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
-    now = captured_tables(definition.connector, definition.source_config)
-    probe = SourceProbe(definition.connector, definition.source_config)
-    tables = tables_at_checkpoint(now, definition.settings.checkpoint, probe)
-    if spark is None:
-        spark = session_for(definition, jvm_log)
-    sink = make_sink(
-        definition.sink_type,
-        definition.sink_options,
-        definition.path.parent,
-        pipeline_id=pipeline_id(definition),
+    planned = plan(
+        definition,
+        lambda: session_for(definition, jvm_log) if spark is None else spark,
+        pipeline_id(definition),
     )
-    targets = targets_of(definition, spark, tables)
+    spark, sink, targets = planned.spark, planned.sink, planned.targets
     state = load_run_state(definition.settings.checkpoint)
-    targets = restore_targets(targets, state, definition.settings.schema_change_behavior)
-    shared = shared_targets(sink, [t.table for t in targets])
-    if shared:
-        target, sources = next(iter(shared.items()))
-        raise OptionError(
-            f"sink: option 'table-name' writes {', '.join(str(s) for s in sources)} into one "
-            f"target ({target}); their changes would collide (keys of different tables "
-            "overwrite each other, or a batch is skipped as a replay). Give each table its own "
-            "target with the {database} and {table} placeholders, or merge tables on purpose "
-            "with a route block (docs/pipelines.md)"
-        )
     for evolved in targets:
         if evolved.table.source in state.targets:  # finish an evolution a crash cut short
             sink.evolve(spark, evolved.table)
     sink.open(spark, [t.table for t in targets])
-    metrics = pipeline_metrics(definition, [t.source for t in tables], probe, spark)
+    tables = planned.tables
+    metrics = pipeline_metrics(definition, [t.source for t in tables], planned.probe, spark)
     sink.on_retry = metrics.sink_retried
-    run = PipelineRun(definition, spark, tables, targets, sink, probe, metrics, on_batch)
-    run.force_envelope = len(tables) == 1 and tables != now
+    run = PipelineRun(definition, spark, tables, targets, sink, planned.probe, metrics, on_batch)
+    run.force_envelope = len(tables) == 1 and tables != planned.now
     return run
-
-
-def targets_of(definition: PipelineDefinition, spark: Any, tables: list[SinkTable]) -> list[Target]:
-    """The targets the pipeline's transform and route rules make of ``tables``."""
-    namespace = definition.namespace
-    return plan_targets(
-        tables, definition.routes, definition.transforms, shaped_schema(spark, namespace), namespace
-    )
-
-
-def tables_at_checkpoint(
-    tables: list[SinkTable], checkpoint: Path, probe: SourceProbe
-) -> list[SinkTable]:
-    """The captured tables with the columns they had at the checkpoint's last committed
-    offset (where the query continues), for connectors that keep them in the offset: the
-    targets were evolved up to there, and later changes are applied as their batches come."""
-    committed = last_committed_offset(checkpoint)
-    if committed is None:
-        return tables
-    at = probe.table_columns(committed)
-    return [
-        dataclasses.replace(t, schema=at[t.source].columns) if t.source in at else t for t in tables
-    ]
 
 
 def pipeline_metrics(

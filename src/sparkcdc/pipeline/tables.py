@@ -8,9 +8,12 @@ from sparkcdc.connectors.connector import Connector
 from sparkcdc.sinks.base import SinkTable
 
 
-def captured_tables(found: Connector[Any], config: Any) -> list[SinkTable]:
+def captured_tables(
+    found: Connector[Any], config: Any, *, inspect_only: bool = False
+) -> list[SinkTable]:
     """Validate the server for CDC and list the matching tables with the Spark schema the
-    source emits for each (fails with the fix)."""
+    source emits for each (fails with the fix). ``inspect_only``: leave the server as it
+    is, making nothing capture would need (``Dialect.inspect``)."""
     import pyarrow as pa
 
     from sparkcdc.spark.schema import to_spark_schema
@@ -23,7 +26,7 @@ def captured_tables(found: Connector[Any], config: Any) -> list[SinkTable]:
                 to_spark_schema(pa.schema(source.dialect.arrow_fields(table))),
                 table.primary_key,
             )
-            for table in source.tables.values()
+            for table in (source.dialect.inspect() if inspect_only else source.tables.values())
         ]
     finally:
         source.close()

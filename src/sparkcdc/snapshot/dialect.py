@@ -114,6 +114,12 @@ class Dialect(ABC, Generic[P, T]):
         """The captured tables. Checks up front that the server is set up for CDC and that
         every chunk key can be ordered, failing with the fix in the message."""
 
+    def inspect(self) -> list[T]:
+        """The tables :meth:`discover` would capture, checked the same way, with the server
+        left as it is (no replication slot or publication made): what ``sparkcdc
+        validate`` shows. Connectors whose discovery changes nothing need not override it."""
+        return self.discover()
+
     @abstractmethod
     def key_order(self, table: T) -> KeyOrder:
         """How the database orders ``table``'s chunk key (collations, NULLs)."""

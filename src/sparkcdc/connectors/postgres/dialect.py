@@ -139,6 +139,16 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
             chunk_key_order(table)  # fails up front for keys we cannot order
         return tables
 
+    def inspect(self) -> list[PgTable]:
+        """Discovery's checks without its publication and slot: a slot made by a check and
+        never read would keep the server's WAL for ever."""
+        validate_server(self.conn, self.config)
+        tables = discover_tables(self.conn, self.config)
+        validate_tables(self.conn, tables)
+        for table in tables:
+            chunk_key_order(table)
+        return tables
+
     def matches(self, table_id: TableId) -> bool:
         return self.config.matches(table_id.database, table_id.table)
 

@@ -1,0 +1,104 @@
+"""What a pipeline would capture and where it would write it, checked before anything runs.
+
+``prepare`` plans a run this way before it opens the sink; ``sparkcdc validate`` plans one
+and stops there, so everything a run would refuse up front (a server not set up for CDC, a
+transform expression Spark rejects, two tables into one target) it refuses too, without
+writing anything anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.core.errors import OptionError
+from sparkcdc.pipeline.checkpoint import last_committed_offset
+from sparkcdc.pipeline.definition import PipelineDefinition
+from sparkcdc.pipeline.run_state import load_run_state
+from sparkcdc.pipeline.schema_follow import restore_targets
+from sparkcdc.pipeline.shaping import shaped_schema
+from sparkcdc.pipeline.source_probe import SourceProbe
+from sparkcdc.pipeline.tables import captured_tables
+from sparkcdc.pipeline.targets import Target, plan_targets
+from sparkcdc.sinks.base import Sink, SinkTable, shared_targets
+from sparkcdc.sinks.registry import make_sink
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run's tables and targets, as planned from the source and the checkpoint."""
+
+    #: The matching tables with the columns the source has now.
+    now: list[SinkTable]
+    #: The same with the columns they had at the checkpoint (where the query continues).
+    tables: list[SinkTable]
+    targets: list[Target]
+    probe: SourceProbe
+    sink: Sink
+    #: The SparkSession the transforms were analysed in (None: none was needed).
+    spark: Any
+
+
+def plan(
+    definition: PipelineDefinition,
+    spark: Callable[[], Any],
+    pipeline_id: str | None,
+    *,
+    inspect_only: bool = False,
+) -> Plan:
+    """Validate the source server and discover its tables (read-only), then apply the
+    transform and route rules (Spark analyses the transforms' expressions: ``spark()`` is
+    called once the source passed, so a bad server fails before a JVM starts) and refuse
+    targets that two tables would share. ``inspect_only``: the source makes nothing
+    capture would need (a PostgreSQL slot or publication)."""
+    now = captured_tables(definition.connector, definition.source_config, inspect_only=inspect_only)
+    probe = SourceProbe(definition.connector, definition.source_config)
+    tables = tables_at_checkpoint(now, definition.settings.checkpoint, probe)
+    session = spark()
+    sink = make_sink(
+        definition.sink_type,
+        definition.sink_options,
+        definition.path.parent,
+        pipeline_id=pipeline_id,
+    )
+    targets = targets_of(definition, session, tables)
+    state = load_run_state(definition.settings.checkpoint)
+    targets = restore_targets(targets, state, definition.settings.schema_change_behavior)
+    shared = shared_targets(sink, [t.table for t in targets])
+    if shared:
+        target, sources = next(iter(shared.items()))
+        raise OptionError(
+            f"sink: option 'table-name' writes {', '.join(str(s) for s in sources)} into one "
+            f"target ({target}); their changes would collide (keys of different tables "
+            "overwrite each other, or a batch is skipped as a replay). Give each table its own "
+            "target with the {database} and {table} placeholders, or merge tables on purpose "
+            "with a route block (docs/pipelines.md)"
+        )
+    return Plan(now, tables, targets, probe, sink, session)
+
+
+def targets_of(definition: PipelineDefinition, spark: Any, tables: list[SinkTable]) -> list[Target]:
+    """The targets the pipeline's transform and route rules make of ``tables`` (``spark``
+    is used only where a transform rule applies)."""
+    namespace = definition.namespace
+    return plan_targets(
+        tables, definition.routes, definition.transforms, shaped_schema(spark, namespace), namespace
+    )
+
+
+def tables_at_checkpoint(
+    tables: list[SinkTable], checkpoint: Path, probe: SourceProbe
+) -> list[SinkTable]:
+    """The captured tables with the columns they had at the checkpoint's last committed
+    offset (where the query continues), for connectors that keep them in the offset: the
+    targets were evolved up to there, and later changes are applied as their batches come."""
+    committed = last_committed_offset(checkpoint)
+    if committed is None:
+        return tables
+    at = probe.table_columns(committed)
+    return [
+        dataclasses.replace(t, schema=at[t.source].columns) if t.source in at else t for t in tables
+    ]
