@@ -141,6 +141,40 @@ def test_a_typed_stream_stops_at_an_added_column_and_goes_on_with_it_when_restar
     assert replayer.state[1] == (1, "new", 5, 7) and replayer.state[57][3] == 57
 
 
+def test_a_typed_stream_restarted_after_a_column_was_added_while_it_was_stopped(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """The ADD COLUMN happened while nothing ran: the restarted query has the table's
+    columns of now, and the changes logged before the ALTER have the old ones, which one
+    Spark schema cannot carry. It stops before delivering anything, naming both column
+    lists and the ways out; a new checkpoint replays to the table."""
+    from pyspark.errors import StreamingQueryException
+
+    replayer = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty", "c"])
+
+    def each(batch: Any, _: int) -> None:
+        replayer.apply_batch({"c": None, **r.asDict()} for r in batch.collect())
+
+    options = source_options(mariadb, orders)
+    checkpoint = scratch / "ckpt"
+    run_available_now(spark, options, checkpoint, each)
+    delivered = dict(replayer.state)
+    mariadb.execute("UPDATE orders SET qty = qty + 1 WHERE id < 30", database=orders)
+    mariadb.execute("ALTER TABLE orders ADD COLUMN c INT", database=orders)
+    mariadb.execute("UPDATE orders SET c = id WHERE id < 60", database=orders)
+    with pytest.raises(StreamingQueryException) as stopped:
+        run_available_now(spark, options, checkpoint, each)
+    message = str(stopped.value)
+    assert f"the columns of {orders}.orders at " in message
+    assert "(id, name, qty) are not its columns now (id, name, qty, c)" in message
+    assert "Capture it together with another table" in message and "new checkpoint" in message
+    assert replayer.state == delivered  # nothing of the old shape was delivered in the new
+    replayer = ChangelogReplayer(lambda r: r["id"], ["id", "name", "qty", "c"])
+    run_available_now(spark, options, scratch / "new", each)
+    assert replayer.state == table_state(mariadb, orders, "orders")
+    assert replayer.state[3][2] == 2 and replayer.state[57][3] == 57
+
+
 def test_several_tables_share_one_stream_and_unpack_to_typed_changelogs(
     spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
 ) -> None:

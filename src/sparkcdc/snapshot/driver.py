@@ -650,9 +650,10 @@ class IncrementalSource(Generic[P, T]):
         if self.dialect.arrow_fields(shaped) == self.dialect.arrow_fields(table):
             return
         if restarted:
+            change = progress.schema.get("change")
             raise SchemaError(
-                f"the columns of {table_id} at {offset.log} ({', '.join(shaped.column_names)}, "
-                f"after {progress.schema.get('change', '')}) are not its columns now "
+                f"the columns of {table_id} at {offset.log} ({', '.join(shaped.column_names)}"
+                f"{f', after {change}' if change else ''}) are not its columns now "
                 f"({', '.join(table.column_names)}): it changed again after that position, "
                 "and a one-table stream cannot carry rows of two shapes. Capture it together "
                 "with another table (several tables follow any number of changes) or start "
