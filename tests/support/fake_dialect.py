@@ -91,6 +91,8 @@ class FakeDatabase(Dialect[Count, FakeTable]):
     created: Mapping[TableId, int] = field(default_factory=dict)
     #: The server the log is read from (None: servers are not told apart).
     origin: str | None = None
+    #: Readers of one batch the database tells apart (MySQL's server ids); None: any.
+    readers: int | None = None
     format_name = "fake-cdc"
 
     @property
@@ -110,6 +112,9 @@ class FakeDatabase(Dialect[Count, FakeTable]):
         return rows
 
     # -- the dialect ------------------------------------------------------------------------
+    def max_readers(self) -> int | None:
+        return self.readers
+
     def discover(self) -> list[FakeTable]:
         return [
             FakeTable(t)

@@ -24,7 +24,14 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.chunks import Chunk, KeyStats, plan_chunks
-from sparkcdc.snapshot.driver import ChunkRead, IncrementalSource, SmallReads
+from sparkcdc.snapshot.driver import (
+    ChunkRead,
+    IncrementalSource,
+    LogRead,
+    SmallReads,
+    chunk_partitions,
+    widened,
+)
 from tests.support.fake_dialect import Count, FakeDatabase, FakeSettings, FakeTable
 
 from .test_normalize import histories
@@ -118,6 +125,7 @@ def test_replayed_changelog_equals_source_at_every_batch(
         rows_per_batch=data.draw(st.integers(1, 40), label="rows per batch"),
     )
     db = FakeDatabase(log, initial, config, now=data.draw(st.integers(0, len(log))))
+    db.readers = data.draw(st.none() | st.integers(1, 6), label="readers told apart")
     db.snapshot_at = lambda target, now: data.draw(st.integers(0, now), label="snapshot at S")
     max_rows = data.draw(st.none() | st.integers(1, 12), label="maxRowsPerTrigger")
     source = IncrementalSource(db)
@@ -134,6 +142,9 @@ def test_replayed_changelog_equals_source_at_every_batch(
         # the partitions are planned again in another process (or after a restart)
         planner = IncrementalSource(db) if data.draw(st.booleans(), label="replan") else source
         specs = planner.partitions(offset, end)
+        if db.readers is not None:  # log pieces take at most as many readers themselves
+            chunk_reads = [s for s in specs if not isinstance(s, LogRead)]
+            assert len(chunk_reads) <= max(1, db.readers - (len(specs) - len(chunk_reads)))
         db.now = data.draw(st.integers(db.now, len(log)), label="writes while reading")
         rows = read_on_executor(source, specs)
         replay(consumer, rows, envelope=two)
@@ -300,3 +311,29 @@ def test_small_tables_share_a_partition_and_big_ones_keep_their_own() -> None:
     assert [s.reader for s in specs] == [0, 1, 2, 3]
     rows = read_on_executor(source, specs)
     assert len(rows) == 40 + 5 * 3
+
+
+def test_a_batch_never_has_more_chunk_readers_than_the_database_tells_apart() -> None:
+    """MySQL tells concurrent binlog readers apart by server id; two under one id knock
+    each other off. A batch's chunk partitions grow instead (at scale: 65 partitions of
+    a 10^8-row batch against 64 ids)."""
+    big = {k: (k, 0) for k in range(400)}
+    tables = {TableId("db", f"s{i}"): {0: (0, 0)} for i in range(7)} | {A: big}
+    config = FakeSettings(chunk_size=4, rows_per_partition=4)  # 1 chunk per partition
+    for readers in (None, 1, 3, 16, 200):
+        source = IncrementalSource(FakeDatabase([], tables, config, readers=readers))
+        start = source.initial_offset()
+        specs = source.partitions(start, source.latest_offset(start, None))
+        assert len(specs) == (107 if readers is None or readers >= 107 else readers)
+        assert [s.reader for s in specs] == list(range(len(specs)))
+        assert len(read_on_executor(source, specs)) == 400 + 7
+
+
+@settings(max_examples=300)
+@given(st.lists(st.integers(0, 50), max_size=12), st.integers(1, 8), st.integers(1, 20))
+def test_widened_partitions_fit_the_readers(counts: list[int], chunks: int, readers: int) -> None:
+    wider = widened(chunks, counts, readers)
+    assert wider >= chunks
+    assert chunk_partitions(counts, wider) <= readers
+    if chunk_partitions(counts, chunks) <= readers:  # nothing to widen
+        assert wider == chunks

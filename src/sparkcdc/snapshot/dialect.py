@@ -303,6 +303,11 @@ class Dialect(ABC, Generic[P, T]):
     def table_from_json(self, data: Mapping[str, Any]) -> T:
         raise NotImplementedError(f"{type(self).__name__} does not follow schema changes")
 
+    def max_readers(self) -> int | None:
+        """How many readers of one batch the database can tell apart (MySQL: the server
+        ids); a batch's chunk partitions grow to stay within it. None: any number."""
+        return None
+
     def check_readers(self, count: int) -> None:
         """A batch reads with ``count`` concurrent log readers; warn if the database
         cannot tell them apart (MySQL's server ids)."""

@@ -16,7 +16,7 @@ import itertools
 import logging
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic
@@ -702,8 +702,7 @@ class IncrementalSource(Generic[P, T]):
             bounds = self.dialect.split_log(start_pos, end_pos)
             for lo, hi in itertools.pairwise(bounds):
                 specs.append(LogRead(lo, hi, live, before, len(specs), self.envelope, origin))
-        per_partition = max(1, self.settings.rows_per_partition // self.settings.chunk_size)
-        rests: list[tuple[T, tuple[Chunk, ...], bool]] = []
+        reads: list[tuple[T, list[Chunk], bool]] = []
         for table_id in sorted(after):
             if _reads(before.get(table_id, TableProgress())) == _reads(after[table_id]):
                 continue
@@ -713,7 +712,14 @@ class IncrementalSource(Generic[P, T]):
             again = _rereads(before[table_id], after[table_id])
             if chunks is None:  # planned in another process, or replayed after a restart
                 chunks = self._chunks_between(table_id, before[table_id], after[table_id])
-            table = shapes[table_id]
+            reads.append((shapes[table_id], chunks, again))
+        per_partition = max(1, self.settings.rows_per_partition // self.settings.chunk_size)
+        limit = self.dialect.max_readers()
+        if limit is not None:
+            counts = [len(chunks) for _, chunks, _ in reads]
+            per_partition = widened(per_partition, counts, max(1, limit - len(specs)))
+        rests: list[tuple[T, tuple[Chunk, ...], bool]] = []
+        for table, chunks, again in reads:
             for i in range(0, len(chunks), per_partition):
                 part = tuple(chunks[i : i + per_partition])
                 if len(part) < per_partition:  # shares a partition with other tables' rests
@@ -1090,3 +1096,32 @@ def _verb(statement: str) -> str:
     """DROP, or RENAME for a statement that renames a table away (RENAME / ALTER TABLE)."""
     words = re.sub(r"/\*.*?\*/", " ", statement, flags=re.S).split(None, 1)
     return "DROP" if words and words[0].upper() == "DROP" else "RENAME"
+
+
+def chunk_partitions(counts: Sequence[int], per_partition: int) -> int:
+    """How many chunk partitions :meth:`IncrementalSource.partitions` makes of tables with
+    ``counts`` chunks: each table's full groups of ``per_partition``, then its partial
+    last group packed with the next tables' (in order, a new partition when one is full)."""
+    full = sum(n // per_partition for n in counts)
+    bins = used = 0
+    for rest in (n % per_partition for n in counts):
+        if not rest:
+            continue
+        if not bins or used + rest > per_partition:
+            bins, used = bins + 1, 0
+        used += rest
+    return full + bins
+
+
+def widened(per_partition: int, counts: Sequence[int], readers: int) -> int:
+    """Chunks per partition, at least ``per_partition``, such that the chunk partitions
+    are at most ``readers``: a database that must tell concurrent readers apart (MySQL's
+    server ids) gets bigger partitions rather than two readers under one id, which
+    would knock each other off the server."""
+    total = sum(counts)
+    if total == 0:
+        return per_partition
+    wider = max(per_partition, -(-total // readers))
+    while chunk_partitions(counts, wider) > readers:
+        wider += max(1, wider // 4)
+    return wider

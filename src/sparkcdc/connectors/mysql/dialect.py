@@ -273,9 +273,13 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
             return split_at_boundaries(self.conn, start, end, walked[2], max_pieces=pieces)
         return split_log(self.conn, start, end, max_pieces=pieces)
 
+    def max_readers(self) -> int:
+        low, high = self.config.server_ids
+        return high - low + 1
+
     def check_readers(self, count: int) -> None:
         low, high = self.config.server_ids
-        if count > high - low + 1:
+        if count > self.max_readers():
             log.warning(
                 "a batch reads with %d concurrent binlog readers but 'server-id' %d-%d has "
                 "only %d ids: readers sharing an id knock each other off the server; give a "
