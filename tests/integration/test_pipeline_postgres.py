@@ -305,6 +305,15 @@ def test_validate_checks_the_source_and_leaves_it_as_it_was(
         "SELECT count(*) FROM pg_publication", dbname=pg_db
     ) == [(0,)]
     assert not (scratch / "lake").exists() and not (scratch / "checkpoint").exists()
+    # a publication the run may not make is refused, as the run would refuse it
+    disabled = path.read_text().replace(
+        "  slot.name:", "  publication.autocreate.mode: disabled\n  slot.name:"
+    )
+    path.write_text(disabled)
+    assert main(["validate", str(path)]) == 2
+    assert (
+        "does not exist and 'publication.autocreate.mode' is 'disabled'" in capsys.readouterr().err
+    )
     # a table the server cannot capture is refused, as a run would refuse it
     postgres.execute(f"ALTER TABLE {SCHEMA}.orders REPLICA IDENTITY DEFAULT", dbname=pg_db)
     assert main(["validate", str(path)]) == 2

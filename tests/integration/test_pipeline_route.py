@@ -7,6 +7,8 @@ read again on demand, each target equal to the model of ``lenient`` computed her
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -339,3 +341,14 @@ def test_an_expression_spark_rejects_names_the_rule_line(
     out = capsys.readouterr().out
     assert "source ok: 3 tables match" in out and "nothing was written" in out
     assert f"{shards}.shard_1, {shards}.shard_2, {shards}.shard_3 -> " in out, out
+    # as a command, with a Spark session of its own: nothing left where it ran either
+    before = sorted(p.name for p in scratch.iterdir())
+    done = subprocess.run(
+        [sys.executable, "-m", "sparkcdc.cli.main", "validate", str(path)],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "source ok: 3 tables match" in done.stdout, done.stderr
+    assert sorted(p.name for p in scratch.iterdir()) == before

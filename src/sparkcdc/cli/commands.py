@@ -6,7 +6,9 @@ import argparse
 import dataclasses
 import json
 import logging
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,16 +52,17 @@ def validate(args: argparse.Namespace) -> int:
     if args.offline:
         return 0
     sessions: list[Any] = []  # started here, stopped here
+    scratch = Path(tempfile.mkdtemp(prefix="sparkcdc-validate-"))  # Spark's log, then gone
 
     def spark() -> Any:
         if not definition.transforms:
             return None
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
-        active = SparkSession.getActiveSession()  # a caller's own (tests, notebooks)
-        if active is not None:
-            return active
-        sessions.append(session_for(definition, log_path(definition)))
+        if SparkContext._active_spark_context is not None:  # a caller's (tests, notebooks)
+            return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        sessions.append(session_for(definition, scratch / "spark.log"))
         return sessions[-1]
 
     try:
@@ -67,6 +70,7 @@ def validate(args: argparse.Namespace) -> int:
     finally:
         for session in sessions:
             session.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     console.print(
         f"source ok: {len(planned.tables)} table{'' if len(planned.tables) == 1 else 's'} "
         "match and are ready for CDC; nothing was written"

@@ -49,11 +49,11 @@ def plan(
     *,
     inspect_only: bool = False,
 ) -> Plan:
-    """Validate the source server and discover its tables (read-only), then apply the
+    """Validate the source server and discover its tables, then apply the
     transform and route rules (Spark analyses the transforms' expressions: ``spark()`` is
     called once the source passed, so a bad server fails before a JVM starts) and refuse
-    targets that two tables would share. ``inspect_only``: the source makes nothing
-    capture would need (a PostgreSQL slot or publication)."""
+    targets that two tables would share. Discovery makes what capture needs (a
+    PostgreSQL slot and publication) unless ``inspect_only``, which writes nothing."""
     now = captured_tables(definition.connector, definition.source_config, inspect_only=inspect_only)
     probe = SourceProbe(definition.connector, definition.source_config)
     tables = tables_at_checkpoint(now, definition.settings.checkpoint, probe)

@@ -133,8 +133,9 @@ SPECS: tuple[OptionSpec, ...] = (
         None,  # parse_config draws the range
         default_doc="random range of 64 ids in 5400-6463",
         doc="an id or range `5400-5408`; concurrent binlog readers take ids from the range "
-        "(give at least as many as executor cores): a batch has at most as many partitions "
-        "as ids (bigger partitions rather than two readers under one id)",
+        "(give at least as many as executor cores): a batch's log pieces take at most half "
+        "of them and its chunk partitions the rest (bigger partitions rather than two "
+        "readers under one id; a single id is shared when a batch reads both)",
         attr="server_ids",
     ),
     OptionSpec(

@@ -264,10 +264,9 @@ class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
 
     def split_log(self, start: BinlogPosition, end: BinlogPosition) -> list[BinlogPosition]:
         """Large ranges are decoded by several Spark tasks in parallel
-        (docs/binlog-decoder.md); each piece needs its own server id, so there are never
-        more pieces than ids."""
-        low, high = self.config.server_ids
-        pieces = min(MAX_LOG_PIECES, high - low + 1)
+        (docs/binlog-decoder.md); each piece needs its own server id, so they take at most
+        half the ids: the batch's chunk partitions get the rest (``max_readers``)."""
+        pieces = min(MAX_LOG_PIECES, max(1, self.max_readers() // 2))
         walked = self._walked
         if walked is not None and walked[:2] == (start.key, end.key):  # planned just now
             return split_at_boundaries(self.conn, start, end, walked[2], max_pieces=pieces)

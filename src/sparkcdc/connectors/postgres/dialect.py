@@ -140,11 +140,14 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         return tables
 
     def inspect(self) -> list[PgTable]:
-        """Discovery's checks without its publication and slot: a slot made by a check and
-        never read would keep the server's WAL for ever."""
+        """Discovery's checks without making its publication and slot (a slot made by a
+        check and never read would keep the server's WAL for ever): an existing slot or
+        publication must fit, a missing one must be one the user could make."""
         validate_server(self.conn, self.config)
         tables = discover_tables(self.conn, self.config)
         validate_tables(self.conn, tables)
+        ensure_publication(self.conn, self.config, tables, create=False)
+        slot_state(self.conn, self.config)
         for table in tables:
             chunk_key_order(table)
         return tables

@@ -118,7 +118,7 @@ def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> Binl
         raise SparkCdcError(
             f"the binlog ends at {high}, before the batch's position {target}: the server "
             "is not the one the batch was planned on (its binlog restarted?). Point the "
-            "source at that server, or re-snapshot the table with `sparkcdc snapshot`"
+            "source at that server, or start from a new checkpoint"
         )
     return high
 

@@ -50,10 +50,14 @@ class SlotState:
     wal_status: str  #: reserved / extended / unreserved / lost
 
 
-def ensure_publication(conn: Any, config: PostgresSourceConfig, tables: list[PgTable]) -> bool:
+def ensure_publication(
+    conn: Any, config: PostgresSourceConfig, tables: list[PgTable], *, create: bool = True
+) -> bool:
     """The publication exists, publishes inserts, updates, deletes and truncates, and
     covers every captured table; created or extended in mode ``filtered``. True when it
-    was created now (the slot, if older, cannot decode WAL written before it)."""
+    was created now (the slot, if older, cannot decode WAL written before it). With
+    ``create`` false nothing is created or extended: what would be is checked to be
+    possible (the user owns the tables)."""
     name = config.publication_name
     rows = query(
         conn,
@@ -69,7 +73,11 @@ def ensure_publication(conn: Any, config: PostgresSourceConfig, tables: list[PgT
                 f"'disabled': create it with CREATE PUBLICATION {quote(name)} FOR TABLE "
                 f"{listed}; (or set the mode to 'filtered' for a user that owns the tables)"
             )
-        _catalog_change(conn, f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}", name, listed)
+        sql = f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}"
+        if not create:
+            _check_changeable(conn, tables, sql, name)
+            return False
+        _catalog_change(conn, sql, name, listed)
         log.info("created publication %s for %s", name, listed)
         return True
     insert, update, delete, truncate, all_tables = rows[0]
@@ -96,9 +104,33 @@ def ensure_publication(conn: Any, config: PostgresSourceConfig, tables: list[PgT
                 f"publication '{name}' lacks {names}: run ALTER PUBLICATION {quote(name)} "
                 f"ADD TABLE {names};"
             )
-        _catalog_change(conn, f"ALTER PUBLICATION {quote(name)} ADD TABLE {names}", name, names)
+        sql = f"ALTER PUBLICATION {quote(name)} ADD TABLE {names}"
+        if not create:
+            _check_changeable(conn, missing, sql, name)
+            return False
+        _catalog_change(conn, sql, name, names)
         log.info("added %s to publication %s", names, name)
     return False
+
+
+def _check_changeable(conn: Any, tables: list[PgTable], sql: str, name: str) -> None:
+    """What :func:`_catalog_change` would refuse, found with a query: a table whose owner
+    role the user does not have (superusers have every role)."""
+    foreign = [
+        t.sql_name
+        for t in tables
+        if not query(
+            conn,
+            "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = %s::regclass",
+            (t.sql_name,),
+        )[0][0]
+    ]
+    if foreign:
+        raise SourceConfigurationError(
+            f"cannot create or extend publication '{name}': the user does not own "
+            f"{', '.join(foreign)}, and a publication's tables must be owned by the user. Have "
+            f"an owner run {sql}; (or CREATE PUBLICATION ... FOR TABLE ...), then start again"
+        )
 
 
 def _catalog_change(conn: Any, sql: str, name: str, tables: str) -> None:
