@@ -17,7 +17,7 @@ from typing import Any
 from sparkcdc.core.errors import OptionError
 from sparkcdc.pipeline.checkpoint import last_committed_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
-from sparkcdc.pipeline.run_state import load_run_state
+from sparkcdc.pipeline.run_state import RunState, load_run_state
 from sparkcdc.pipeline.schema_follow import restore_targets
 from sparkcdc.pipeline.shaping import shaped_schema
 from sparkcdc.pipeline.source_probe import SourceProbe
@@ -40,6 +40,8 @@ class Plan:
     sink: Sink
     #: The SparkSession the transforms were analysed in (None: none was needed).
     spark: Any
+    #: The checkpoint's run state the targets were restored from.
+    state: RunState
 
 
 def plan(
@@ -77,7 +79,7 @@ def plan(
             "target with the {database} and {table} placeholders, or merge tables on purpose "
             "with a route block (docs/pipelines.md)"
         )
-    return Plan(now, tables, targets, probe, sink, session)
+    return Plan(now, tables, targets, probe, sink, session, state)
 
 
 def targets_of(definition: PipelineDefinition, spark: Any, tables: list[SinkTable]) -> list[Target]:

@@ -629,9 +629,8 @@ def prepare(
         pipeline_id(definition),
     )
     spark, sink, targets = planned.spark, planned.sink, planned.targets
-    state = load_run_state(definition.settings.checkpoint)
     for evolved in targets:
-        if evolved.table.source in state.targets:  # finish an evolution a crash cut short
+        if evolved.table.source in planned.state.targets:  # finish an evolution a crash cut short
             sink.evolve(spark, evolved.table)
     sink.open(spark, [t.table for t in targets])
     tables = planned.tables
