@@ -17,6 +17,12 @@ Printed per phase: the whole query (start to caught up), the first batch's plann
 its execution, the number of batches, the size of the largest offset Spark wrote (offsets
 hold one entry per table: what O(tables) costs in bytes), and the peak memory of each
 process kind.
+
+Then the same as pipelines into Delta (``prepare``, ``start``, ``wait`` in process, one
+Delta table per source table): ``prepare`` (server checks, discovery, creating the
+targets), the first batch and the whole run, for the snapshot and for one UPDATE per
+table, against a pipeline of ``wide`` alone; the many tables once writing one target at a
+time (``concurrent-writes: 1``, the baseline) and once four at a time (the default).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks._common import (
     DATABASE,
@@ -102,11 +109,62 @@ def describe(run: StreamRun, checkpoint: Path) -> str:
     )
 
 
+def run_pipeline(
+    spark: Any, db: EmbeddedMariaDB, folder: Path, tables: str, writes: int = 4
+) -> str:
+    """One ``--available-now`` run of a pipeline of ``tables`` (a pattern) into Delta under
+    ``folder``, writing up to ``writes`` targets at once, in process; what it cost."""
+    from sparkcdc.pipeline.definition import load_pipeline
+    from sparkcdc.pipeline.runner import prepare
+
+    options = db.source_options()
+    folder.mkdir(exist_ok=True)
+    path = folder / "pipeline.yaml"
+    path.write_text(
+        f"""\
+source:
+  type: mysql
+  hostname: {options["hostname"]}
+  port: {options["port"]}
+  username: {options["username"]}
+  password: "{options["password"]}"
+  tables: {DATABASE}.{tables}
+  server-id: 5400-5463
+sink:
+  type: delta
+  path: {folder / "lake"}
+  concurrent-writes: {writes}
+pipeline:
+  name: many
+  checkpoint: {folder / "checkpoint"}
+  trigger-interval: available-now
+""",
+        encoding="utf-8",
+    )
+    started = time.perf_counter()
+    run = prepare(load_pipeline(path), spark=spark)
+    prepared = time.perf_counter()
+    run.start()
+    run.wait()
+    ended = time.perf_counter()
+    first = run.batches[0] if run.batches else None
+    written = sum(
+        1 for t in run.targets if (folder / "lake" / DATABASE / t.table.source.table).exists()
+    )
+    return (
+        f"{ended - started:.1f} s · prepare {prepared - started:.1f} s · "
+        + (f"first batch {first.written - first.started:.1f} s · " if first else "")
+        + f"{len(run.batches)} batches · {written} Delta tables · largest offset "
+        f"{largest_offset(folder / 'checkpoint'):,} bytes"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--parts", default="streams,pipelines", help="what to run")
     args = parser.parse_args(argv)
 
     with ProcessSampler() as memory, tempfile.TemporaryDirectory(prefix="sparkcdc-many-") as tmp:
@@ -133,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             }
             folder = Path(tmp)
             results: list[tuple[str, str]] = []
-            for phase in ("snapshot", "log"):
+            for phase in ("snapshot", "log") if "streams" in args.parts else ():
                 if phase == "log":
                     update_each(db, args.tables)
                 for i, (name, options) in enumerate(streams.items()):
@@ -141,7 +199,24 @@ def main(argv: list[str] | None = None) -> None:
                     with memory.phase(f"{phase}: {name}"):
                         run = stream_to_noop(spark, options, checkpoint)
                     results.append((f"{phase}: {name}", describe(run, checkpoint)))
-            print_kv(f"Streams, availableNow into noop (session start {started:.1f} s)", results)
+            if results:
+                title = f"Streams, availableNow into noop (session start {started:.1f} s)"
+                print_kv(title, results)
+            pipelines = {
+                "one table (wide)": ("wide", 4),
+                f"{args.tables} tables, one write at a time (baseline)": ("t[0-9]+", 1),
+                f"{args.tables} tables, concurrent-writes 4": ("t[0-9]+", 4),
+            }
+            results = []
+            for phase in ("snapshot", "log") if "pipelines" in args.parts else ():
+                if phase == "log":
+                    update_each(db, args.tables)
+                for i, (name, (pattern, writes)) in enumerate(pipelines.items()):
+                    with memory.phase(f"pipeline {phase}: {name}"):
+                        figure = run_pipeline(spark, db, folder / f"p{i}", pattern, writes)
+                    results.append((f"{phase}: {name}", figure))
+            if results:
+                print_kv("Pipelines into Delta, --available-now", results)
             spark.stop()
         finally:
             db.stop()

@@ -10,6 +10,7 @@ across restarts from the same checkpoint and changes when the checkpoint is rese
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 
@@ -39,3 +40,23 @@ def query_id(checkpoint: Path) -> str:
     """The streaming query's id recorded in the checkpoint."""
     data = json.loads((checkpoint / "metadata").read_text(encoding="utf-8"))
     return str(data["id"])
+
+
+def ensure_query_id(checkpoint: Path) -> str:
+    """The query id of ``checkpoint``, written first when it has none.
+
+    Spark keeps the id it finds in ``metadata`` (a JSON object ``{"id": ...}``, the form it
+    writes itself) and makes one only when there is none. Writing it before the query
+    starts tells the sink the pipeline's identity when it creates the targets of a first
+    run, so it can create them as this pipeline's own (sinks/delta: their snapshot rows
+    are appended) instead of marking each with a commit of its own at its first batch."""
+    try:
+        return query_id(checkpoint)
+    except (OSError, ValueError, KeyError):
+        pass
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    new = str(uuid.uuid4())
+    scratch = checkpoint / ".metadata.sparkcdc"
+    scratch.write_text(json.dumps({"id": new}, separators=(",", ":")), encoding="utf-8")
+    scratch.replace(checkpoint / "metadata")  # whole or not at all
+    return new

@@ -24,7 +24,7 @@ from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
-from sparkcdc.pipeline.checkpoint import batch_offset, query_id
+from sparkcdc.pipeline.checkpoint import batch_offset, ensure_query_id, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.metrics import PipelineMetrics
@@ -623,10 +623,9 @@ def prepare(
     """Validate the source server, discover tables, open the sink (creating targets).
     Without ``spark``, a local session starts (its JVM's output to ``jvm_log`` if given)."""
     ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
+    identity = f"{definition.settings.name}:{ensure_query_id(definition.settings.checkpoint)}"
     planned = plan(
-        definition,
-        lambda: session_for(definition, jvm_log) if spark is None else spark,
-        pipeline_id(definition),
+        definition, lambda: session_for(definition, jvm_log) if spark is None else spark, identity
     )
     spark, sink, targets = planned.spark, planned.sink, planned.targets
     for evolved in targets:

@@ -35,6 +35,7 @@ from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.snapshot.schema_change import ColumnMoves
+from sparkcdc.spark.concurrent_writes import SessionClones, write_concurrently
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,12 @@ _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 class DeltaSink(Sink):
-    def __init__(self, config: DeltaSinkConfig) -> None:
+    def __init__(self, config: DeltaSinkConfig, pipeline_id: str | None = None) -> None:
         self.config = config
+        #: The pipeline's identity when known at creation (``name:query id``): targets it
+        #: creates are marked as its own at once (``APPENDS_FOR``), not at their first batch.
+        self.pipeline_id = pipeline_id
+        self._sessions = SessionClones()  #: the sessions of concurrent writes
         self.tables: dict[TableId, SinkTable] = {}
         self.paths: Mapping[TableId, str] = {}
         self._appends: dict[TableId, bool] = {}
@@ -86,8 +91,6 @@ class DeltaSink(Sink):
         return location_join(self.config.path, name)
 
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
-        from delta.tables import DeltaTable
-
         if self.config.local_folder is not None:
             ensure_writable(self.config.local_folder, "sink.path")
 
@@ -96,30 +99,43 @@ class DeltaSink(Sink):
         self.paths = {
             t: _qualified(spark, location_join(self.config.path, name)) for t, name in names.items()
         }
-        for table in tables:
-            path = self.paths[table.source]
-            schema = self._target_schema(table)
-            exists = DeltaTable.isDeltaTable(spark, path)
-            if exists:
-                self._check_existing(spark, table, path, schema)
-            self._check_backticks(spark, table, path if exists else None)
-            if exists:
-                continue
-            builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-            if table.partition_keys:
-                builder = builder.partitionedBy(*table.partition_keys)
-            # an append target's own columns are the change feed's reserved names (and an
-            # append-only history needs no feed of its own)
-            if self.config.change_data_feed and self.upsert:
-                builder = builder.property("delta.enableChangeDataFeed", "true")
-            # a MERGE then marks the rows it replaces instead of copying their files' other
-            # rows (benchmarks/delta_merge.py); append targets never replace rows
-            if self.config.deletion_vectors and self.upsert:
-                builder = builder.property("delta.enableDeletionVectors", "true")
-            if any(_UNSTORABLE & set(f.name) for f in schema.fields):
-                for key, value in _COLUMN_MAPPING.items():
-                    builder = builder.property(key, value)
-            builder.execute()
+        # up to concurrent-writes at once: checking or creating one costs ~0.5 s
+        write_concurrently(
+            spark, list(tables), self.config.concurrent_writes, self._open_one, self._sessions
+        )
+
+    def _open_one(self, spark: Any, table: SinkTable) -> None:
+        """Checks the table's existing target, or creates it."""
+        from delta.tables import DeltaTable
+
+        path = self.paths[table.source]
+        schema = self._target_schema(table)
+        exists = DeltaTable.isDeltaTable(spark, path)
+        if exists:
+            self._check_existing(spark, table, path, schema)
+        self._check_backticks(spark, table, path if exists else None)
+        if exists:
+            return
+        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+        if table.partition_keys:
+            builder = builder.partitionedBy(*table.partition_keys)
+        # an append target's own columns are the change feed's reserved names (and an
+        # append-only history needs no feed of its own)
+        if self.config.change_data_feed and self.upsert:
+            builder = builder.property("delta.enableChangeDataFeed", "true")
+        # a MERGE then marks the rows it replaces instead of copying their files' other
+        # rows (benchmarks/delta_merge.py); append targets never replace rows
+        if self.config.deletion_vectors and self.upsert:
+            builder = builder.property("delta.enableDeletionVectors", "true")
+        if any(_UNSTORABLE & set(f.name) for f in schema.fields):
+            for key, value in _COLUMN_MAPPING.items():
+                builder = builder.property(key, value)
+        if self.upsert and self.pipeline_id is not None:
+            # new, so this pipeline's rows alone: its snapshot rows are appended
+            builder = builder.property(APPENDS_FOR, self.pipeline_id)
+        builder.execute()
+        if self.upsert and self.pipeline_id is not None:
+            self._appends[table.source] = True
 
     def evolve(
         self,
@@ -255,16 +271,24 @@ class DeltaSink(Sink):
             )
 
     def write(self, batch: MicroBatch) -> None:
-        for table_id, changes in batch.changes.items():
-            if not batch.has_changes(table_id):
-                continue
-            spark = changes.sparkSession
-            table = self.tables[table_id]
+        """Each target with changes, up to ``concurrent-writes`` at once: every target's
+        commits are idempotent on their own, so a batch cut short by one target's error
+        is replayed, and each target skips what it committed."""
+        pending = [(t, c) for t, c in batch.changes.items() if batch.has_changes(t)]
+        if not pending:
+            return
+        spark = pending[0][1].sparkSession
+
+        def write_table(session: Any, item: tuple[TableId, Any]) -> None:
+            table, changes = self.tables[item[0]], item[1]
             if self.upsert:
-                self._upsert(spark, table, changes, batch)
+                self._upsert(session, table, changes, batch)
             else:
-                with _commit_options(spark, batch):
-                    self._append(table, changes)
+                self._append(table, changes, batch)
+
+        write_concurrently(
+            spark, pending, self.config.concurrent_writes, write_table, self._sessions
+        )
 
     def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
         """``DELETE`` of every row, a commit of the truncate's batch (skipped on replay, and
@@ -314,8 +338,7 @@ class DeltaSink(Sink):
         keys cannot be there yet); the log's changes are merged. A MERGE costs a join with
         the target, so a snapshot merged batch by batch grows with the table squared."""
         if table.source in batch.uncounted:  # all snapshot rows, appendable (asked before)
-            with _commit_options(spark, batch, app=SNAPSHOT_APP):
-                self._append_snapshot(table, changes, batch)
+            self._append_snapshot(table, changes, batch, offset=True)
             return
         snapshot = batch.snapshot_rows(table.source)
         if not snapshot or not self._appendable(spark, table, batch.pipeline):
@@ -326,15 +349,17 @@ class DeltaSink(Sink):
         merged = total is None or total > snapshot
         # the append's commit names no source offset when a MERGE follows: verify reads the
         # offset of the table's last complete batch
-        with _commit_options(spark, batch, app=SNAPSHOT_APP, offset=not merged):
-            self._append_snapshot(table, changes, batch)
+        self._append_snapshot(table, changes, batch, offset=not merged)
         if merged:
             with _commit_options(spark, batch):
                 self._merge(spark, table, changes.where(~batch.is_snapshot_row()), batch)
 
-    def _append_snapshot(self, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
-        rows = changes.where(batch.is_snapshot_row())
-        rows.select(*[quoted(c) for c in table.columns]).write.format("delta").mode("append").save(
+    def _append_snapshot(
+        self, table: SinkTable, changes: Any, batch: MicroBatch, offset: bool
+    ) -> None:
+        rows = changes.where(batch.is_snapshot_row()).select(*[quoted(c) for c in table.columns])
+        options = _write_options(batch, app=SNAPSHOT_APP, offset=offset)
+        rows.write.format("delta").mode("append").options(**options).save(
             self.target_path(table.source)
         )
 
@@ -393,9 +418,11 @@ class DeltaSink(Sink):
             .execute()
         )
 
-    def _append(self, table: SinkTable, changes: Any) -> None:
+    def _append(self, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
         rows = changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
-        rows.write.format("delta").mode("append").save(self.target_path(table.source))
+        rows.write.format("delta").mode("append").options(**_write_options(batch)).save(
+            self.target_path(table.source)
+        )
 
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
         if not self.upsert:
@@ -432,26 +459,44 @@ def _qualified(spark: Any, location: str) -> str:
     return str(fs.makeQualified(path).toString())
 
 
-@contextmanager
-def _commit_options(
-    spark: Any, batch: MicroBatch, app: str = "", offset: bool = True
-) -> Iterator[None]:
-    """Session settings that make the next Delta commit idempotent and record the offset.
-
-    Delta reads them for MERGE as well as for writes; they are unset right after, so no
-    other commit picks them up by accident. ``app`` suffixes the transaction's app id: a
-    batch's snapshot append and its MERGE are two commits, each skipped on replay.
-    """
-    metadata = json.dumps(
+def _metadata(batch: MicroBatch, offset: bool) -> str:
+    """A commit's ``userMetadata``: the pipeline, the batch and (``offset``) its source
+    offset, which ``verify`` reads back."""
+    return json.dumps(
         {
             "pipeline": batch.pipeline,
             "batch_id": batch.batch_id,
             "source_offset": batch.source_offset if offset else None,
         }
     )
+
+
+def _write_options(batch: MicroBatch, app: str = "", offset: bool = True) -> dict[str, str]:
+    """A Delta append's writer options that make it idempotent and record the offset:
+    what :func:`_commit_options` sets for a MERGE, as options of the one write (no session
+    setting, which writes of other targets in other threads would see)."""
+    return {
+        "txnAppId": batch.pipeline + app,
+        "txnVersion": str(batch.batch_id),
+        "userMetadata": _metadata(batch, offset),
+    }
+
+
+@contextmanager
+def _commit_options(
+    spark: Any, batch: MicroBatch, app: str = "", offset: bool = True
+) -> Iterator[None]:
+    """Session settings that make the next Delta commit idempotent and record the offset.
+
+    Delta reads them for MERGE and DELETE, which take no writer options; they are unset
+    right after, so no other commit picks them up by accident, and ``spark`` is the
+    session of one thread's writes (spark/concurrent_writes.py). ``app`` suffixes the
+    transaction's app id: a batch's snapshot append and its MERGE are two commits, each
+    skipped on replay.
+    """
     spark.conf.set(_TXN_APP, batch.pipeline + app)
     spark.conf.set(_TXN_VERSION, str(batch.batch_id))
-    spark.conf.set(_USER_METADATA, metadata)
+    spark.conf.set(_USER_METADATA, _metadata(batch, offset))
     try:
         yield
     finally:
