@@ -129,7 +129,8 @@ def checksum(frame: Any) -> tuple[int, int]:
     # as text: a DATETIME is a timestamp read over JDBC, a timestamp without time zone in
     # Delta; their text is the same wall-clock time
     hashed = F.xxhash64(*[F.col(c).cast("string") for c in frame.columns])
-    ((rows, total),) = frame.select(F.count(F.lit(1)), F.sum(hashed)).collect()
+    total_of = F.sum(hashed.cast("decimal(38,0)"))  # a sum of longs overflows one
+    ((rows, total),) = frame.select(F.count(F.lit(1)), total_of).collect()
     return int(rows), int(total or 0)
 
 
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
             folder = Path(tmp)
             run = prepare(load_pipeline(pipeline_file(db, folder, args.trigger)), spark=spark)
             writer = Writer(db, args.rows, args.rate, args.statement_rows)
-            windows: list[tuple[str, int, list[Any]]] = []
+            windows: list[tuple[str, float, int, list[Any]]] = []
             with memory.phase("snapshot"):
                 run.start()
                 while not run.batches or set(run.batches[-1].table_states.values()) != {STREAMING}:
@@ -166,15 +167,16 @@ def main(argv: list[str] | None = None) -> None:
             started = time.monotonic()
             end = started + args.minutes * 60
             first_batch = len(run.batches)
-            while time.monotonic() < end:
-                lo = (time.monotonic() - started) / 60
+            lo = 0.0
+            while lo < args.minutes:
                 hi = min(lo + args.window, args.minutes)
-                name = f"minutes {lo:.0f}-{hi:.0f}"
+                name = f"minutes {lo:.4g}-{hi:.4g}"
                 written_before = writer.changed
                 with memory.phase(name):
                     time.sleep(max(0.0, min(end, started + hi * 60) - time.monotonic()))
-                windows.append((name, writer.changed - written_before, run.batches[first_batch:]))
-                first_batch = len(run.batches)
+                written = writer.changed - written_before
+                windows.append((name, (hi - lo) * 60, written, run.batches[first_batch:]))
+                first_batch, lo = len(run.batches), hi
             writer.stop.set()
             writer.thread.join()
             with memory.phase("catching up"):
@@ -204,14 +206,13 @@ def main(argv: list[str] | None = None) -> None:
 
 def report(
     args: argparse.Namespace,
-    windows: list[tuple[str, int, list[Any]]],
+    windows: list[tuple[str, float, int, list[Any]]],
     writer: Writer,
     caught_up: float,
     equal: bool,
 ) -> None:
     rows = []
-    for name, written, batches in windows:
-        seconds = args.window * 60
+    for name, seconds, written, batches in windows:
         lags = [b.emit_lag for b in batches if b.emit_lag is not None]
         applied = sum(b.changes for b in batches)
         lag = (
