@@ -148,13 +148,10 @@ pipeline:
     run.wait()
     ended = time.perf_counter()
     first = run.batches[0] if run.batches else None
-    written = sum(
-        1 for t in run.targets if (folder / "lake" / DATABASE / t.table.source.table).exists()
-    )
     return (
         f"{ended - started:.1f} s · prepare {prepared - started:.1f} s · "
         + (f"first batch {first.written - first.started:.1f} s · " if first else "")
-        + f"{len(run.batches)} batches · {written} Delta tables · largest offset "
+        + f"{len(run.batches)} batches · largest offset "
         f"{largest_offset(folder / 'checkpoint'):,} bytes"
     )
 

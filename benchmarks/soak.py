@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> None:
                 while sum(b.changes for b in run.batches) < last and run.active:
                     time.sleep(0.5)
                 caught_up = time.monotonic() - caught
+            if not run.active:
+                raise SystemExit("the pipeline's query ended before it caught up: see its log")
             run.stop()
             source = (
                 spark.read.format("jdbc")

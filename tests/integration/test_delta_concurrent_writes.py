@@ -1,7 +1,7 @@
 """The Delta sink writing a batch's targets at once (``concurrent-writes``,
 spark/concurrent_writes.py): each target gets its own commits, with its own transaction id
-and offset, once; a batch that fails in one target fails as a whole, and its replay
-finishes it without writing any target twice."""
+and offset, once; a batch that fails in one target fails as a whole, a stopping run starts
+no target, and the replay finishes the batch without writing any target twice."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, SinkTable
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import APPENDS_FOR, DeltaSink
+from sparkcdc.spark.concurrent_writes import WritesStopped
 
 PIPELINE = "many:query-1"
 IDS = [TableId("db", f"t{i}") for i in range(6)]
@@ -101,6 +102,11 @@ def test_a_batch_failing_in_one_target_fails_and_its_replay_writes_each_target_o
     with pytest.raises(Exception, match="boom"):
         sink.write(_batch(3, changes(broken)))
     assert _history(spark, sink.target_path(broken)) == [("CREATE TABLE", None)]
+    sink.stopping = lambda: True  # a stopping run starts no target's write
+    with pytest.raises(WritesStopped):
+        sink.write(_batch(3, changes(None)))
+    assert _history(spark, sink.target_path(broken)) == [("CREATE TABLE", None)]
+    sink.stopping = None
     sink.write(_batch(3, changes(None)))  # the replay, as Spark runs it after a restart
     for table in IDS:
         path = sink.target_path(table)

@@ -10,6 +10,7 @@ across restarts from the same checkpoint and changes when the checkpoint is rese
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -49,14 +50,23 @@ def ensure_query_id(checkpoint: Path) -> str:
     writes itself) and makes one only when there is none. Writing it before the query
     starts tells the sink the pipeline's identity when it creates the targets of a first
     run, so it can create them as this pipeline's own (sinks/delta: their snapshot rows
-    are appended) instead of marking each with a commit of its own at its first batch."""
+    are appended) instead of marking each with a commit of its own at its first batch.
+
+    Only a missing file is written: one that cannot be read fails as it would in Spark,
+    since a new id would be a new identity, and every batch's commits would look new to
+    the sinks. The file is linked into place, which fails if another process was first;
+    then its id is the one."""
     try:
         return query_id(checkpoint)
-    except (OSError, ValueError, KeyError):
+    except FileNotFoundError:
         pass
     checkpoint.mkdir(parents=True, exist_ok=True)
-    new = str(uuid.uuid4())
-    scratch = checkpoint / ".metadata.sparkcdc"
-    scratch.write_text(json.dumps({"id": new}, separators=(",", ":")), encoding="utf-8")
-    scratch.replace(checkpoint / "metadata")  # whole or not at all
-    return new
+    scratch = checkpoint / f".metadata.{uuid.uuid4()}"
+    scratch.write_text(json.dumps({"id": str(uuid.uuid4())}, separators=(",", ":")), "utf-8")
+    try:
+        os.link(scratch, checkpoint / "metadata")
+    except FileExistsError:
+        pass
+    finally:
+        scratch.unlink()
+    return query_id(checkpoint)

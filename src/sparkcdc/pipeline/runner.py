@@ -636,6 +636,7 @@ def prepare(
     metrics = pipeline_metrics(definition, [t.source for t in tables], planned.probe, spark)
     sink.on_retry = metrics.sink_retried
     run = PipelineRun(definition, spark, tables, targets, sink, planned.probe, metrics, on_batch)
+    sink.stopping = lambda: run._stopping
     run.force_envelope = len(tables) == 1 and tables != planned.now
     return run
 

@@ -134,6 +134,9 @@ class Sink(ABC):
     #: Told of each retry of a batch whose connection to the target was lost (the
     #: pipeline's metrics); sinks that retry call it.
     on_retry: Callable[[], None] | None = None
+    #: Whether the run is stopping (set by the pipeline): a sink writing a batch's
+    #: targets at once starts no further target once it is.
+    stopping: Callable[[], bool] | None = None
 
     @abstractmethod
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
@@ -257,7 +260,8 @@ class SinkType(Generic[Config]):
     #: option and what is valid.
     parse: Callable[[Mapping[str, str]], Config]
     #: (config, the pipeline file's folder for relative paths or None, the pipeline's
-    #: checkpoint identity or None before its first run, see MicroBatch) -> the sink.
+    #: checkpoint identity, see MicroBatch, or None when not known: ``validate`` before a
+    #: first run) -> the sink.
     create: Callable[[Config, Path | None, str | None], Sink]
     #: The option specs ``parse`` validates against (the README's table is made of them).
     specs: tuple[OptionSpec, ...] = ()

@@ -11,7 +11,8 @@ transaction id and metadata from the session's settings (``txnAppId``, ``txnVers
 ``userMetadata``: what makes a replayed batch a no-op), and two threads setting them on
 one session would commit each other's. A clone has the session's settings and shares its
 SparkContext and cached data. The threads inherit the batch thread's Spark job group
-(``inheritable_thread_target``), so stopping the query cancels their jobs too.
+(``inheritable_thread_target``), so stopping the query cancels their running jobs too, and
+a stopping run starts no further write.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import queue
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
+
+from sparkcdc.core.errors import SparkCdcError
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +45,11 @@ def session_clone(spark: Any) -> Any | None:
 class SessionClones:
     """Clones of one session, made when first needed and kept for every later batch: a
     session registers listeners with the SparkContext that go only when it is garbage, so
-    clones made per batch would pile up in a long run. The pipeline sets no session
-    settings while it runs (commit settings are set and unset around each commit), so a
-    clone made at the first batch has what a clone made now would have."""
+    clones made per batch would pile up in a long run. The session is told by its JVM
+    object: PySpark hands each batch of a stream a new Python object of the stream's one
+    session. The pipeline sets no session settings while it runs (commit settings are set
+    and unset around each commit), so a clone made at the first batch has what a clone
+    made now would have."""
 
     def __init__(self) -> None:
         self._of: Any = None
@@ -52,8 +57,9 @@ class SessionClones:
 
     def of(self, spark: Any, count: int) -> list[Any]:
         """``count`` clones of ``spark`` (fewer, maybe none, if it cannot be cloned)."""
-        if self._of is not spark:
-            self._of, self._clones = spark, []
+        session = getattr(spark, "_jsparkSession", None)
+        if self._of is None or session is None or not self._of.equals(session):
+            self._of, self._clones = session, []
         while len(self._clones) < count:
             clone = session_clone(spark)
             if clone is None:
@@ -62,19 +68,27 @@ class SessionClones:
         return self._clones[:count]
 
 
+class WritesStopped(SparkCdcError):
+    """The run is stopping: the batch's writes not started yet are not started."""
+
+
 def write_concurrently(
     spark: Any,
     items: Sequence[Item],
     threads: int,
     write: Callable[[Any, Item], None],
     clones: SessionClones,
+    stopping: Callable[[], bool] | None = None,
 ) -> None:
     """``write(session, item)`` for every item, up to ``threads`` at once, each thread
     with its own clone of ``spark`` (from ``clones``); one item or one thread: in this
     thread, with ``spark``. Returns when every started write has ended. The first item
     (in the given order) whose write failed raises its error, and items not started then
-    are not started: a batch fails as a whole, and its replay skips what was committed."""
-    sessions_now = clones.of(spark, min(threads, len(items))) if len(items) > 1 else []
+    are not started: a batch fails as a whole, and its replay skips what was committed.
+    Once ``stopping()`` says so, no further item starts (a stop cancels the running
+    writes' Spark jobs; this thread, not a worker, is the one the stop interrupts)."""
+    many = threads > 1 and len(items) > 1
+    sessions_now = clones.of(spark, min(threads, len(items))) if many else []
     if len(sessions_now) <= 1:
         for item in items:
             write(spark, item)
@@ -84,6 +98,8 @@ def write_concurrently(
         sessions.put(session)
 
     def run(item: Item) -> None:
+        if stopping is not None and stopping():
+            raise WritesStopped("the run is stopping: this batch's other targets are not written")
         session = sessions.get()  # as many sessions as threads: one is always free
         try:
             write(session, item)
@@ -92,10 +108,15 @@ def write_concurrently(
 
     from pyspark.util import inheritable_thread_target
 
-    # the job group and local properties of this (the batch's) thread, and its tags
-    target = inheritable_thread_target(spark)(run)
+    def inheriting(item: Item) -> Callable[[], None]:
+        """``run(item)`` with this (the batch's) thread's job group, local properties and
+        tags, copied for the item: writes at once must not share one set of properties
+        (Spark keeps the running SQL execution's id among them)."""
+        target: Callable[[], None] = inheritable_thread_target(spark)(lambda: run(item))
+        return target
+
     with ThreadPoolExecutor(len(sessions_now), thread_name_prefix="sparkcdc-write") as pool:
-        futures: list[Future[None]] = [pool.submit(target, item) for item in items]
+        futures: list[Future[None]] = [pool.submit(inheriting(item)) for item in items]
         _, pending = wait(futures, return_when=FIRST_EXCEPTION)
         for future in pending:
             future.cancel()

@@ -116,7 +116,8 @@ class DeltaSink(Sink):
         self._check_backticks(spark, table, path if exists else None)
         if exists:
             return
-        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+        # create, not createIfNotExists: a table another process made meanwhile is not ours
+        builder = DeltaTable.create(spark).location(path).addColumns(schema)
         if table.partition_keys:
             builder = builder.partitionedBy(*table.partition_keys)
         # an append target's own columns are the change feed's reserved names (and an
@@ -286,9 +287,8 @@ class DeltaSink(Sink):
             else:
                 self._append(table, changes, batch)
 
-        write_concurrently(
-            spark, pending, self.config.concurrent_writes, write_table, self._sessions
-        )
+        threads = self.config.concurrent_writes
+        write_concurrently(spark, pending, threads, write_table, self._sessions, self.stopping)
 
     def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
         """``DELETE`` of every row, a commit of the truncate's batch (skipped on replay, and
