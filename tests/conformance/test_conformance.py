@@ -127,9 +127,17 @@ def test_a_signalled_re_read_under_concurrent_writes_repairs_a_damaged_copy(
     body = {"data-collections": [f"{namespace}.orders"], "type": "incremental"}
     append_signal(signals, {"id": "repair", "type": "execute-snapshot", "data": body})
     with db.writing(namespace, seed=5, key_space=2000) as writer:
-        offset = run_batches(
-            source(db, options), offset, upsert, max_rows=200, between=lambda n: time.sleep(0.1)
-        )
+
+        def between(n: int) -> None:
+            """Writes go on through the first 25 batches (the re-read's among them) and
+            stop after them: the source must then catch up, which a writer faster than
+            200-row batches on a loaded machine would never let it."""
+            if n < 24:
+                time.sleep(0.1)
+            else:
+                writer.stop()
+
+        offset = run_batches(source(db, options), offset, upsert, max_rows=200, between=between)
     assert writer.transactions > 0 and len(re_read) == len(set(re_read)) > 300  # once each
     after = source(db, options)
     run_batches(after, offset, upsert)
