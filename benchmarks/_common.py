@@ -75,6 +75,21 @@ def start_mariadb(buffer_pool: str) -> EmbeddedMariaDB:
     return db
 
 
+def source_block(db: EmbeddedMariaDB, tables: str, extra: str = "") -> str:
+    """A pipeline file's ``source:`` block reading ``tables`` (``db.pattern``) from ``db``;
+    ``extra``: more option lines, indented as options."""
+    options = db.source_options()
+    return f"""\
+source:
+  type: mysql
+  hostname: {options["hostname"]}
+  port: {options["port"]}
+  username: {options["username"]}
+  password: "{options["password"]}"
+  tables: {tables}
+{extra}"""
+
+
 def populate_orders(
     db: EmbeddedMariaDB, rows: int, *, first_id: int = 1, batch: int = 1_000_000
 ) -> float:

@@ -39,6 +39,7 @@ from benchmarks._common import (
     StreamRun,
     print_kv,
     print_process_report,
+    source_block,
     spark_session,
     stream_to_noop,
 )
@@ -109,6 +110,10 @@ def describe(run: StreamRun, checkpoint: Path) -> str:
     )
 
 
+#: The source option line of the pipelines: a range of ids for parallel binlog readers.
+SERVER_IDS = "  server-id: 5400-5463\n"
+
+
 def run_pipeline(
     spark: Any, db: EmbeddedMariaDB, folder: Path, tables: str, writes: int = 4
 ) -> str:
@@ -117,20 +122,11 @@ def run_pipeline(
     from sparkcdc.pipeline.definition import load_pipeline
     from sparkcdc.pipeline.runner import prepare
 
-    options = db.source_options()
     folder.mkdir(exist_ok=True)
     path = folder / "pipeline.yaml"
     path.write_text(
         f"""\
-source:
-  type: mysql
-  hostname: {options["hostname"]}
-  port: {options["port"]}
-  username: {options["username"]}
-  password: "{options["password"]}"
-  tables: {DATABASE}.{tables}
-  server-id: 5400-5463
-sink:
+{source_block(db, f"{DATABASE}.{tables}", SERVER_IDS)}sink:
   type: delta
   path: {folder / "lake"}
   concurrent-writes: {writes}

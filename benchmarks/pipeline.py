@@ -37,6 +37,7 @@ from benchmarks._common import (
     print_figures,
     print_kv,
     print_process_report,
+    source_block,
     spark_session,
     start_mariadb,
     warm_buffer_pool,
@@ -98,18 +99,10 @@ def pipeline(
     from sparkcdc.pipeline.definition import load_pipeline
     from sparkcdc.pipeline.runner import prepare
 
-    options = db.source_options()
     limit = f"  max-rows-per-trigger: {max_rows}\n" if max_rows else ""
     sink = sink or "  type: delta\n  path: lake"
     text = f"""\
-source:
-  type: mysql
-  hostname: {options["hostname"]}
-  port: {options["port"]}
-  username: {options["username"]}
-  password: "{options["password"]}"
-  tables: {DATABASE}.{TABLE}
-sink:
+{source_block(db, f"{DATABASE}.{TABLE}")}sink:
 {sink}
 pipeline:
   name: bench-pipeline

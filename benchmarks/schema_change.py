@@ -33,6 +33,7 @@ from benchmarks._common import (
     populate_orders,
     print_kv,
     print_process_report,
+    source_block,
     spark_session,
     start_mariadb,
     warm_buffer_pool,
@@ -76,17 +77,9 @@ def insert(key: int, column: str = "", value: int = 0) -> str:
 
 
 def pipeline_file(db: EmbeddedMariaDB, folder: Path, tables: int) -> Path:
-    options = db.source_options()
     names = TABLE if tables == 1 else f"({TABLE}|other)"
     text = f"""\
-source:
-  type: mysql
-  hostname: {options["hostname"]}
-  port: {options["port"]}
-  username: {options["username"]}
-  password: "{options["password"]}"
-  tables: {DATABASE}.{names}
-sink:
+{source_block(db, f"{DATABASE}.{names}")}sink:
   type: delta
   path: lake
 pipeline:

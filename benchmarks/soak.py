@@ -38,6 +38,7 @@ from benchmarks._common import (
     populate_orders,
     print_kv,
     print_process_report,
+    source_block,
     spark_session,
     start_mariadb,
 )
@@ -93,18 +94,10 @@ class Writer:
 
 
 def pipeline_file(db: EmbeddedMariaDB, folder: Path, trigger: int) -> Path:
-    options = db.source_options()
     path = folder / "pipeline.yaml"
     path.write_text(
         f"""\
-source:
-  type: mysql
-  hostname: {options["hostname"]}
-  port: {options["port"]}
-  username: {options["username"]}
-  password: "{options["password"]}"
-  tables: {DATABASE}.{TABLE}
-sink:
+{source_block(db, f"{DATABASE}.{TABLE}")}sink:
   type: delta
   path: {folder / "lake"}
 pipeline:
