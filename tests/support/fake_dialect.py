@@ -67,6 +67,7 @@ class FakeSettings:
     newly_added_tables: bool = False
     envelope: bool = False
     signal_file: str | None = None
+    pause_file: str | None = None
 
 
 def key_of(row: Row) -> Any:

@@ -64,6 +64,7 @@ def test_status_and_verify_print_whole_values_in_a_pipe(capsys: pytest.CaptureFi
     assert "last committed batch 41 at 2023-11-14 22:13:20 UTC (10 s ago)" in out
     assert "…" not in out
     assert "tried again" not in out  # said only when a connection was lost
+    assert "paused" not in out
     console.print(status_view(replace(status(), source_retries=3), now=1_700_000_010.0))
     out = capsys.readouterr().out
     assert "lost connections tried again: 3 to the source, 0 to the target" in out
@@ -73,6 +74,8 @@ def test_status_and_verify_print_whole_values_in_a_pipe(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "600 bytes behind" in out
     assert "oldest change not read yet: written 2023-11-14 22:12:20 UTC (70 s ago)" in out
+    console.print(status_view(replace(status(), paused_by_file=True), now=1_700_000_010.0))
+    assert "paused: " in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -98,6 +101,7 @@ def test_json_forms_are_complete() -> None:
     assert data["tables"][0]["table"] == f"app.{LONG}"
     assert data["bytes_behind"] == 0 and data["committed_batch"] == 41
     assert data["source_retries"] == 0 and data["sink_retries"] == 0
+    assert data["paused_by_file"] is False
     assert data["seconds_behind"] == 0.0 and data["waiting_since"] is None
     verdict = TableVerdict(TableId("app", "t"), "different", POSITION, Comparison(5, 4, 2, 1, 1))
     assert verdict_json(verdict)["differing_keys"] == 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -282,6 +283,44 @@ def test_without_the_option_new_tables_are_left_out_and_missing_ones_fail() -> N
     db.hidden = frozenset({A})
     with pytest.raises(SchemaError, match=r"scan\.newly-added-table\.enabled"):
         IncrementalSource(db)._offset(offset)
+
+
+def test_while_the_pause_file_exists_nothing_is_planned_then_the_stream_goes_on(
+    tmp_path: Path,
+) -> None:
+    """``pause.file``: with the file there, a source with a snapshot and writes waiting
+    plans no batch (Spark then runs none, so a stop can wait for an idle query); without
+    it, the batches pick up where they were and replay to the table."""
+    pause = tmp_path / "pause"
+    initial = {k: (k, 0) for k in range(10)}
+    log = [RowChange(A, None, (k, 1), 0, 0) for k in range(10, 20)]
+    db = FakeDatabase(
+        log,
+        {A: initial},
+        FakeSettings(chunk_size=2, rows_per_batch=2, pause_file=str(pause)),
+        now=5,
+    )
+    source = IncrementalSource(db)
+    offset = source.initial_offset()
+    consumer: Consumer = {}
+    for step in range(100):
+        if step == 2:
+            pause.touch()
+        if step == 4:
+            db.now = len(log)  # the rest is written while paused
+        if step == 6:
+            pause.unlink()
+        end = source.latest_offset(offset, None)
+        if pause.exists():
+            assert end == offset
+            continue
+        if end == offset:
+            if step > 6:
+                break
+            continue
+        replay(consumer, read_on_executor(source, source.partitions(offset, end)), False)
+        offset = end
+    assert consumer[A] == db.state(A, len(log))
 
 
 def test_small_tables_share_a_partition_and_big_ones_keep_their_own() -> None:

@@ -34,6 +34,11 @@ def status_view(status: PipelineStatus, now: float | None = None) -> RenderableT
         )
         if status.waiting_since is not None:
             lines.append(f"oldest change not read yet: written {_when(status.waiting_since, now)}")
+    if status.paused_by_file:
+        lines.append(
+            f"paused: {status.checkpoint}/pause exists (a running pipeline plans no batch "
+            "until it is removed; the next run removes it)"
+        )
     if status.source_error is not None:
         lines.append(f"source not reachable: {status.source_error}")
     if status.emit_lag is not None:

@@ -24,7 +24,7 @@ from sparkcdc.pipeline.evolution import BEHAVIORS
 from sparkcdc.pipeline.rules import RouteRule, TransformRule, load_routes, load_transforms
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
 from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
-from sparkcdc.snapshot.options import TRUNCATE_HANDLING
+from sparkcdc.snapshot.options import PAUSE_FILE, TRUNCATE_HANDLING
 
 BLOCKS = ("source", "sink", "pipeline")
 #: Optional blocks: lists of rules (pipeline/rules.py).
@@ -133,6 +133,12 @@ class PipelineDefinition:
         path = Path(given)
         return path if path.is_absolute() else (self.path.parent / path).resolve()
 
+    @property
+    def pause_file(self) -> Path:
+        """The source's ``pause.file``: the runner makes it at a stop, so the query is left
+        idle between batches before it is stopped (pipeline/runner.py)."""
+        return self.settings.checkpoint / "pause"
+
     def stream_options(self) -> dict[str, str]:
         """Options for the connector's Spark format, including the pipeline's read limit
         and signal file. Truncates pass the stream (``truncate.handling.mode: skip``) unless
@@ -142,6 +148,7 @@ class PipelineDefinition:
         if self.settings.max_rows_per_trigger is not None:
             options["maxRowsPerTrigger"] = str(self.settings.max_rows_per_trigger)
         options["signal.file"] = str(self.signal_file)
+        options[PAUSE_FILE.name] = str(self.pause_file)
         given = {k.lower() for k in options}
         if TRUNCATE_HANDLING.name not in given and TRUNCATE_HANDLING in self.connector.specs:
             options[TRUNCATE_HANDLING.name] = "skip"

@@ -77,6 +77,7 @@ class PipelineRun:
     _written: int | None = None  #: the last batch the sink wrote (Spark commits it next)
     _restart_lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: bool = False
+    _pausing: bool = False  #: the pause file was made for a stop: no restart for schema
     _watcher: threading.Thread | None = None
     #: One table read in the envelope schema: its columns at the checkpoint are not its
     #: columns now, which a typed query (schema fixed at its start) cannot carry; or the
@@ -88,7 +89,10 @@ class PipelineRun:
         return len(self.tables) > 1 or self.force_envelope
 
     def start(self) -> None:
-        self._stopping = False
+        self._stopping = self._pausing = False
+        # a stop that could not finish (SIGKILL) left it; one made by hand while the run
+        # goes on stays through the query's restarts for a schema change
+        self.definition.pause_file.unlink(missing_ok=True)
         self._start_query()
         if not self.envelope and (self._watcher is None or not self._watcher.is_alive()):
             self._watcher = threading.Thread(
@@ -140,7 +144,7 @@ class PipelineRun:
         """If the query stopped for a schema change, start it again (once, whoever asks
         first); True when the query runs again."""
         with self._restart_lock:
-            if self._stopping:
+            if self._stopping or self._pausing:  # the next run starts with the new columns
                 return False
             if self.query.isActive:
                 return True
@@ -184,7 +188,7 @@ class PipelineRun:
         finally:
             self.stop()
         error = self.query.exception()
-        if error is not None:
+        if error is not None and not (self._pausing and RESTART_FOR_SCHEMA in str(error)):
             raise PipelineFailedError(
                 f"pipeline '{self.definition.settings.name}' failed: {failure_text(str(error))}"
                 "\nFix the cause and run it again: it resumes from its checkpoint (Spark's log "
@@ -194,16 +198,38 @@ class PipelineRun:
     def _between_batches(
         self, hurry: threading.Event | None, grace: float = 60.0, poll_seconds: float = 0.05
     ) -> None:
-        """Wait, at most ``grace`` seconds, until no batch is being written to the sink and
-        Spark has committed the last one written (or ``hurry`` is set): stopping then
-        interrupts Spark's planning of the next batch at worst, never a sink write nor the
-        commit after it (a batch cut off there is replayed on restart, and the interrupted
-        write prints Spark's, py4j's or Hadoop's errors)."""
+        """Make the pause file, then wait, at most ``grace`` seconds (or until ``hurry`` is
+        set), until the query is idle: no batch planned, read or written, and the last one
+        written committed. The source plans no batch while the file exists, so stopping
+        then interrupts only the wait for the next trigger: never a sink write, nor the
+        commit after it, nor the planning of a batch (a batch cut off is replayed on
+        restart, and the interruption prints Spark's, py4j's or Hadoop's errors)."""
+        with self._restart_lock:  # a query restarted for a schema change would not pause
+            self._pausing = True
+        self.definition.pause_file.touch()
         deadline = time.monotonic() + grace
-        while self.query.isActive and (self._writing.is_set() or not self._committed()):
+        while self.query.isActive and not (self._idle() and self._trigger_not_due()):
             if time.monotonic() > deadline or (hurry is not None and hurry.is_set()):
                 return
             time.sleep(poll_seconds)
+
+    def _idle(self) -> bool:
+        """No batch runs: none is written (nor waits for Spark's commit), and Spark is
+        between triggers (a trigger planned after the pause file plans nothing)."""
+        if self._writing.is_set() or not self._committed():
+            return False
+        return not self.query.status["isTriggerActive"]
+
+    def _trigger_not_due(self, margin: float = 0.1) -> bool:
+        """Spark starts a trigger at every multiple of the interval since the epoch; one
+        planned while the stop is on its way is cut in its call to the source (it plans
+        nothing, being paused, but the cut call may print the Python worker's traceback),
+        so stop only when the next one is more than ``margin`` seconds away. Intervals
+        below twice that leave no such moment: the stop is taken as it comes."""
+        interval = self.definition.settings.trigger_seconds
+        if interval is None or interval < 2 * margin:
+            return True
+        return interval - time.time() % interval > margin
 
     def _committed(self) -> bool:
         """Whether Spark's commit log has the last batch the sink wrote."""
@@ -217,6 +243,7 @@ class PipelineRun:
             # an interrupted call back into Python logs its traceback through py4j
             logging.getLogger("py4j").setLevel(logging.CRITICAL)
             self.query.stop()
+        self.definition.pause_file.unlink(missing_ok=True)
         self.sink.close()
         self.probe.close()
 

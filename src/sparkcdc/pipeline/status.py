@@ -79,6 +79,9 @@ class PipelineStatus:
     source_retries: int = 0
     sink_retries: int = 0
     now: float = 0.0  #: when the status was taken (epoch seconds)
+    #: The checkpoint's pause file exists: a running pipeline plans no batch until it is
+    #: removed (made by hand, or by a stop that did not finish).
+    paused_by_file: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -192,6 +195,7 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         source_retries=state.source_retries,
         sink_retries=state.sink_retries,
         now=now,
+        paused_by_file=definition.pause_file.exists(),
     )
 
 

@@ -84,6 +84,8 @@ class SourceSettings(Protocol):
     def envelope(self) -> bool: ...  # scan.envelope.enabled
     @property
     def signal_file(self) -> str | None: ...  # signal.file (Debezium's file channel)
+    @property
+    def pause_file(self) -> str | None: ...  # pause.file
 
 
 class LogStream(Iterable[ChangeBlock], Protocol):

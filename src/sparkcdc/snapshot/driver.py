@@ -208,7 +208,14 @@ class IncrementalSource(Generic[P, T]):
         policy): a restart right after the connection's health check fails a query, not
         the stream. Retries spent, it stops with a SourceUnavailableError that says what
         to do. Planning only reads the database and starts from ``start``: doing it again
-        is safe."""
+        is safe.
+
+        While the ``pause.file`` exists it plans nothing (``start`` again: Spark starts no
+        batch), so a stop can wait for the query to be idle instead of interrupting a
+        batch's planning, which Spark has no call for."""
+        pause = self.settings.pause_file
+        if pause is not None and Path(pause).exists():
+            return start
         return self.dialect.retries.run(
             "planning the next batch", lambda: self._plan(start, max_rows, cap), final=True
         )

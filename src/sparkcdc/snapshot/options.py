@@ -333,6 +333,15 @@ TRUNCATE_HANDLING = OptionSpec(
     "`skip` and apply them as `schema.change.behavior` says",
     attr="truncate_handling",
 )
+PAUSE_FILE = OptionSpec(
+    "pause.file",
+    default=None,
+    default_doc="none (pipelines: `pause` in the checkpoint)",
+    doc="while this file exists the stream plans no new micro-batch (one planned already "
+    "runs to its end): a stop between batches, which Spark has no call for. `sparkcdc run` "
+    "creates it at a stop and stops the query once it is idle",
+    attr="pause_file",
+)
 ENVELOPE = OptionSpec(
     "scan.envelope.enabled",
     parse_bool,
@@ -372,6 +381,7 @@ SHARED_SPECS: tuple[OptionSpec, ...] = (
     SIGNAL_KAFKA_TOPIC,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_KEY,
+    PAUSE_FILE,
     ENVELOPE,
     MAX_ROWS_PER_TRIGGER,
 )
@@ -400,6 +410,7 @@ class SourceConfig:
     signal_kafka_topic: str | None
     signal_kafka_servers: str | None
     signal_kafka_key: str | None
+    pause_file: str | None
 
 
 def check_shared(opts: Options, context: str) -> None:

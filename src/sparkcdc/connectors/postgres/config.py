@@ -35,6 +35,7 @@ from sparkcdc.snapshot.options import (
     MAX_ROWS_PER_TRIGGER,
     NEWLY_ADDED_TABLES,
     PASSWORD,
+    PAUSE_FILE,
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
     SIGNAL_FILE,
@@ -189,6 +190,7 @@ SPECS: tuple[OptionSpec, ...] = (
     SIGNAL_KAFKA_TOPIC,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_KEY,
+    PAUSE_FILE,
     ENVELOPE,
     OptionSpec(
         "heartbeat.interval",
