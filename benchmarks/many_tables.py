@@ -23,6 +23,8 @@ Delta table per source table): ``prepare`` (server checks, discovery, creating t
 targets), the first batch and the whole run, for the snapshot and for one UPDATE per
 table, against a pipeline of ``wide`` alone; the many tables once writing one target at a
 time (``concurrent-writes: 1``, the baseline) and once four at a time (the default).
+``--sink kafka`` runs the pipelines into an embedded Kafka broker instead (one upsert topic
+per table; a batch is one Kafka write whatever its tables, so the baseline is ``wide``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from benchmarks._common import (
     spark_session,
     stream_to_noop,
 )
-from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB
 
 COLUMNS = """
     id BIGINT NOT NULL PRIMARY KEY,
@@ -114,11 +116,35 @@ def describe(run: StreamRun, checkpoint: Path) -> str:
 SERVER_IDS = "  server-id: 5400-5463\n"
 
 
+def sink_block(folder: Path, writes: int, kafka: str | None) -> str:
+    """Delta under ``folder`` writing up to ``writes`` targets at once, or, with ``kafka``
+    (its brokers), one upsert topic per table named after the folder."""
+    if kafka is not None:
+        return f"""\
+sink:
+  type: kafka
+  properties.bootstrap.servers: {kafka}
+  value.format: upsert
+  topic-pattern: {folder.name}.{{table}}
+"""
+    return f"""\
+sink:
+  type: delta
+  path: {folder / "lake"}
+  concurrent-writes: {writes}
+"""
+
+
 def run_pipeline(
-    spark: Any, db: EmbeddedMariaDB, folder: Path, tables: str, writes: int = 4
+    spark: Any,
+    db: EmbeddedMariaDB,
+    folder: Path,
+    tables: str,
+    writes: int = 4,
+    kafka: str | None = None,
 ) -> str:
-    """One ``--available-now`` run of a pipeline of ``tables`` (a pattern) into Delta under
-    ``folder``, writing up to ``writes`` targets at once, in process; what it cost."""
+    """One ``--available-now`` run of a pipeline of ``tables`` (a pattern) into Delta
+    (or Kafka, see :func:`sink_block`) under ``folder``, in process; what it cost."""
     from sparkcdc.pipeline.definition import load_pipeline
     from sparkcdc.pipeline.runner import prepare
 
@@ -126,10 +152,7 @@ def run_pipeline(
     path = folder / "pipeline.yaml"
     path.write_text(
         f"""\
-{source_block(db, f"{DATABASE}.{tables}", SERVER_IDS)}sink:
-  type: delta
-  path: {folder / "lake"}
-  concurrent-writes: {writes}
+{source_block(db, f"{DATABASE}.{tables}", SERVER_IDS)}{sink_block(folder, writes, kafka)}\
 pipeline:
   name: many
   checkpoint: {folder / "checkpoint"}
@@ -158,11 +181,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--parts", default="streams,pipelines", help="what to run")
+    parser.add_argument("--sink", choices=("delta", "kafka"), default="delta")
     args = parser.parse_args(argv)
+    kafka = EmbeddedKafka() if args.sink == "kafka" else None
 
     with ProcessSampler() as memory, tempfile.TemporaryDirectory(prefix="sparkcdc-many-") as tmp:
         db = EmbeddedMariaDB(settings={"innodb-buffer-pool-size": "1G"})
         db.start()
+        if kafka is not None:
+            kafka.start()
         try:
             db.create_database(DATABASE)
             created = create_tables(db, args.tables, args.rows)
@@ -200,18 +227,26 @@ def main(argv: list[str] | None = None) -> None:
                 f"{args.tables} tables, one write at a time (baseline)": ("t[0-9]+", 1),
                 f"{args.tables} tables, concurrent-writes 4": ("t[0-9]+", 4),
             }
+            if kafka is not None:  # one Kafka write per batch: the baseline is wide
+                pipelines = {
+                    "one table (wide, the baseline)": ("wide", 1),
+                    f"{args.tables} tables": ("t[0-9]+", 1),
+                }
+            servers = None if kafka is None else kafka.bootstrap_servers
             results = []
             for phase in ("snapshot", "log") if "pipelines" in args.parts else ():
                 if phase == "log":
                     update_each(db, args.tables)
                 for i, (name, (pattern, writes)) in enumerate(pipelines.items()):
                     with memory.phase(f"pipeline {phase}: {name}"):
-                        figure = run_pipeline(spark, db, folder / f"p{i}", pattern, writes)
+                        figure = run_pipeline(spark, db, folder / f"p{i}", pattern, writes, servers)
                     results.append((f"{phase}: {name}", figure))
             if results:
-                print_kv("Pipelines into Delta, --available-now", results)
+                print_kv(f"Pipelines into {args.sink}, --available-now", results)
             spark.stop()
         finally:
+            if kafka is not None:
+                kafka.stop()
             db.stop()
     print_process_report(memory)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
+from sparkcdc.sinks.kafka.sink import balanced_union
 
 
 def test_options_are_validated() -> None:
@@ -23,3 +26,23 @@ def test_options_are_validated() -> None:
     )
     assert config.topic_of(TableId("shop", "orders")) == "cdc.orders"
     assert config.producer == {"acks": "all"} and config.format == "debezium-json"
+
+
+class _Frame:
+    """A DataFrame stand-in that records its unions."""
+
+    def __init__(self, names: list[str], depth: int = 0) -> None:
+        self.names, self.depth = names, depth
+
+    def unionByName(self, other: _Frame) -> _Frame:
+        return _Frame(self.names + other.names, 1 + max(self.depth, other.depth))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 1000])
+def test_a_batch_of_many_tables_is_one_union_of_little_depth(count: int) -> None:
+    """One Kafka write per batch: every table's records, in order, in a tree Spark's
+    analysis walks without a deep recursion."""
+    names = [f"t{i}" for i in range(count)]
+    union = balanced_union([_Frame([n]) for n in names])
+    assert union.names == names
+    assert union.depth == math.ceil(math.log2(count))

@@ -179,6 +179,15 @@ def _records(out: Any) -> Any:
     )
 
 
+def produce(records: Any, bootstrap_servers: str, kafka_options: Mapping[str, str]) -> None:
+    """Write a DataFrame of ``topic``, ``key``, ``value`` to the brokers (``kafka_options``:
+    producer settings without the ``kafka.`` prefix)."""
+    writer = records.write.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
+    for name, value in kafka_options.items():
+        writer = writer.option(f"kafka.{name}", value)
+    writer.save()
+
+
 @dataclass
 class KafkaChangelogWriter:
     """Writes static changelog DataFrames to Kafka; also a ``foreachBatch`` function.
@@ -220,13 +229,7 @@ class KafkaChangelogWriter:
         self.produce(self.records(df))
 
     def produce(self, records: Any) -> None:
-        """Write a DataFrame of ``topic``, ``key``, ``value`` to the brokers."""
-        writer = records.write.format("kafka").option(
-            "kafka.bootstrap.servers", self.bootstrap_servers
-        )
-        for name, value in self.kafka_options.items():
-            writer = writer.option(f"kafka.{name}", value)
-        writer.save()
+        produce(records, self.bootstrap_servers, self.kafka_options)
 
     def write_truncate(self, spark: Any, position: dict[str, Any] | None) -> None:
         """debezium-json only: one ``t`` message (no key, no images), as Debezium writes
