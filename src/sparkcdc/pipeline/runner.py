@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, 
 from sparkcdc.pipeline.checkpoint import batch_offset, ensure_query_id, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
+from sparkcdc.pipeline.lazy_tables import LazyTables
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.one_pass import chunks_of_one_table, observed
 from sparkcdc.pipeline.plan import plan, targets_of
@@ -304,13 +305,15 @@ class PipelineRun:
             namespace = self.definition.namespace
             # kept columns matter to rows read again only: other batches reduce plainly
             reread = {t.table.source: _summed(t, tally.reread) > 0 for t in self.targets}
+            by_target = {t.table.source: t for t in self.targets}
             batch = MicroBatch(
                 pipeline=self._pipeline_id,
                 batch_id=batch_id,
-                changes={
-                    t.table.source: to_target(changes, t, namespace, marked=reread[t.table.source])
-                    for t in self.targets
-                },
+                # made for the targets a sink writes only (pipeline/lazy_tables.py)
+                changes=LazyTables(
+                    by_target,
+                    lambda s: to_target(changes, by_target[s], namespace, marked=reread[s]),
+                ),
                 source_offset=offset,
                 # counts before filters: an upper bound, which is all sinks need (skip a
                 # target with 0; all of a target's rows are snapshot rows when both agree)
@@ -517,7 +520,9 @@ class PipelineRun:
             )
         return tally
 
-    def _split(self, frame: Any, snapshot_version: int | None) -> tuple[dict[TableId, Any], _Tally]:
+    def _split(
+        self, frame: Any, snapshot_version: int | None
+    ) -> tuple[Mapping[TableId, Any], _Tally]:
         """The batch per table as typed changelogs, and what it holds per table (changelog
         rows, snapshot rows, changes by kind, rows read again on demand, the newest log
         commit time) counted in one Spark job."""
@@ -536,14 +541,14 @@ class PipelineRun:
         counted = frame.groupBy("database_name", "table_name").agg(*measures).collect()
         tally = _Tally.of({TableId(r["database_name"], r["table_name"]): r for r in counted})
         tally.fill(t.source for t in self.tables)
-        changes = {}
-        for table in self.tables:
-            db, name = table.source.database, table.source.table
-            typed = unpack_table(frame, db, name, table.schema)
-            changes[table.source] = typed.select(
-                *[quoted(c) for c in table.columns], *CHANGE_COLUMNS
-            )
-        return changes, tally
+        by_source = {t.source: t for t in self.tables}
+
+        def typed(source: TableId) -> Any:
+            table = by_source[source]
+            unpacked = unpack_table(frame, source.database, source.table, table.schema)
+            return unpacked.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+
+        return LazyTables(by_source, typed), tally
 
 
 def _measures(snapshot_version: int | None) -> list[Any]:

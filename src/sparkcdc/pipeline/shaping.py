@@ -9,6 +9,7 @@ table read (no change columns) is shaped as if every row were an insert.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import reduce
 from typing import Any
 
@@ -32,7 +33,7 @@ def shape(frame: Any, source: TargetSource, namespace: str | None) -> Any:
 
 
 def to_target(
-    frames: dict[Any, Any], target: Target, namespace: str | None, *, marked: bool = False
+    frames: Mapping[Any, Any], target: Target, namespace: str | None, *, marked: bool = False
 ) -> Any:
     """The rows of ``target``: each of its tables' frame (keyed by source table id)
     shaped, conformed to the target's schema, and unioned. ``marked``: where the tables'

@@ -55,6 +55,8 @@ class MicroBatch:
     batch_id: int
     #: Typed changelog rows per captured table (every captured table is present; a table
     #: without changes in this batch has an empty DataFrame). Already cached by the pipeline.
+    #: The pipeline makes each table's DataFrame when it is first asked for
+    #: (pipeline/lazy_tables.py): ask for the tables :meth:`has_changes` says have rows.
     changes: Mapping[TableId, Any]
     #: The source offset at the end of this batch (JSON text: log position and per-table
     #: snapshot progress), or None when unknown. Sinks store it next to the data.

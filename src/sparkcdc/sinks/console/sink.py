@@ -73,9 +73,10 @@ class ConsoleSink(Sink):
     def write(self, batch: MicroBatch) -> None:
         from pyspark.sql import functions as F
 
-        for table_id, changes in batch.changes.items():
+        for table_id in batch.changes:
             if not batch.has_changes(table_id):
                 continue
+            changes = batch.changes[table_id]
             columns = self.tables[table_id].columns
             ordered = changes.orderBy(COMMIT_VERSION, change_rank(F.col(CHANGE_TYPE)))
             prefix = self._prefix(table_id)

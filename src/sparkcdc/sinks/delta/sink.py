@@ -275,7 +275,7 @@ class DeltaSink(Sink):
         """Each target with changes, up to ``concurrent-writes`` at once: every target's
         commits are idempotent on their own, so a batch cut short by one target's error
         is replayed, and each target skips what it committed."""
-        pending = [(t, c) for t, c in batch.changes.items() if batch.has_changes(t)]
+        pending = [(t, batch.changes[t]) for t in batch.changes if batch.has_changes(t)]
         if not pending:
             return
         spark = pending[0][1].sparkSession

@@ -293,10 +293,11 @@ class JdbcSink(Sink):
                     cur.execute(f"DROP TABLE IF EXISTS {table_sql}")
                     self._owned.pop(table_id, None)
                     counts.append(f"{table_id}: dropped (DROP TABLE)")
-                for table_id, changes in batch.changes.items():
+                for table_id in batch.changes:
                     if not batch.has_changes(table_id):
                         continue
                     target = self._targets[table_id]
+                    changes = batch.changes[table_id]
                     copied, deleted, upserted = self._write_table(cur, target, changes, batch)
                     if copied or deleted or upserted:
                         counts.append(

@@ -110,8 +110,8 @@ class KafkaSink(Sink):
         stay as they are, and a key's records are in one of them, sorted."""
         records = [
             # records carry every column: not the marker of merged rows' kept columns
-            self.writer(table, batch.snapshot_version).records(changes.drop(KEPT_SET))
-            for table, changes in batch.changes.items()
+            self.writer(table, batch.snapshot_version).records(batch.changes[table].drop(KEPT_SET))
+            for table in batch.changes
             if batch.has_changes(table)
         ]
         if records:
