@@ -464,7 +464,7 @@ class PipelineRun:
 
     def _split_once(
         self, frame: Any, alone: TableId, snapshot_version: int | None
-    ) -> tuple[dict[TableId, Any], Any, Callable[[], Any]]:
+    ) -> tuple[Mapping[TableId, Any], Any, Callable[[], Any]]:
         """The batch per table as typed changelogs, as :meth:`_split` gives them, for a
         batch of ``alone``'s snapshot rows only: the batch under its rows carries an
         observation of the same measures (filled by the sink's write), every other table's
@@ -485,16 +485,18 @@ class PipelineRun:
             measures.append(F.count(F.when(~theirs, 1)).alias("o"))
         observation = Observation()
         observed_frame = frame.observe(observation, *measures)
-        changes = {}
-        for table in self.tables:
-            mine = table.source == alone
-            typed = observed_frame if mine else frame
+        by_source = {t.source: t for t in self.tables}
+
+        def typed(source: TableId) -> Any:
+            table, mine = by_source[source], source == alone
+            rows = observed_frame if mine else frame
             if self.envelope:
-                db, name = table.source.database, table.source.table
-                typed = unpack_table(typed, db, name, table.schema)
-            typed = typed.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+                rows = unpack_table(rows, source.database, source.table, table.schema)
+            rows = rows.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
             # the other tables' rows: planned as empty, so nothing reads them
-            changes[table.source] = typed if mine else typed.limit(0)
+            return rows if mine else rows.limit(0)
+
+        changes = LazyTables(by_source, typed)
 
         def recount() -> Any:
             (row,) = frame.agg(*measures).collect()

@@ -53,10 +53,10 @@ class MicroBatch:
     #: starts batch ids at 0 again, so exactly-once bookkeeping is keyed by this, not the name.
     pipeline: str
     batch_id: int
-    #: Typed changelog rows per captured table (every captured table is present; a table
-    #: without changes in this batch has an empty DataFrame). Already cached by the pipeline.
-    #: The pipeline makes each table's DataFrame when it is first asked for
-    #: (pipeline/lazy_tables.py): ask for the tables :meth:`has_changes` says have rows.
+    #: Typed changelog rows per target, keyed by the target's table id (every target is
+    #: present; one without changes in this batch has no rows), made from the batch the
+    #: pipeline cached. Each DataFrame is made when first asked for
+    #: (pipeline/lazy_tables.py): ask for the targets :meth:`has_changes` says have rows.
     changes: Mapping[TableId, Any]
     #: The source offset at the end of this batch (JSON text: log position and per-table
     #: snapshot progress), or None when unknown. Sinks store it next to the data.
