@@ -78,16 +78,7 @@ def start_mariadb(buffer_pool: str) -> EmbeddedMariaDB:
 def source_block(db: EmbeddedMariaDB, tables: str, extra: str = "") -> str:
     """A pipeline file's ``source:`` block reading ``tables`` (``db.pattern``) from ``db``;
     ``extra``: more option lines, indented as options."""
-    options = db.source_options()
-    return f"""\
-source:
-  type: mysql
-  hostname: {options["hostname"]}
-  port: {options["port"]}
-  username: {options["username"]}
-  password: "{options["password"]}"
-  tables: {tables}
-{extra}"""
+    return db.pipeline_source(tables, extra)
 
 
 def populate_orders(

@@ -28,16 +28,9 @@ def pipeline_file(
 ) -> Path:
     """A pipeline file capturing ``tables`` (``db.regex``) into ``sink`` (a YAML block body),
     with ``blocks`` (more top-level blocks: transform, route) at its end."""
-    options = mariadb.source_options()
+    source = mariadb.pipeline_source(tables)
     text = f"""\
-source:
-  type: mysql
-  hostname: {options["hostname"]}
-  port: {options["port"]}
-  username: {options["username"]}
-  password: "{options["password"]}"
-  tables: {tables}
-  server-id: 5500-5531
+{source}  server-id: 5500-5531
   scan.incremental.snapshot.chunk.size: 97
   scan.incremental.snapshot.rows-per-partition: 300
 {textwrap.indent(extra_source, "  ")}

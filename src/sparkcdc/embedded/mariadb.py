@@ -206,6 +206,20 @@ class EmbeddedMariaDB:
             "password": who.password,
         }
 
+    def pipeline_source(self, tables: str, extra: str = "") -> str:
+        """A pipeline file's ``source:`` block reading ``tables`` (``db.pattern``) from this
+        server as the CDC user; ``extra``: more option lines, indented as options."""
+        options = self.source_options()
+        return f"""\
+source:
+  type: mysql
+  hostname: {options["hostname"]}
+  port: {options["port"]}
+  username: {options["username"]}
+  password: "{options["password"]}"
+  tables: {tables}
+{extra}"""
+
     def replicate_from(self, primary: EmbeddedMariaDB) -> None:
         """Make this (started, unwritten) server a GTID replica of ``primary``, from the
         primary's first transaction. For a replica whose binlog holds what it replicates
