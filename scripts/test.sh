@@ -7,4 +7,6 @@ V=.venv/bin
 echo "== ruff"; $V/ruff check src tests benchmarks; $V/ruff format --check src tests benchmarks
 echo "== mypy"; $V/mypy
 echo "== pytest"
-exec $V/python -m pytest -p no:cacheprovider "$@"
+# Two test processes (SPARKCDC_TEST_WORKERS): a test waits on servers and on Spark much of
+# the time, so a second process fills the idle core (each has its own servers and Spark).
+exec $V/python -m pytest -p no:cacheprovider -n "${SPARKCDC_TEST_WORKERS:-2}" --dist worksteal "$@"

@@ -2,7 +2,8 @@
 
 Tests under ``tests/integration``, ``tests/conformance`` and ``tests/faults`` are marked
 ``integration``; everything else is a fast unit test needing no server. A service that
-cannot start is an error, never a skip.
+cannot start is an error, never a skip. Under pytest-xdist each test process has its own
+servers and SparkSession.
 """
 
 from __future__ import annotations
@@ -14,9 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
 from tests.support.runs import kill_leftover_runs
+
+# Tests never assert on wall-clock time, and hypothesis's per-example deadline is one: two
+# test processes on a small machine can make any example slow.
+settings.register_profile("sparkcdc", deadline=None)
+settings.load_profile("sparkcdc")
 
 #: Tests under these folders need real services (the conformance suite too).
 SERVICE_DIRS = tuple(Path(__file__).parent / d for d in ("integration", "conformance", "faults"))
