@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS
-from sparkcdc.core.identifiers import quoted
+from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.formats.changelog_arrow import METADATA_FIELDS
 
 #: ``to_json`` options giving exactly row_json's layout: NULLs written, microsecond
@@ -67,9 +67,19 @@ def row_struct(schema: Any, names: Sequence[str] | None = None, source: Any = No
 
     wanted = list(names) if names is not None else [f.name for f in schema.fields]
     fields = {f.name: f for f in schema.fields}
-    return F.struct(
-        *[json_field(fields[n], None if source is None else source.getField(n)) for n in wanted]
-    )
+    if source is None:  # one SQL expression: a function per column is Py4J calls each
+        return F.expr(f"named_struct({', '.join(_json_item(fields[n]) for n in wanted)})")
+    return F.struct(*[json_field(fields[n], source.getField(n)) for n in wanted])
+
+
+def _json_item(field: Any) -> str:
+    """``json_field`` of a top-level column as ``named_struct`` arguments."""
+    from pyspark.sql.types import DecimalType
+
+    value = quoted(field.name)
+    if isinstance(field.dataType, DecimalType):
+        value = f"CAST({value} AS STRING)"
+    return f"{sql_string(field.name)}, {value}"
 
 
 def to_row_json(struct: Any) -> Any:

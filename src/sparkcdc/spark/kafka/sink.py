@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
-from sparkcdc.core.identifiers import quoted
 from sparkcdc.spark.kafka.codec import (
     ROW_KINDS,
     WRITE_OPTIONS,
@@ -82,13 +81,14 @@ def kafka_records(
     (a pipeline batch's end; no log change has it), which debezium-json writes as ``r``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     if format not in FORMATS:
         raise ValueError(f"unknown Kafka format {format!r}; valid: {', '.join(FORMATS)}")
     if not key:
         raise ValueError("key: the primary key columns are needed to partition by key")
-    names = data_columns(df)
-    schema = df.select(*[F.col(quoted(n)) for n in names]).schema
+    fields = {f.name: f for f in df.schema.fields}
+    schema = StructType([fields[n] for n in data_columns(df)])
     data = row_struct(schema)
     ct = F.col(CHANGE_TYPE)
     staged = df.select(
