@@ -49,15 +49,12 @@ def data_columns(df: Any) -> list[str]:
     return [c for c in df.columns if c not in skip]
 
 
-def json_field(field: Any, column: Any = None) -> Any:
-    """One column as row JSON wants it inside ``to_json``: decimals as plain text."""
-    from pyspark.sql import functions as F
+def _is_text_in_json(field: Any) -> bool:
+    """Whether row JSON holds ``field`` as text: decimals (``to_json`` would write a JSON
+    number; their plain text never uses exponents)."""
     from pyspark.sql.types import DecimalType
 
-    value = F.col(quoted(field.name)) if column is None else column
-    if isinstance(field.dataType, DecimalType):
-        value = value.cast("string")  # plain text: Spark never uses exponents here
-    return value.alias(field.name)
+    return isinstance(field.dataType, DecimalType)
 
 
 def row_struct(schema: Any, names: Sequence[str] | None = None, source: Any = None) -> Any:
@@ -69,15 +66,19 @@ def row_struct(schema: Any, names: Sequence[str] | None = None, source: Any = No
     fields = {f.name: f for f in schema.fields}
     if source is None:  # one SQL expression: a function per column is Py4J calls each
         return F.expr(f"named_struct({', '.join(_json_item(fields[n]) for n in wanted)})")
-    return F.struct(*[json_field(fields[n], source.getField(n)) for n in wanted])
+    return F.struct(*[_json_column(fields[n], source.getField(n)) for n in wanted])
+
+
+def _json_column(field: Any, column: Any) -> Any:
+    """``column`` holding ``field`` as ``to_json`` should see it."""
+    value = column.cast("string") if _is_text_in_json(field) else column
+    return value.alias(field.name)
 
 
 def _json_item(field: Any) -> str:
-    """``json_field`` of a top-level column as ``named_struct`` arguments."""
-    from pyspark.sql.types import DecimalType
-
+    """A top-level column holding ``field`` as ``named_struct`` arguments."""
     value = quoted(field.name)
-    if isinstance(field.dataType, DecimalType):
+    if _is_text_in_json(field):
         value = f"CAST({value} AS STRING)"
     return f"{sql_string(field.name)}, {value}"
 
