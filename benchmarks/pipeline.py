@@ -4,8 +4,10 @@ against what a Spark user does instead, on the same table in one run.
     .venv/bin/python -m benchmarks.pipeline [--rows N] [--max-rows-per-trigger N]
     .venv/bin/python -m benchmarks.pipeline --sink postgres   # JDBC target
 
-With ``--sink postgres`` both write into a private PostgreSQL: the baseline with Spark's
-JDBC writer (``write.jdbc``, ``batchsize`` 10000), the pipeline with its JDBC sink.
+With ``--sink postgres`` all write into a private PostgreSQL: the baselines are Spark's
+JDBC writer (``write.jdbc``, ``batchsize`` 10000) and the C clients piped into each other
+(``mariadb --batch --quick`` | ``psql -c "COPY ... FROM STDIN"`` into a table with the
+same primary key as the pipeline's), the pipeline with its JDBC sink.
 
 Loads ``bench.orders`` (docs/stack-notes.md's table) into a private MariaDB, then, in one
 SparkSession (``local[--cores]``):
@@ -30,6 +32,7 @@ from typing import Any
 
 from benchmarks._common import (
     DATABASE,
+    ORDERS_COLUMNS,
     TABLE,
     Figure,
     ProcessSampler,
@@ -88,6 +91,39 @@ def baseline_postgres(
         .option("batchsize", "10000")
         .save()
     )
+    return time.perf_counter() - started
+
+
+def baseline_copy(db: EmbeddedMariaDB, pg: Any, database: str) -> float:
+    """Seconds of the C clients' dump piped into ``COPY`` (the table has no NULLs, so
+    ``mariadb --batch``'s escapes are PostgreSQL's text format)."""
+    import os
+    import subprocess
+
+    pg.execute(
+        "CREATE TABLE copy_orders (id bigint PRIMARY KEY, order_date date, "
+        "order_time timestamp, quantity integer, product_id integer, price numeric(10,2), "
+        "purchaser text)",
+        dbname=database,
+    )
+    options = db.source_options()
+    dump = [
+        "mariadb", "--batch", "--quick", "--skip-column-names",
+        f"--host={db.host}", f"--port={db.port}", f"--user={options['username']}",
+        f"--database={DATABASE}", "-e", f"SELECT {ORDERS_COLUMNS} FROM {TABLE}",
+    ]  # fmt: skip
+    load = [
+        "psql", "-q", "-v", "ON_ERROR_STOP=1", f"--host={pg.host}", f"--port={pg.port}",
+        f"--username={pg.user}", f"--dbname={database}", "-c", "COPY copy_orders FROM STDIN",
+    ]  # fmt: skip
+    env = {**os.environ, "MYSQL_PWD": options["password"], "PGPASSWORD": pg.password}
+    started = time.perf_counter()
+    reader = subprocess.Popen(dump, stdout=subprocess.PIPE, env=env)
+    subprocess.run(load, stdin=reader.stdout, env=env, check=True)
+    assert reader.stdout is not None
+    reader.stdout.close()
+    if reader.wait() != 0:
+        raise RuntimeError(f"mariadb exited with {reader.returncode}")
     return time.perf_counter() - started
 
 
@@ -153,9 +189,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ("spark", f"local[{args.cores}], session start {session:.1f} s"),
             ]
             with tempfile.TemporaryDirectory() as tmp:
+                baselines = []
                 if args.sink == "postgres":
-                    jdbc, ours, written = _into_postgres(spark, db, Path(tmp), args, memory)
+                    jdbc, copy, ours, written = _into_postgres(spark, db, Path(tmp), args, memory)
                     setup.append(("pipeline's PostgreSQL table", f"{written:,} rows"))
+                    baselines.append(Figure("mariadb --batch | psql COPY", args.rows, copy))
                 else:
                     jdbc, ours, written, how = _into_delta(spark, db, Path(tmp), args, memory)
                     setup.append(("pipeline's Delta table", f"{written:,} rows; {how}"))
@@ -173,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     f"Initial load of {args.rows:,} rows into {target} (ratio: to the JDBC read)",
                     [
                         base,
+                        *baselines,
                         Figure(
                             f"sparkcdc pipeline --available-now -> {args.sink}", args.rows, ours
                         ),
@@ -200,7 +239,7 @@ def _into_delta(
 
 def _into_postgres(
     spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
-) -> tuple[float, float, int]:
+) -> tuple[float, float, float, int]:
     from sparkcdc.embedded import EmbeddedPostgres
 
     pg = EmbeddedPostgres().start()
@@ -208,6 +247,8 @@ def _into_postgres(
         database = pg.create_database("bench_target")
         with memory.phase("baseline: jdbc -> write.jdbc"):
             jdbc = baseline_postgres(spark, db, args.rows, args.jdbc_partitions, pg, database)
+        with memory.phase("baseline: mariadb | psql COPY"):
+            copy = baseline_copy(db, pg, database)
         sink = (
             f"  type: jdbc\n  url: postgresql://{pg.host}:{pg.port}/{database}\n"
             f'  username: {pg.user}\n  password: "{pg.password}"'
@@ -215,7 +256,7 @@ def _into_postgres(
         with memory.phase("sparkcdc pipeline -> postgres"):
             ours = pipeline(spark, db, folder, args.max_rows_per_trigger, sink)
         ((written,),) = pg.execute(f"SELECT count(*) FROM {TABLE}", dbname=database)
-        return jdbc, ours, int(written)
+        return jdbc, copy, ours, int(written)
     finally:
         pg.stop()
 

@@ -275,6 +275,67 @@ def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
         other.close()
 
 
+EDGES_SCHEMA = (
+    "id INT, s STRING, f FLOAT, d DOUBLE, n DECIMAL(38,10), u DECIMAL(20,0), ts TIMESTAMP, "
+    "tn TIMESTAMP_NTZ, day DATE, raw BINARY, b BOOLEAN, t TINYINT, sh SMALLINT, big BIGINT"
+)
+EDGE_ROWS = [
+    (1, "", float("nan"), float("inf"), Decimal("1E-10"), Decimal(2**64 - 1),
+     datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999999),
+     date(1, 1, 1), b"", False, -128, -32768, -(2**63)),
+    (2, 'a "quoted", \n, \\N and \\x ,\r\nline', float("-inf"), -0.0,
+     Decimal("-1234567890123456789012345678.9012345678"), Decimal(0),
+     datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), datetime(1970, 1, 1),
+     date(9999, 12, 31), bytes(range(256)), True, 127, 32767, 2**63 - 1),
+    (3, *[None] * 13),
+    (4, "\\N", 1.1, 5e-324, Decimal("0.0000000001"), Decimal(1), AT, LOCAL,
+     date(2024, 2, 29), b"\x00,\"\n", True, 0, 0, 0),
+    (5, "💡 ü ß ʼn", 3.4028234663852886e38, 1.7976931348623157e308, Decimal("-1E-10"),
+     Decimal(10**19), AT, LOCAL, date(2000, 1, 1), b"\\x", None, None, None, None),
+]  # fmt: skip
+
+
+def test_copied_snapshot_rows_keep_every_value(spark: Any, postgres: Any, pg_db: str) -> None:
+    """Snapshot rows bulk-loaded as CSV (``csv_blocks`` + ``COPY``) come back exactly:
+    empty strings vs NULL, quotes, line breaks and backslashes, NaN/infinities/-0.0,
+    float and decimal extremes, year 1 and 9999, every byte."""
+    target = TargetDb(
+        "postgresql",
+        {
+            "url": f"postgresql://{postgres.host}:{postgres.port}/{pg_db}",
+            "username": postgres.user,
+            "password": postgres.password,
+        },
+        lambda sql, params=None: postgres.execute(sql, params, dbname=pg_db),
+    )
+    schema = schema_of(EDGES_SCHEMA)
+    edges = TableId("shop", "edges")
+    table = SinkTable(edges, schema, ("id",))
+    rows = changelog(spark, schema, [(*r, "insert", 7) for r in EDGE_ROWS])
+    sink = target.sink(pipeline="p")
+    sink.open(spark, [table])
+    try:
+        sink.write(
+            MicroBatch(
+                "p",
+                0,
+                {edges: rows},
+                "o0",
+                row_counts={edges: len(EDGE_ROWS)},
+                snapshot_version=7,
+                snapshot_counts={edges: len(EDGE_ROWS)},
+            )
+        )
+        snap = sink.snapshot(spark, table)
+    finally:
+        sink.close()
+    marks = target.query("SELECT obj_description('edges'::regclass, 'pg_class')")
+    assert marks == [("sparkcdc.appends-for=p",)]  # the COPY path, not upserts
+    want = {r["id"]: repr(tuple(r)) for r in rows.select(*schema.names).collect()}
+    got = {r["id"]: repr(tuple(r)) for r in snap.rows.collect()}
+    assert got == want
+
+
 def spark_row(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """Values as Spark hands them back: instants as naive local times."""
     return tuple(

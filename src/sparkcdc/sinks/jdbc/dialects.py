@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
@@ -95,6 +95,9 @@ class Dialect(ABC):
     family: str
     #: Parameters one statement may carry (PostgreSQL's protocol limit is 65535).
     max_parameters: int = 60_000
+    #: Whether snapshot rows can be bulk-loaded (:meth:`copy_csv`) into a target that
+    #: holds this pipeline's rows only.
+    copies_csv: bool = False
 
     def __init__(self, config: JdbcSinkConfig) -> None:
         self.config = config
@@ -224,11 +227,10 @@ class Dialect(ABC):
         table = self.table_sql(target.qualifier, target.name)
         return f"DELETE FROM {table} WHERE {left} IN ({items})"
 
-    def copy_rows(self, cur: Any, target: Target, rows: Iterator[Sequence[Any]]) -> int | None:
-        """Bulk-load ``rows`` (all columns, driver values) into ``target``, or None when
-        the target family has no bulk path (the caller then upserts)."""
-        del cur, target, rows
-        return None
+    def copy_csv(self, cur: Any, target: Target, blocks: Iterator[tuple[bytes, int]]) -> int:
+        """Bulk-load ``blocks`` (CSV text of all columns, rows each: ``csv_blocks``) into
+        ``target``; how many rows. Only where :attr:`copies_csv`."""
+        raise NotImplementedError(f"{self.family} targets have no bulk load")
 
     def owner(self, cur: Any, target: Target) -> str | None:
         """The pipeline ``target`` is marked as holding the rows of only (None: unmarked,
@@ -319,6 +321,7 @@ class PostgresDialect(Dialect):
 
     family = "postgresql"
     max_parameters = 65_535
+    copies_csv = True
 
     _TYPES: ClassVar[dict[str, str]] = {
         "BooleanType": "boolean",
@@ -439,20 +442,20 @@ class PostgresDialect(Dialect):
             "ON CONFLICT (pipeline) DO NOTHING"
         )
 
-    def copy_rows(self, cur: Any, target: Target, rows: Iterator[Sequence[Any]]) -> int | None:
+    def copy_csv(self, cur: Any, target: Target, blocks: Iterator[tuple[bytes, int]]) -> int:
         from psycopg import sql
 
         # composed, not formatted: COPY takes no parameters, so '%' must stay single
-        statement = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
+        statement = sql.SQL("COPY {}.{} ({}) FROM STDIN (FORMAT csv)").format(
             sql.Identifier(str(target.qualifier)),
             sql.Identifier(target.name),
             sql.SQL(", ").join(sql.Identifier(c) for c in target.columns),
         )
         count = 0
         with cur.copy(statement) as copy:
-            for row in rows:
-                copy.write_row(row)
-                count += 1
+            for block, rows in blocks:
+                copy.write(block)
+                count += rows
         return count
 
     def owner(self, cur: Any, target: Target) -> str | None:

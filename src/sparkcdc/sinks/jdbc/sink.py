@@ -11,7 +11,8 @@ Each micro-batch is applied in ONE target transaction, for all tables at once:
    in driver memory), and send them as multi-row deletes and upserts. On PostgreSQL the
    batch's snapshot rows (keys the pipeline never emitted) skip the reduction and go in
    with ``COPY`` when the target holds this pipeline's rows only (its comment names the
-   pipeline, set when the sink found it empty);
+   pipeline, set when the sink found it empty), as CSV blocks the executors write
+   (:mod:`~sparkcdc.sinks.jdbc.csv_blocks`);
 3. record the batch id and the source offset in the offsets row, and commit.
 
 A crash anywhere before the commit leaves the target as it was; a crash after it makes the
@@ -35,6 +36,7 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
+from sparkcdc.sinks.jdbc.csv_blocks import csv_blocks
 from sparkcdc.sinks.jdbc.dialects import Converter, Dialect, SinkError, Target, dialect_for
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.snapshot.schema_change import ColumnMoves
@@ -350,20 +352,16 @@ class JdbcSink(Sink):
         anyway fails the batch on the target's key instead of being overwritten), the
         rest applied as deletes and upserts. Returns (copied, deleted, upserted)."""
         snapshot = batch.snapshot_rows(target.source)
-        if not snapshot or not self._owns(cur, target, batch.pipeline):
+        if (
+            not snapshot
+            or not self.dialect.copies_csv
+            or not self._owns(cur, target, batch.pipeline)
+        ):
             return (0, *self._apply(cur, target, changes, batch))
-        fields = list(target.schema.fields)
-        converters = [self.dialect.to_target(f) for f in fields]
-        rows = changes.where(batch.is_snapshot_row()).select(
-            *[self.dialect.select_for_write(f) for f in fields]
-        )
-        values = (
-            [v if c is None else c(v) for c, v in zip(converters, row, strict=True)]
-            for row in rows.toLocalIterator()
-        )
-        copied = self.dialect.copy_rows(cur, target, values)
-        if copied is None:  # no bulk path: upsert everything
-            return (0, *self._apply(cur, target, changes, batch))
+        rows = csv_blocks(changes.where(batch.is_snapshot_row()), target.schema.fields)
+        # a task computes the next partition's blocks while COPY takes this one's
+        blocks = rows.toLocalIterator(prefetchPartitions=True)
+        copied = self.dialect.copy_csv(cur, target, ((bytes(b), n) for b, n in blocks))
         total = batch.row_counts.get(target.source, 0) if batch.row_counts else None
         if total is not None and total <= snapshot:
             return copied, 0, 0
