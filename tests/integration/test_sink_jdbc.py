@@ -44,6 +44,18 @@ class TargetDb:
         return self.query("SELECT pipeline, batch_id, source_offset FROM sparkcdc_offsets")
 
 
+def postgres_target(postgres: Any, db: str) -> TargetDb:
+    return TargetDb(
+        "postgresql",
+        {
+            "url": f"postgresql://{postgres.host}:{postgres.port}/{db}",
+            "username": postgres.user,
+            "password": postgres.password,
+        },
+        lambda sql, params=None: postgres.execute(sql, params, dbname=db),
+    )
+
+
 MARIADB_SINK_USER = "sparkcdc_sink"
 MARIADB_SINK_PASSWORD = "Sink-" + secrets.token_hex(8)
 
@@ -52,16 +64,8 @@ MARIADB_SINK_PASSWORD = "Sink-" + secrets.token_hex(8)
 def target(request: pytest.FixtureRequest) -> TargetDb:
     """An empty database on PostgreSQL or MariaDB, reached by a user with a password."""
     if request.param == "postgresql":
-        postgres = request.getfixturevalue("postgres")
-        db = request.getfixturevalue("pg_db")
-        return TargetDb(
-            "postgresql",
-            {
-                "url": f"postgresql://{postgres.host}:{postgres.port}/{db}",
-                "username": postgres.user,
-                "password": postgres.password,
-            },
-            lambda sql, params=None: postgres.execute(sql, params, dbname=db),
+        return postgres_target(
+            request.getfixturevalue("postgres"), request.getfixturevalue("pg_db")
         )
     mariadb: EmbeddedMariaDB = request.getfixturevalue("mariadb")
     db = request.getfixturevalue("mysql_db")
@@ -299,15 +303,7 @@ def test_copied_snapshot_rows_keep_every_value(spark: Any, postgres: Any, pg_db:
     """Snapshot rows bulk-loaded as CSV (``csv_blocks`` + ``COPY``) come back exactly:
     empty strings vs NULL, quotes, line breaks and backslashes, NaN/infinities/-0.0,
     float and decimal extremes, year 1 and 9999, every byte."""
-    target = TargetDb(
-        "postgresql",
-        {
-            "url": f"postgresql://{postgres.host}:{postgres.port}/{pg_db}",
-            "username": postgres.user,
-            "password": postgres.password,
-        },
-        lambda sql, params=None: postgres.execute(sql, params, dbname=pg_db),
-    )
+    target = postgres_target(postgres, pg_db)
     schema = schema_of(EDGES_SCHEMA)
     edges = TableId("shop", "edges")
     table = SinkTable(edges, schema, ("id",))
