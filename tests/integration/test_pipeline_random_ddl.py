@@ -5,9 +5,9 @@ random DML, during a table's snapshot and while it streams, into Delta and Postg
 The expected target is computed here, independently of the product's code:
 
 * ``evolve`` (and ``try_evolve``, which is ``evolve`` while the sink takes every change,
-  as Delta takes every change drawn here): the target is the table (read from MariaDB at
-  the end), column for column; truncates are applied, so this holds through them too;
-  ``sparkcdc verify`` agrees;
+  as Delta and PostgreSQL take every change drawn here): the target is the table (read
+  from MariaDB at the end), column for column; truncates are applied, so this holds
+  through them too; ``sparkcdc verify`` agrees;
 * ``lenient``: a model of the target. Every name the table ever had is a target column;
   a row's target values are its values at its last write (or at its snapshot read), with
   NULL in every name the table did not have then. A row's snapshot read can happen at any
@@ -17,6 +17,8 @@ The expected target is computed here, independently of the product's code:
   as they were. A truncate is not applied: the rows it removed stay
   as they were (truncates come after the snapshot here: rows it removed before their
   snapshot read would never reach the target, and the model cannot know which).
+* ``exception`` (its own test): the pipeline stops at the one DDL drawn, naming it, and
+  the target is the table right before it (read from MariaDB then);
 * ``ignore``: the lenient model with the target's first columns only: a row's values go
   by name into the names the table had at the start, NULL where the table has no such
   name at the row's write (dropped, renamed away); added columns never reach it.
@@ -53,7 +55,7 @@ from tests.support.pipelines import (
 
 ROWS = 1000
 #: Behaviours whose target is the table: ``try_evolve`` is ``evolve`` while the sink takes
-#: every change, as Delta does every change drawn here.
+#: every change, as Delta and PostgreSQL do every change drawn here.
 EVOLVING = ("evolve", "try_evolve")
 STEPS = 40
 #: Column names and the type each always has (a name added again gets its type again).
@@ -199,6 +201,32 @@ def dml(rng: random.Random, model: Model) -> tuple[str, tuple[Any, ...]]:
     )
 
 
+def created_table(rng: random.Random, mariadb: EmbeddedMariaDB, db: str) -> Model:
+    """Tables t (ROWS random rows) and u (empty: the pipeline reads the envelope) in
+    ``db``, and the model of t."""
+    model = Model([Column("id", "INT"), Column("i1", "INT"), Column("s1", "VARCHAR(8)")])
+    model.shape()
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, i1 INT, s1 VARCHAR(8))", database=db)
+    mariadb.execute("CREATE TABLE u (id INT PRIMARY KEY)", database=db)
+    initial = []
+    for key in range(1, ROWS + 1):
+        i1, s1 = value(rng, "INT"), value(rng, "VARCHAR(8)")
+        model.rows[key] = {model.columns[1].ident: i1, model.columns[2].ident: s1}
+        model.written[key] = 0
+        initial.append((key, i1, s1))
+    with mariadb.connect(db) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", initial)
+    return model
+
+
+def sink_block(
+    sink: str, postgres: EmbeddedPostgres, pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    if sink == "delta":
+        return "type: delta\npath: lake"
+    return postgres_sink_block(postgres, pg_db, monkeypatch)
+
+
 def target_rows(
     spark: Any, sink: str, scratch: Path, postgres: EmbeddedPostgres, pg_db: str, db: str
 ) -> dict[str, dict[int, Any]]:
@@ -228,7 +256,10 @@ def source_rows(mariadb: EmbeddedMariaDB, db: str) -> dict[str, dict[int, Any]]:
         ("evolve", "delta"),
         ("evolve", "jdbc-postgres"),
         ("try_evolve", "delta"),
+        ("try_evolve", "jdbc-postgres"),
         ("lenient", "delta"),
+        ("lenient", "jdbc-postgres"),
+        ("ignore", "delta"),
         ("ignore", "jdbc-postgres"),
     ],
 )
@@ -245,22 +276,8 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
 ) -> None:
     seed = int(os.environ.get("SPARKCDC_DDL_SEED", random.randrange(10**6)))
     rng = random.Random(seed)
-    model = Model([Column("id", "INT"), Column("i1", "INT"), Column("s1", "VARCHAR(8)")])
-    model.shape()
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, i1 INT, s1 VARCHAR(8))", database=mysql_db)
-    mariadb.execute("CREATE TABLE u (id INT PRIMARY KEY)", database=mysql_db)  # the envelope
-    initial = []
-    for key in range(1, ROWS + 1):
-        i1, s1 = value(rng, "INT"), value(rng, "VARCHAR(8)")
-        model.rows[key] = {model.columns[1].ident: i1, model.columns[2].ident: s1}
-        model.written[key] = 0
-        initial.append((key, i1, s1))
-    with mariadb.connect(mysql_db) as conn, conn.cursor() as cur:
-        cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", initial)
-    if sink == "delta":
-        block = "type: delta\npath: lake"
-    else:
-        block = postgres_sink_block(postgres, pg_db, monkeypatch)
+    model = created_table(rng, mariadb, mysql_db)
+    block = sink_block(sink, postgres, pg_db, monkeypatch)
     path = pipeline_file(
         scratch,
         mariadb,
@@ -333,3 +350,73 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
         accepted = model.target_rows(key, epochs, kept)
         assert row in accepted, f"row {key}: {row} not in {sorted(accepted, key=str)}; {story}"
     assert set(found["id"]) == set(model.rows) | set(model.kept), story
+
+
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_random_ddl_under_exception_stops_the_pipeline_right_before_it(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    mysql_db: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``exception``: random DML, then one random DDL (during the snapshot or once it is
+    over), then more DML. The pipeline stops naming the statement, and the target holds
+    the table as it was right before it: every row of it once the snapshot was over, and
+    while the snapshot ran, the rows read so far, each with its values at the DDL."""
+    seed = int(os.environ.get("SPARKCDC_DDL_SEED", random.randrange(10**6)))
+    rng = random.Random(seed)
+    model = created_table(rng, mariadb, mysql_db)
+    path = pipeline_file(
+        scratch,
+        mariadb,
+        f"{mysql_db}.(t|u)",
+        sink_block(sink, postgres, pg_db, monkeypatch),
+        max_rows=150,
+        trigger="200ms",
+        blocks="  schema.change.behavior: exception\n",
+    )
+    checkpoint = scratch / "checkpoint"
+    run = prepare(load_pipeline(path), spark=spark)
+    run.start()
+    wait_until(lambda: (checkpoint / "offsets" / "0").exists() or not run.active, "a batch")
+    after_snapshot = rng.random() < 0.5
+    try:
+        for _ in range(rng.randint(1, STEPS)):
+            assert run.active, f"the pipeline stopped early: {run.query.exception()} ({seed=})"
+            for _ in range(rng.randint(1, 5)):
+                mariadb.execute(*dml(rng, model), database=mysql_db)
+            time.sleep(rng.uniform(0.0, 0.3))
+        if after_snapshot:
+            wait_until(
+                lambda: (
+                    any(snapshot_done(o) for o in committed_offsets(checkpoint)) or not run.active
+                ),
+                "the snapshot",
+            )
+        assert run.active, f"the pipeline stopped early: {run.query.exception()} ({seed=})"
+        before = source_rows(mariadb, mysql_db)
+        statement = None
+        while statement is None:
+            statement = ddl(rng, model, truncates=True)
+        mariadb.execute(statement, database=mysql_db)
+        for _ in range(rng.randint(1, 10)):
+            mariadb.execute(*dml(rng, model), database=mysql_db)
+        wait_until(lambda: not run.active, "the pipeline to stop")
+    finally:
+        run.stop()
+    story = f"seed {seed}, {sink}, DDL: {statement}"
+    error = str(run.query.exception())
+    assert statement in error and "exception" in error, f"{error}; {story}"
+    found = target_rows(spark, sink, scratch, postgres, pg_db, mysql_db)
+    assert sorted(found) == sorted(before), story
+    if after_snapshot:
+        assert found == before, story
+    else:
+        assert set(found["id"]) <= set(before["id"]), story
+        for name, column in found.items():
+            for key, got in column.items():
+                assert got == before[name][key], f"{name} of row {key} differs; {story}"
