@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ import pytest
 from sparkcdc.cli.commands import verify_pipeline
 from sparkcdc.cli.main import main
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.pipeline.crash_points import CRASH_AT, SCHEMA_APPLIED
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.spark.kafka.source import read_kafka
 from tests.integration.test_mysql_source import orders
@@ -245,3 +247,87 @@ def test_sigkill_around_schema_changes_applies_each_once(
         f"{batches(checkpoint)} batches, {checked} rows checked equal, "
         f"{time.monotonic() - started:.0f} s"
     )
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_sigkill_right_after_a_schema_change_is_applied_applies_it_once(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    orders: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kill aimed where random ones seldom land (``SPARKCDC_CRASH_AT``,
+    pipeline/crash_points.py): after the sink applied a schema change to the target,
+    before the batch carrying it is committed. Two runs die there: at an ALTER adding two
+    columns (then filled), and at one renaming the first and dropping the second; each
+    time the target already shows the change and the checkpoint does not, and a restart
+    replays the batch, seeing the change again. Under ``evolve`` the target must end
+    equal to the source, the renamed column with its values (a rename applied twice, or
+    taken as a drop and an add, would lose them)."""
+    if sink == "delta":
+        block = "type: delta\npath: lake"
+    else:
+        block = postgres_sink_block(postgres, pg_db, monkeypatch)
+    pipeline = pipeline_file(
+        scratch,
+        mariadb,
+        f"{orders}.(orders|audit)",
+        block,
+        max_rows=1000,
+        blocks="  schema.change.behavior: evolve\n",
+    )
+    checkpoint = scratch / "checkpoint"
+
+    def target_columns() -> list[str]:
+        if sink == "delta":
+            lake = scratch / "lake" / orders / "orders"
+            return list(spark.read.format("delta").load(str(lake)).columns)
+        rows = postgres.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+            "AND table_name = 'orders' ORDER BY ordinal_position",
+            (orders,),
+            dbname=pg_db,
+        )
+        return [r[0] for r in rows]
+
+    changes = [
+        (
+            "ALTER TABLE orders ADD COLUMN extra INT, ADD COLUMN spare INT",
+            "UPDATE orders SET extra = id % 97, spare = 1 WHERE id % 3 = 0",
+        ),
+        ("ALTER TABLE orders RENAME COLUMN extra TO moved, DROP COLUMN spare", None),
+    ]
+    writer = mariadb_writer(mariadb, orders, seed=3, key_space=9000)
+    writer.limit = 10**9
+    writer.pause = 0.05
+    crash = {CRASH_AT: SCHEMA_APPLIED}  # the child's environment only: never this process's
+    try:
+        for statement, fill in changes:
+            run = start_run(pipeline, env=crash)
+            wait_until(snapshot_committed(checkpoint, run), "the snapshot")
+            if not writer.is_alive():
+                writer.start()
+            assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
+            mariadb.execute(statement, database=orders)
+            if fill:
+                mariadb.execute(fill, database=orders)
+            assert run.wait(300) == -signal.SIGKILL, "the run did not die at the crash point"
+            columns = mariadb.execute("SHOW COLUMNS FROM orders", database=orders)
+            assert target_columns() == [c[0] for c in columns], f"{statement} not applied"
+            planned = len(list((checkpoint / "offsets").glob("[0-9]*")))
+            assert planned == batches(checkpoint) + 1, "the batch of the change was committed"
+            run_available_now(spark, pipeline)  # replays that batch: the change seen again
+    finally:
+        writer.stop()
+    run_available_now(spark, pipeline)
+    for table in ("orders", "audit"):
+        source = table_state(mariadb, orders, table)
+        assert target_rows(sink, spark, scratch, (postgres, pg_db), orders, table) == source
+    verdicts = verify_pipeline(load_pipeline(pipeline), spark)
+    assert [v.status for v in verdicts] == ["equal", "equal"]

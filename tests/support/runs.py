@@ -16,13 +16,16 @@ ROOT = Path(__file__).resolve().parents[2]
 _STARTED: list[subprocess.Popen[bytes]] = []
 
 
-def start_run(pipeline: Path, *extra: str) -> subprocess.Popen[bytes]:
+def start_run(
+    pipeline: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """``sparkcdc run PIPELINE`` in its own process group, its output in ``run-<ns>.log``
-    beside the pipeline file."""
+    beside the pipeline file; ``env``: variables added to its environment only."""
     with open(pipeline.parent / f"run-{time.monotonic_ns()}.log", "wb") as log:  # the child's
         process = subprocess.Popen(
             [sys.executable, "-m", "sparkcdc.cli.main", "run", str(pipeline), *extra],
             cwd=ROOT,
+            env={**os.environ, **(env or {})},
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=log,

@@ -286,7 +286,7 @@ class PipelineRun:
                     self.probe,
                     self.sink,
                     self.definition.settings.schema_change_behavior,
-                    self.metrics.schema_changed,
+                    self._schema_changed,
                     shaped_schema(self.spark, self.definition.namespace),
                     self.definition.excluded_changes,
                 )
@@ -362,6 +362,14 @@ class PipelineRun:
         save_run_state(checkpoint, self.metrics.state)
         if self.on_batch is not None:
             self.on_batch(report)
+
+    def _schema_changed(self, table: TableId, target: TableId, schema: str | None) -> None:
+        """A schema change reached ``target``: recorded, and the run state saved at once.
+        The target has the change now, committed batch or not; a restart whose state were
+        behind it would plan the target without it (and finish that evolution by adding
+        back columns the change renamed or dropped)."""
+        self.metrics.schema_changed(table, target, schema)
+        save_run_state(self.definition.settings.checkpoint, self.metrics.state)
 
     def _follow_drops(self, dropped: dict[TableId, str], batch: MicroBatch) -> None:
         """Apply the batch's DROPs (pipeline/table_drops.py). A table whose target was

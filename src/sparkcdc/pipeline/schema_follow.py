@@ -33,6 +33,7 @@ from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
+from sparkcdc.pipeline.crash_points import SCHEMA_APPLIED, crash_point
 from sparkcdc.pipeline.evolution import MIRRORING, evolution, evolved_target
 from sparkcdc.pipeline.run_state import RunState
 from sparkcdc.pipeline.shaped_evolution import (
@@ -160,6 +161,7 @@ def follow_changes(
         targets[t] = new_target
         keep = behavior in MIRRORING or not new_target.as_captured
         applied(table.source, table.source, schema.json() if keep else None)
+        crash_point(SCHEMA_APPLIED)  # the fault suite's kill (pipeline/crash_points.py)
 
 
 def _follow_shaped(
