@@ -8,6 +8,7 @@ servers and SparkSession.
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -18,12 +19,26 @@ import pytest
 from hypothesis import settings
 
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.spark.class_archive import JAVA_OPTIONS_ENV
 from tests.support.runs import kill_leftover_runs
 
 # Tests never assert on wall-clock time, and hypothesis's per-example deadline is one: two
 # test processes on a small machine can make any example slow.
 settings.register_profile("sparkcdc", deadline=None)
 settings.load_profile("sparkcdc")
+
+#: The driver JVMs of processes the tests start (``sparkcdc run``, the conformance suite's
+#: driver) live from seconds to a minute or two, mostly killed or ended early: C1 only, as
+#: the C2 compiler's work never pays off in them (the delta kill loop, same machine and
+#: sitting: 107 s and 121 s instead of 133 s and 154 s). This process's own SparkSession
+#: lives for the whole test session and keeps the JVM's default (there C2 pays off: its
+#: steady batches took ~10% longer with C1). A value set outside the tests wins.
+CHILD_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: The options set outside the tests, kept where pytest-xdist's workers (which inherit
+#: the environment of the process that loaded this file first) find them too.
+OWN_JAVA_OPTIONS = "SPARKCDC_TESTS_OWN_JAVA_OPTIONS"
+os.environ.setdefault(OWN_JAVA_OPTIONS, os.environ.get(JAVA_OPTIONS_ENV, ""))
+os.environ[JAVA_OPTIONS_ENV] = os.environ[OWN_JAVA_OPTIONS] or CHILD_JAVA_OPTIONS
 
 #: Tests under these folders need real services (the conformance suite too).
 SERVICE_DIRS = tuple(Path(__file__).parent / d for d in ("integration", "conformance", "faults"))
@@ -87,7 +102,12 @@ def topic(request: pytest.FixtureRequest) -> str:
 def spark() -> Iterator[Any]:
     from sparkcdc.spark.session import local_session
 
-    session = local_session("sparkcdc-tests")
+    children = os.environ[JAVA_OPTIONS_ENV]
+    os.environ[JAVA_OPTIONS_ENV] = os.environ[OWN_JAVA_OPTIONS]  # not the children's
+    try:
+        session = local_session("sparkcdc-tests")
+    finally:
+        os.environ[JAVA_OPTIONS_ENV] = children
     try:
         yield session
     finally:

@@ -48,7 +48,7 @@ from tests.support.pipelines import (
     committed_offsets,
     master_position,
     pipeline_file,
-    postgres_sink_block,
+    sink_block,
     snapshot_done,
     wait_until,
 )
@@ -217,14 +217,6 @@ def created_table(rng: random.Random, mariadb: EmbeddedMariaDB, db: str) -> Mode
     with mariadb.connect(db) as conn, conn.cursor() as cur:
         cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", initial)
     return model
-
-
-def sink_block(
-    sink: str, postgres: EmbeddedPostgres, pg_db: str, monkeypatch: pytest.MonkeyPatch
-) -> str:
-    if sink == "delta":
-        return "type: delta\npath: lake"
-    return postgres_sink_block(postgres, pg_db, monkeypatch)
 
 
 def target_rows(

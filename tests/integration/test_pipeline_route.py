@@ -24,8 +24,8 @@ from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.verify.run import verify_tables
 from tests.support.pipelines import (
     pipeline_file,
-    postgres_sink_block,
     run_until_caught_up,
+    sink_block,
     wait_read_again,
 )
 
@@ -218,10 +218,7 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
     sink: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if sink == "delta":
-        block = "type: delta\npath: lake"
-    else:
-        block = postgres_sink_block(postgres, pg_db, monkeypatch)
+    block = sink_block(sink, postgres, pg_db, monkeypatch)
     path = pipeline_file(
         scratch,
         mariadb,

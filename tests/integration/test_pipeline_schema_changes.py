@@ -21,6 +21,7 @@ from tests.support.pipelines import (
     pipeline_file,
     postgres_sink_block,
     run_until_caught_up,
+    sink_block,
 )
 
 BIG = 2**40
@@ -64,14 +65,6 @@ def create_tables(mariadb: EmbeddedMariaDB, db: str) -> None:
         "INSERT INTO u VALUES (1, 'one')",
     ):
         mariadb.execute(statement, database=db)
-
-
-def sink_block(
-    sink: str, postgres: EmbeddedPostgres, pg_db: str, monkeypatch: pytest.MonkeyPatch
-) -> str:
-    if sink == "delta":
-        return "type: delta\npath: lake"
-    return postgres_sink_block(postgres, pg_db, monkeypatch)
 
 
 def target(

@@ -58,6 +58,14 @@ def postgres_sink_block(postgres: Any, database: str, monkeypatch: Any) -> str:
     )
 
 
+def sink_block(sink: str, postgres: Any, pg_db: str, monkeypatch: Any) -> str:
+    """The sink block of tests run into either target: ``delta`` (a lake beside the
+    pipeline file) or, for any other name, PostgreSQL (:func:`postgres_sink_block`)."""
+    if sink == "delta":
+        return "type: delta\npath: lake"
+    return postgres_sink_block(postgres, pg_db, monkeypatch)
+
+
 def committed_offsets(checkpoint: Path) -> list[dict[str, Any]]:
     """The source offsets of the batches Spark has committed, oldest first."""
     commits = sorted(int(p.name) for p in (checkpoint / "commits").glob("[0-9]*"))
