@@ -26,7 +26,7 @@ import pytest
 from sparkcdc.cli.commands import verify_pipeline
 from sparkcdc.cli.main import main
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
-from sparkcdc.pipeline.crash_points import CRASH_AT, SCHEMA_APPLIED
+from sparkcdc.pipeline.crash_points import CRASH_AT, SCHEMA_ALTERED, SCHEMA_APPLIED
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.spark.kafka.source import read_kafka
 from tests.integration.test_mysql_source import orders
@@ -36,6 +36,7 @@ from tests.support.pipelines import (
     pipeline_file,
     postgres_sink_block,
     run_available_now,
+    sink_block,
     snapshot_done,
     wait_until,
 )
@@ -170,6 +171,18 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
     )
 
 
+def evolve_pipeline(scratch: Path, mariadb: EmbeddedMariaDB, db: str, block: str) -> Path:
+    """The schema-change tests' pipeline: ``orders`` and ``audit`` under ``evolve``."""
+    return pipeline_file(
+        scratch,
+        mariadb,
+        f"{db}.(orders|audit)",
+        block,
+        max_rows=1000,
+        blocks="  schema.change.behavior: evolve\n",
+    )
+
+
 @pytest.mark.faults
 @pytest.mark.timeout(600 + 120 * KILLS)
 @pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
@@ -190,17 +203,8 @@ def test_sigkill_around_schema_changes_applies_each_once(
     target must end equal to the source, every column in the source's order: a rename
     applied twice, or taken as a drop and an add, would lose the renamed column's values."""
     rng = random.Random(KILLS * 104729 + len(sink))
-    if sink == "delta":
-        block = "type: delta\npath: lake"
-    else:
-        block = postgres_sink_block(postgres, pg_db, monkeypatch)
-    pipeline = pipeline_file(
-        scratch,
-        mariadb,
-        f"{orders}.(orders|audit)",
-        block,
-        max_rows=1000,
-        blocks="  schema.change.behavior: evolve\n",
+    pipeline = evolve_pipeline(
+        scratch, mariadb, orders, sink_block(sink, postgres, pg_db, monkeypatch)
     )
     checkpoint = scratch / "checkpoint"
     writer = mariadb_writer(mariadb, orders, seed=KILLS + 1, key_space=9000)
@@ -252,7 +256,7 @@ def test_sigkill_around_schema_changes_applies_each_once(
 @pytest.mark.faults
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
-def test_sigkill_right_after_a_schema_change_is_applied_applies_it_once(
+def test_sigkill_right_after_a_schema_change_reached_the_target_applies_it_once(
     spark: Any,
     mariadb: EmbeddedMariaDB,
     orders: str,
@@ -262,25 +266,19 @@ def test_sigkill_right_after_a_schema_change_is_applied_applies_it_once(
     sink: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The kill aimed where random ones seldom land (``SPARKCDC_CRASH_AT``,
+    """The kills aimed where random ones seldom land (``SPARKCDC_CRASH_AT``,
     pipeline/crash_points.py): after the sink applied a schema change to the target,
-    before the batch carrying it is committed. Two runs die there: at an ALTER adding two
-    columns (then filled), and at one renaming the first and dropping the second; each
-    time the target already shows the change and the checkpoint does not, and a restart
-    replays the batch, seeing the change again. Under ``evolve`` the target must end
-    equal to the source, the renamed column with its values (a rename applied twice, or
-    taken as a drop and an add, would lose them)."""
-    if sink == "delta":
-        block = "type: delta\npath: lake"
-    else:
-        block = postgres_sink_block(postgres, pg_db, monkeypatch)
-    pipeline = pipeline_file(
-        scratch,
-        mariadb,
-        f"{orders}.(orders|audit)",
-        block,
-        max_rows=1000,
-        blocks="  schema.change.behavior: evolve\n",
+    before the batch carrying it is committed. One run dies at an ALTER adding two
+    columns (then filled), once the run state recorded it; the next dies at an ALTER
+    renaming the first and dropping the second, before the run state recorded it (the
+    change written ahead is what the restart has). Each time the target already shows the
+    change and the checkpoint does not, and a restart replays the batch, seeing the change
+    again. Under ``evolve`` the target must end equal to the source, the renamed column
+    with its values (a rename applied twice, or taken as a drop and an add, would lose
+    them; a restart that took the target for the one before the change would add the
+    renamed and dropped columns back)."""
+    pipeline = evolve_pipeline(
+        scratch, mariadb, orders, sink_block(sink, postgres, pg_db, monkeypatch)
     )
     checkpoint = scratch / "checkpoint"
 
@@ -300,16 +298,21 @@ def test_sigkill_right_after_a_schema_change_is_applied_applies_it_once(
         (
             "ALTER TABLE orders ADD COLUMN extra INT, ADD COLUMN spare INT",
             "UPDATE orders SET extra = id % 97, spare = 1 WHERE id % 3 = 0",
+            SCHEMA_APPLIED,
         ),
-        ("ALTER TABLE orders RENAME COLUMN extra TO moved, DROP COLUMN spare", None),
+        (
+            "ALTER TABLE orders RENAME COLUMN extra TO moved, DROP COLUMN spare",
+            None,
+            SCHEMA_ALTERED,
+        ),
     ]
     writer = mariadb_writer(mariadb, orders, seed=3, key_space=9000)
     writer.limit = 10**9
     writer.pause = 0.05
-    crash = {CRASH_AT: SCHEMA_APPLIED}  # the child's environment only: never this process's
     try:
-        for statement, fill in changes:
-            run = start_run(pipeline, env=crash)
+        for statement, fill, point in changes:
+            # the child's environment only: never this process's
+            run = start_run(pipeline, env={CRASH_AT: point})
             wait_until(snapshot_committed(checkpoint, run), "the snapshot")
             if not writer.is_alive():
                 writer.start()

@@ -19,9 +19,12 @@ log = logging.getLogger(__name__)
 
 #: The environment variable naming the point to die at.
 CRASH_AT = "SPARKCDC_CRASH_AT"
-#: After the sink applied a schema change, before the batch is written and committed.
+#: After the sink applied a schema change to the target, before the run state records it.
+SCHEMA_ALTERED = "schema-altered"
+#: After the sink applied a schema change and the run state recorded it, before the batch
+#: is written and committed.
 SCHEMA_APPLIED = "schema-applied"
-POINTS = (SCHEMA_APPLIED,)
+POINTS = (SCHEMA_ALTERED, SCHEMA_APPLIED)
 
 
 def crash_point(name: str) -> None:

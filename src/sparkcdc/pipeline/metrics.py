@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import (
@@ -153,10 +154,34 @@ class PipelineMetrics:
                     self._tables.append(table)
                     self._states[table] = PENDING
 
+    def schema_changing(self, target: TableId, schema: str, moves: dict[str, Any]) -> None:
+        """A change is about to be applied to ``target``, whose schema will be ``schema``
+        (StructType JSON) after the renames and drops ``moves`` (ColumnMoves JSON): written
+        ahead (``RunState.pending``) until :meth:`schema_changed` says it was applied."""
+        with self._lock:
+            before = self._state.targets.get(target)
+            if target not in self._state.pending:
+                self._state.pending[target] = {"before": before}
+            self._state.pending[target].update(schema=schema, moves=moves)
+            self._state.targets[target] = schema
+
+    def schema_refused(self, target: TableId) -> None:
+        """The change :meth:`schema_changing` wrote ahead was not applied (the sink
+        refused it): the target's entry is what it was before."""
+        with self._lock:
+            pending = self._state.pending.pop(target, None)
+            if pending is None:
+                return
+            if pending.get("before") is None:
+                self._state.targets.pop(target, None)
+            else:
+                self._state.targets[target] = pending["before"]
+
     def schema_changed(self, table: TableId, target: TableId, schema: str | None) -> None:
         """A change of ``table``'s columns was applied to its target ``target``, whose
         schema is now ``schema`` (StructType JSON; None: the table's own columns)."""
         with self._lock:
+            self._state.pending.pop(target, None)
             counts = self._state.schema_changes
             counts[table] = counts.get(table, 0) + 1
             if schema is None:

@@ -36,6 +36,13 @@ class RunState:
     #: (pipeline/shaped_evolution.py), by target name (a one-table target's is its
     #: table's), as Spark StructType JSON: a restart conforms rows to them.
     targets: dict[TableId, str] = field(default_factory=dict)
+    #: Schema changes written ahead: recorded (``targets`` has the target's schema after
+    #: the change) before the sink applies them, removed once applied. A restart that
+    #: finds one left by a crash finishes it, with its renames and drops (``moves``):
+    #: the target may or may not have it, and the appliers change only what is missing.
+    #: By target name: ``{"schema": ..., "before": the entry in targets before or None,
+    #: "moves": ColumnMoves JSON}``.
+    pending: dict[TableId, dict[str, Any]] = field(default_factory=dict)
     #: Schema changes applied to each table's target, across restarts.
     schema_changes: dict[TableId, int] = field(default_factory=dict)
     #: Lost connections tried again, across restarts: to the source by Spark tasks (as
@@ -67,6 +74,7 @@ class RunState:
             "fetch_lag": self.fetch_lag,
             "emit_lag": self.emit_lag,
             "targets": {t.key: schema for t, schema in sorted(self.targets.items())},
+            "pending": {t.key: change for t, change in sorted(self.pending.items())},
             "schema_changes": {t.key: n for t, n in sorted(self.schema_changes.items())},
             "source_retries": self.source_retries,
             "sink_retries": self.sink_retries,
@@ -86,6 +94,7 @@ class RunState:
             fetch_lag=data.get("fetch_lag"),
             emit_lag=data.get("emit_lag"),
             targets={TableId.from_key(k): v for k, v in data.get("targets", {}).items()},
+            pending={TableId.from_key(k): v for k, v in data.get("pending", {}).items()},
             schema_changes={
                 TableId.from_key(k): int(v) for k, v in data.get("schema_changes", {}).items()
             },

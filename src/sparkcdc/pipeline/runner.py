@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from sparkcdc.pipeline.lazy_tables import LazyTables
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.one_pass import chunks_of_one_table, observed
 from sparkcdc.pipeline.plan import plan, targets_of
-from sparkcdc.pipeline.run_state import load_run_state, save_run_state
+from sparkcdc.pipeline.run_state import RunState, load_run_state, save_run_state
 from sparkcdc.pipeline.schema_follow import follow_changes
 from sparkcdc.pipeline.shaped_evolution import joined_target
 from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
@@ -286,6 +287,7 @@ class PipelineRun:
                     self.probe,
                     self.sink,
                     self.definition.settings.schema_change_behavior,
+                    self._schema_changing,
                     self._schema_changed,
                     shaped_schema(self.spark, self.definition.namespace),
                     self.definition.excluded_changes,
@@ -362,6 +364,22 @@ class PipelineRun:
         save_run_state(checkpoint, self.metrics.state)
         if self.on_batch is not None:
             self.on_batch(report)
+
+    @contextmanager
+    def _schema_changing(self, target: TableId, schema: str, moves: ColumnMoves) -> Iterator[None]:
+        """While the sink applies a schema change to ``target``: written ahead into the
+        run state (``RunState.pending``), so a crash meanwhile leaves the restart what to
+        finish, renames and drops included. A change the sink refuses (an error, not a
+        crash) is taken back out: the behaviour decides what follows."""
+        checkpoint = self.definition.settings.checkpoint
+        self.metrics.schema_changing(target, schema, moves.to_json())
+        save_run_state(checkpoint, self.metrics.state)
+        try:
+            yield
+        except BaseException:
+            self.metrics.schema_refused(target)
+            save_run_state(checkpoint, self.metrics.state)
+            raise
 
     def _schema_changed(self, table: TableId, target: TableId, schema: str | None) -> None:
         """A schema change reached ``target``: recorded, and the run state saved at once.
@@ -670,9 +688,7 @@ def prepare(
         definition, lambda: session_for(definition, jvm_log) if spark is None else spark, identity
     )
     spark, sink, targets = planned.spark, planned.sink, planned.targets
-    for evolved in targets:
-        if evolved.table.source in planned.state.targets:  # finish an evolution a crash cut short
-            sink.evolve(spark, evolved.table)
+    finish_evolutions(spark, sink, targets, planned.state, definition.settings.checkpoint)
     sink.open(spark, [t.table for t in targets])
     tables = planned.tables
     metrics = pipeline_metrics(definition, [t.source for t in tables], planned.probe, spark)
@@ -681,6 +697,45 @@ def prepare(
     sink.stopping = lambda: run._stopping
     run.force_envelope = len(tables) == 1 and tables != planned.now
     return run
+
+
+def finish_evolutions(
+    spark: Any, sink: Sink, targets: list[Target], state: RunState, checkpoint: Path
+) -> None:
+    """Bring every target a schema change reached to the schema the run state has for it:
+    an evolution a crash cut short is finished, with the renames and drops of a change
+    written ahead (``RunState.pending``). The appliers compare with the target as it is,
+    so what the sink applied before the crash is not applied again. A change written
+    ahead that the sink refuses now is taken back out of the state (the run stops; the
+    next one replays the batch that carries it and follows it per the behaviour)."""
+    for evolved in targets:
+        target = evolved.table.source
+        if target not in state.targets:
+            continue
+        pending = state.pending.get(target)
+        moves = ColumnMoves.from_json(pending.get("moves") or {}) if pending else None
+        try:
+            sink.evolve(spark, evolved.table, moves=moves)
+        except Exception as exc:
+            if pending is None:
+                raise
+            before = pending.get("before")
+            if before is None:
+                state.targets.pop(target, None)
+            else:
+                state.targets[target] = before
+            del state.pending[target]
+            save_run_state(checkpoint, state)
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise SparkCdcError(
+                f"a schema change of the target {target}, applied when the run before this "
+                f"one was cut off, could not be finished ({reason}). Run the pipeline "
+                "again: the batch that carries the change is replayed and the change "
+                "followed per 'schema.change.behavior'"
+            ) from exc
+    if state.pending:
+        state.pending.clear()
+        save_run_state(checkpoint, state)
 
 
 def pipeline_metrics(

@@ -29,11 +29,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.crash_points import SCHEMA_APPLIED, crash_point
+from sparkcdc.pipeline.crash_points import SCHEMA_ALTERED, SCHEMA_APPLIED, crash_point
 from sparkcdc.pipeline.evolution import MIRRORING, evolution, evolved_target
 from sparkcdc.pipeline.run_state import RunState
 from sparkcdc.pipeline.shaped_evolution import (
@@ -105,13 +106,16 @@ def follow_changes(
     probe: SourceProbe,
     sink: Sink,
     behavior: str,
+    applying: Callable[[TableId, str, ColumnMoves], AbstractContextManager[None]],
     applied: Callable[[TableId, TableId, str | None], None],
     shaped: ShapedSchema,
     excluded: frozenset[str] = frozenset(),
 ) -> None:
     """Apply the schema changes ``offset`` shows to the sink, updating ``tables`` (the
     columns rows are read with) and ``targets`` (what they are written as) in place;
-    ``applied(table, target, target schema JSON or None)`` is told of each (the run
+    the sink applies each under ``applying(target, its schema JSON after the change,
+    moves)`` (written ahead: a crash meanwhile leaves a record a restart finishes), and
+    ``applied(table, target, target schema JSON or None)`` is told of it after (the run
     state). Change types in ``excluded`` are taken as ``ignore`` takes them. ``shaped``
     gives a transform's output columns (pipeline/shaping.py)."""
     changed = probe.table_columns(offset)
@@ -127,7 +131,16 @@ def follow_changes(
         if not is_plain(target):
             tables[i] = dataclasses.replace(table, schema=columns)
             targets[t] = _follow_shaped(
-                spark, target, tables[i], found, sink, behavior, excluded, shaped, applied
+                spark,
+                target,
+                tables[i],
+                found,
+                sink,
+                behavior,
+                excluded,
+                shaped,
+                applying,
+                applied,
             )
             continue
         before = target.table.schema
@@ -144,7 +157,9 @@ def follow_changes(
         new_target = plain_target(new_table, schema)
         if _fields(schema) != _fields(before) or change.moves != ColumnMoves():
             try:
-                sink.evolve(spark, new_target.table, target.table, change.moves)
+                with applying(table.source, schema.json(), change.moves):
+                    sink.evolve(spark, new_target.table, target.table, change.moves)
+                crash_point(SCHEMA_ALTERED)
             except Exception as exc:
                 if behavior not in MIRRORING:
                     raise
@@ -173,6 +188,7 @@ def _follow_shaped(
     behavior: str,
     excluded: frozenset[str],
     shaped: ShapedSchema,
+    applying: Callable[[TableId, str, ColumnMoves], AbstractContextManager[None]],
     applied: Callable[[TableId, TableId, str | None], None],
 ) -> Target:
     """``target`` (shaped by a transform or merged by a route) once ``table``'s rows come
@@ -185,7 +201,9 @@ def _follow_shaped(
     if _fields(schema) != _fields(target.table.schema):
         new_table = dataclasses.replace(target.table, schema=schema)
         try:
-            sink.evolve(spark, new_table, target.table, change.moves)
+            with applying(target.table.source, schema.json(), change.moves):
+                sink.evolve(spark, new_table, target.table, change.moves)
+            crash_point(SCHEMA_ALTERED)
         except Exception as exc:
             if behavior not in MIRRORING:
                 raise
