@@ -97,11 +97,21 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -
         time.sleep(0.2)
 
 
+#: Rows per batch of the catch-up that ends a fault test (see :func:`run_available_now`).
+CATCH_UP_ROWS = 20_000
+
+
 def run_available_now(spark: Any, pipeline: Path) -> None:
     """What ``sparkcdc run PIPELINE --available-now`` does, in this session's (warm) JVM:
-    fault tests end with it, after their killed runs, and a cold process would add ~15 s."""
+    fault tests end with it, after their killed runs, and a cold process would add ~15 s.
+    Its batches take up to :data:`CATCH_UP_ROWS` rows, as an operator raises
+    ``max-rows-per-trigger`` to catch up on a backlog: the small batches that made the
+    killed runs' batch boundaries many would make the catch-up many batches of seconds
+    each (a batch Spark planned before a kill is replayed as planned, whatever the limit)."""
     definition = load_pipeline(pipeline)
-    settings = dataclasses.replace(definition.settings, trigger_seconds=None)
+    settings = dataclasses.replace(
+        definition.settings, trigger_seconds=None, max_rows_per_trigger=CATCH_UP_ROWS
+    )
     run = prepare(dataclasses.replace(definition, settings=settings), spark=spark)
     run.start()
     run.wait()
