@@ -254,15 +254,17 @@ def test_evolve_mirrors_adds_drops_renames_and_widening(
         f"{mysql_db}.u": "equal",
     }
     # a column added FIRST lands first where the target keeps positions (Delta); a
-    # restart writes into the target as it is now
-    mariadb.execute("ALTER TABLE t ADD COLUMN x VARCHAR(4) FIRST", database=mysql_db)
+    # restart writes into the target as it is now. The rows there get its default, which
+    # no binlog row carries: the table is read again
+    statement = "ALTER TABLE t ADD COLUMN x VARCHAR(4) NOT NULL DEFAULT 'x0' FIRST"
+    mariadb.execute(statement, database=mysql_db)
     mariadb.execute("UPDATE t SET x = 'xx' WHERE id = 5", database=mysql_db)
     run_script(spark, mariadb, path, mysql_db, [])
     columns, rows = target(spark, sink, scratch, postgres, pg_db, mysql_db, "t")
     expected = ("x", "id", "a", "d") if sink == "delta" else ("id", "a", "d", "x")
     assert columns == expected
     assert rows[5] == (("xx", 5, 5, 50) if sink == "delta" else (5, 5, 50, "xx"))
-    assert rows[1] == ((None, 1, 1, 11) if sink == "delta" else (1, 1, 11, None))
+    assert rows[1] == (("x0", 1, 1, 11) if sink == "delta" else (1, 1, 11, "x0"))
     # gh-ost renames a and adds e in its copy of t, then swaps the copy in: the target
     # takes the copy's columns (the rename as a drop and an add) and its rows
     mariadb.execute("DELETE FROM t WHERE id = 7", database=mysql_db)

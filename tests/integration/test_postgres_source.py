@@ -171,6 +171,34 @@ def test_a_truncate_fails_loudly_and_a_column_change_restarts_a_one_table_stream
     assert [(r["id"], r["u"], r["w"]) for r in rows] == [(3, "c", 3)]
 
 
+def test_a_column_added_with_a_default_has_the_rows_there_read_again(db: Database) -> None:
+    """PostgreSQL gives the rows there an added column's default without a row change in
+    the WAL: the stream reads them again after the change; a plain column needs no read."""
+    table(db)
+    db.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    stream = db.source()  # a one-table stream: it stops at a change, for a new one
+    offset = run_batches(stream, None, lambda rows: None)  # the snapshot
+    rows: list[dict[str, Any]] = []
+    try:
+        for ddl, inserted, again in [
+            ("ADD COLUMN plain INT", "(3, 'c', 3)", []),
+            ("ADD COLUMN w INT NOT NULL DEFAULT 7", "(4, 'd', 4, 8)", [1, 2, 3, 4]),
+        ]:
+            db.execute(f"ALTER TABLE t {ddl}")
+            db.execute(f"INSERT INTO t VALUES {inserted}")
+            ends: list[Any] = []
+            with pytest.raises(RestartForSchemaError):
+                run_batches(stream, offset, lambda rows: None, ends=ends)
+            stream.close()
+            stream = db.source()
+            rows.clear()
+            offset = run_batches(stream, ends[-1], rows.extend)
+            assert [r["id"] for r in rows] == [int(inserted[1]), *again]
+        assert [r["w"] for r in rows] == [8, 7, 7, 7, 8]
+    finally:
+        stream.close()
+
+
 def test_a_column_change_then_a_truncate_are_followed_in_their_order(db: Database) -> None:
     """pgoutput describes a table before truncating it too: an ALTER TABLE then a TRUNCATE
     with no row change between are the column change's batch, then the truncate's."""

@@ -107,12 +107,17 @@ class EmbeddedMariaDB:
             "mariadb-install-db", ["/usr/bin/mariadb-install-db"], "install mariadb-server"
         )
         self.base_dir.mkdir(parents=True, exist_ok=True)
+        # its own temporary files: two servers bootstrapped at once in /tmp can take the
+        # same temporary table name (seen with two test workers starting together)
+        tmpdir = self.base_dir / "tmp"
+        tmpdir.mkdir(exist_ok=True)
         run_as_root = os.geteuid() == 0
         if not (self.datadir / "mysql").is_dir():
             argv = [
                 install_db,
                 "--no-defaults",
                 f"--datadir={self.datadir}",
+                f"--tmpdir={tmpdir}",
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
             ]
@@ -128,6 +133,7 @@ class EmbeddedMariaDB:
             mariadbd,
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={tmpdir}",
             f"--port={self.port}",
             f"--bind-address={self.host}",
             f"--socket={self.socket}",

@@ -498,8 +498,16 @@ class IncrementalSource(Generic[P, T]):
         progress = dict(offset.tables)
         progress[change.table_id] = self._read_again(change.table_id, progress[change.table_id])
         if change.swapped:
-            progress[change.table_id] = _read_swapped(progress[change.table_id])
+            progress[change.table_id] = _read_all_again(progress[change.table_id])
             log.info("%s was swapped: its rows are read again", change.table_id)
+        elif change.rewritten:
+            progress[change.table_id] = _read_all_again(progress[change.table_id])
+            log.info(
+                "schema change of %s gave the rows there values the log does not carry "
+                "(columns %s): its rows are read again",
+                change.table_id,
+                ", ".join(change.rewritten),
+            )
         schema: dict[str, Any] = {
             "table": self.dialect.table_to_json(change.table),
             "change": change.statement,
@@ -654,8 +662,10 @@ class IncrementalSource(Generic[P, T]):
         if progress is None or progress.schema is None:
             return
         shaped = self._tables_at(offset)[table_id]
-        if self.dialect.arrow_fields(shaped) == self.dialect.arrow_fields(table):
-            return
+        if _names_and_types(self.dialect.arrow_fields(shaped)) == _names_and_types(
+            self.dialect.arrow_fields(table)
+        ):
+            return  # nullability aside: a log's description may not carry it (pgoutput)
         if restarted:
             change = progress.schema.get("change")
             raise SchemaError(
@@ -1054,6 +1064,10 @@ def _union(a: ChunkSpan, b: ChunkSpan, order: KeyOrder) -> ChunkSpan:
     return ChunkSpan(lower(a.lo, b.lo), upper(a.hi, b.hi))
 
 
+def _names_and_types(fields: Sequence[pa.Field]) -> list[tuple[str, pa.DataType]]:
+    return [(f.name, f.type) for f in fields]
+
+
 def _reads(progress: TableProgress) -> TableProgress:
     """What decides a batch's chunk reads (not the chunk span bookkeeping)."""
     return dataclasses.replace(progress, chunks=None)
@@ -1075,11 +1089,11 @@ def _cursor(progress: TableProgress) -> TableProgress:
     return TableProgress(progress.started, progress.cursor, progress.done)
 
 
-def _read_swapped(current: TableProgress) -> TableProgress:
-    """The progress of a table swapped by an online schema change tool: every key the
-    snapshot has read (all of them once it is done) is read again from the table swapped
-    in, whose rows nothing in the captured log wrote. A running re-read's signal goes on
-    with the wider range."""
+def _read_all_again(current: TableProgress) -> TableProgress:
+    """The progress of a table whose rows changed without the log saying how (swapped in
+    by an online schema change tool, or values an ALTER filled in or converted): every
+    key the snapshot has read (all of them once it is done) is read again. A running
+    re-read's signal goes on with the wider range."""
     if not current.started:
         return current  # the snapshot reads the new table from its start
     hi = None if current.done else current.cursor

@@ -83,6 +83,10 @@ class SchemaChange(Generic[P, T]):
     #: ``table_id`` is the first, ``table`` it unchanged). Their batch records the drop in
     #: their offset entries (``"table_dropped"``) and the next batch forgets them.
     dropped_tables: tuple[TableId, ...] = ()
+    #: Columns the statement gave values in the rows already there without a row in the
+    #: log (an added column's default, a retyped column's converted values): the driver
+    #: reads the table's rows again, as for a swap, so every copy gets them.
+    rewritten: tuple[str, ...] = ()
 
     def describe(self) -> str:
         text = " ".join(self.statement.split())

@@ -384,6 +384,7 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
             None if problem else new,
             problem,
             moves=ColumnMoves(dict(change.renamed), change.dropped),
+            rewritten=change.rewritten,
         )
 
     def table_to_json(self, table: PgTable) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.binlog.ddl_guard import resolve_name, without_comments
+from sparkcdc.connectors.mysql.binlog.ddl_rewrites import fills_existing_rows, keeps_values
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.snapshot.schema_change import NO_MOVES, ColumnMoves
@@ -81,6 +82,10 @@ class AlterResult:
     #: names they had before it: the columns before and after cannot tell a rename from a
     #: drop and an add, nor a column dropped and added again from a retyped one.
     moves: ColumnMoves = NO_MOVES
+    #: Columns (names after the statement) it gave values in the rows already there
+    #: without logging them: an added column's default, a retyped column's converted
+    #: values (ddl_rewrites.py). Those rows are read again.
+    rewritten: tuple[str, ...] = ()
 
 
 def statement_tables(statement: str, default_database: str) -> list[tuple[str, str]]:
@@ -110,6 +115,7 @@ def alter_table(
     assert isinstance(parsed, exp.Alter)
     columns = list(table.columns)
     origins: list[str | None] = [c.name for c in columns]  # each column's name before it
+    rewritten: set[str] = set()  # lower-case names, as they are so far
     changed = False
     if parsed.args.get("options"):
         for option in parsed.args["options"]:
@@ -125,6 +131,8 @@ def alter_table(
                     continue
                 raise UnfollowableStatement(f"column {column.name} is there already")
             origins.insert(_insert(columns, column, action.args.get("position")), None)
+            if fills_existing_rows(action):
+                rewritten.add(column.name.lower())
             changed = True
         elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "COLUMN":
             for target in action.args.get("tables") or []:
@@ -133,6 +141,7 @@ def alter_table(
                     continue
                 if columns[index].name in table.primary_key:
                     raise UnfollowableStatement(f"it drops key column {columns[index].name}")
+                rewritten.discard(columns[index].name.lower())
                 del columns[index], origins[index]
                 changed = True
         elif kind == "ModifyColumn":
@@ -144,6 +153,9 @@ def alter_table(
             column = column_from_definition(definition, index + 1, default_charset, mariadb)
             if columns[index].name in table.primary_key:
                 raise UnfollowableStatement(f"it changes key column {columns[index].name}")
+            if columns[index].name.lower() in rewritten or not keeps_values(columns[index], column):
+                rewritten.discard(columns[index].name.lower())
+                rewritten.add(column.name.lower())
             del columns[index]
             origin = origins.pop(index)
             position = definition.args.get("position")
@@ -159,6 +171,9 @@ def alter_table(
                 continue
             if columns[index].name in table.primary_key:
                 raise UnfollowableStatement(f"it renames key column {columns[index].name}")
+            if columns[index].name.lower() in rewritten:
+                rewritten.discard(columns[index].name.lower())
+                rewritten.add(action.args["to"].name.lower())
             columns[index] = dataclasses.replace(columns[index], name=action.args["to"].name)
             changed = True
         elif kind in _NEUTRAL:
@@ -176,7 +191,8 @@ def alter_table(
         renamed={old: new for old, new in kept.items() if old != new},
         dropped=tuple(c.name for c in table.columns if c.name not in kept),
     )
-    return AlterResult(dataclasses.replace(table, columns=renumbered), True, moves)
+    filled = tuple(c.name for c in renumbered if c.name.lower() in rewritten)
+    return AlterResult(dataclasses.replace(table, columns=renumbered), True, moves, filled)
 
 
 def column_from_definition(

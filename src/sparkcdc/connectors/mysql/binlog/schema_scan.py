@@ -61,6 +61,7 @@ class _Found(NamedTuple):
     truncated: bool = False
     swapped: bool = False
     dropped_tables: tuple[TableId, ...] = ()
+    rewritten: tuple[str, ...] = ()  #: columns given unlogged values (ddl_rewrites.py)
 
 
 #: ``(table) -> its default character set`` (of new text columns without one), asked once
@@ -154,6 +155,7 @@ def first_schema_change(
                             truncated=found.truncated,
                             swapped=found.swapped,
                             dropped_tables=found.dropped_tables,
+                            rewritten=found.rewritten,
                         )
             if boundary and walked is not None:
                 walked.append((file, end_pos, seen, group_info))
@@ -254,7 +256,7 @@ def _change(
         return _Found(table.table_id, None, f"not followed: {exc}")
     if not result.changed:
         return None  # indexes, defaults, options: the columns stay as they are
-    return _Found(table.table_id, result.table, "", result.moves)
+    return _Found(table.table_id, result.table, "", result.moves, rewritten=result.rewritten)
 
 
 def _swap(statement: str, swapped: list[CapturedTable], describe: Describe | None) -> _Found:

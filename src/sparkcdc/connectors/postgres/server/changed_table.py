@@ -27,8 +27,9 @@ from sparkcdc.connectors.postgres.wal.pgoutput import Relation
 from sparkcdc.core.errors import SchemaError
 
 _ATTRIBUTES = """
-SELECT attnum, attname, attisdropped, atttypid, atttypmod FROM pg_attribute
-WHERE attrelid = %s AND attnum > 0 ORDER BY attnum
+SELECT attnum, attname, attisdropped, atttypid, atttypmod,
+       atthasmissing OR atthasdef OR attgenerated <> '' OR attidentity <> ''
+FROM pg_attribute WHERE attrelid = %s AND attnum > 0 ORDER BY attnum
 """
 
 
@@ -42,8 +43,8 @@ def table_after(
             "which tell a rename from a drop and an add"
         )
     catalog = [
-        Attribute(int(n), str(name), bool(dropped), (int(oid), int(mod)))
-        for n, name, dropped, oid, mod in query(conn, _ATTRIBUTES, (table.oid,))
+        Attribute(int(n), str(name), bool(dropped), (int(oid), int(mod)), bool(filled))
+        for n, name, dropped, oid, mod, filled in query(conn, _ATTRIBUTES, (table.oid,))
     ]
     described = [Described(c.name, (c.type_oid, c.typmod)) for c in relation.columns]
     old = list(zip(table.attnums, table.column_names, _types(table), strict=True))
