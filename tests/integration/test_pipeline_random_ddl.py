@@ -8,6 +8,13 @@ The expected target is computed here, independently of the product's code:
   as Delta and PostgreSQL take every change drawn here): the target is the table (read
   from MariaDB at the end), column for column; truncates are applied, so this holds
   through them too; ``sparkcdc verify`` agrees;
+* ``try_evolve`` into a PostgreSQL target that refuses some changes: a view on the target's
+  column i1 makes PostgreSQL refuse to drop it (renames pass), and every run drops it
+  last, after the other DDL and DML.
+  The refused drop is taken as ``ignore`` takes it, the rest as under ``evolve``: the
+  target is the table plus the kept column, which holds, per row, the dropped column's
+  value as of the row's last write before the drop (NULL for writes after it; reads
+  again after it leave it), by the lenient model below followed by the column's identity;
 * ``lenient``: a model of the target. Every name the table ever had is a target column;
   a row's target values are its values at its last write (or at its snapshot read), with
   NULL in every name the table did not have then. A row's snapshot read can happen at any
@@ -100,6 +107,11 @@ class Model:
     #: Keys of rows there when a column was added with a default: the server fills it in
     #: without a binlog row, so the pipeline reads them again, at any later moment.
     reread: set[int] = field(default_factory=set)
+    #: The column a view on the target protects (its target refuses to drop it), if any:
+    #: dropped last, never widened (the target would refuse that too).
+    protected: int | None = None
+    #: Its name when the table dropped it: the target keeps it under that name.
+    kept_name: str | None = None
 
     @property
     def epoch(self) -> int:
@@ -126,6 +138,18 @@ class Model:
             }
             states |= {tuple(shape.get(n) for n in names)} | again
         return {(key, *s) for s in states}
+
+    def column_values(self, key: int, ident: int, epochs: range) -> set[Any]:
+        """The values a target column that follows column ``ident`` by identity (renames
+        applied) and keeps it once the table drops it may hold for ``key``, as
+        :meth:`target_rows` does by name: the first write sets it (NULL if the table
+        lacks the column then), a later read again sets it only if the table has it."""
+        value = (self.rows[key] if key in self.rows else self.kept[key]).get(ident)
+        states: set[Any] = set()
+        for epoch in epochs:
+            has = any(i == ident for i, _ in self.shapes[epoch])
+            states = {value if has else s for s in states} | {value if has else None}
+        return states
 
     def truncate(self) -> None:
         self.kept.update(self.rows)
@@ -175,7 +199,7 @@ def ddl(
     if not others:
         return None
     column = rng.choice(others)
-    if kind == "drop":
+    if kind == "drop" and column.ident != model.protected:
         model.columns.remove(column)
         return f"ALTER TABLE t DROP COLUMN {column.name}"
     if kind in ("rename", "change"):
@@ -186,10 +210,34 @@ def ddl(
         if kind == "rename":
             return f"ALTER TABLE t RENAME COLUMN {old} TO {column.name}"
         return f"ALTER TABLE t CHANGE {old} {column.name} {column.kind}"
-    if kind == "widen" and column.kind in wider:
+    if kind == "widen" and column.kind in wider and column.ident != model.protected:
         column.kind = wider[column.kind]
         return f"ALTER TABLE t MODIFY {column.name} {column.kind}"
     return None
+
+
+def epochs(model: Model, key: int, snapshot_end: int) -> range:
+    """The epochs whose shapes a target row of ``key`` may have been written in: from its
+    last write to the end of the snapshot (a snapshot read, or a read again of the last
+    chunks read after a change), or to the end if the table was read again after an
+    ALTER that filled in a default."""
+    last = model.written[key]
+    end = model.epoch if key in model.reread else max(last, snapshot_end)
+    return range(last, end + 1)
+
+
+def refuse_drops(postgres: EmbeddedPostgres, pg_db: str, db: str, model: Model) -> None:
+    """A view on the PostgreSQL target's column i1 (once the pipeline created the target):
+    PostgreSQL then refuses to drop the column (it follows renames)."""
+
+    def created() -> bool:
+        with postgres.connect(pg_db) as conn:
+            return conn.execute("SELECT to_regclass(%s)", (f'"{db}".t',)).fetchone()[0] is not None
+
+    wait_until(created, "the target")
+    with postgres.connect(pg_db) as conn:
+        conn.execute(f'CREATE VIEW "{db}".t_i1 AS SELECT id, i1 FROM "{db}".t')
+    model.protected = next(c.ident for c in model.columns if c.name == "i1")
 
 
 def dml(rng: random.Random, model: Model) -> tuple[str, tuple[Any, ...]]:
@@ -268,6 +316,7 @@ def source_rows(mariadb: EmbeddedMariaDB, db: str) -> dict[str, dict[int, Any]]:
         ("evolve", "jdbc-postgres"),
         ("try_evolve", "delta"),
         ("try_evolve", "jdbc-postgres"),
+        ("try_evolve", "jdbc-postgres-refusing"),
         ("lenient", "delta"),
         ("lenient", "jdbc-postgres"),
         ("ignore", "delta"),
@@ -304,6 +353,8 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
     # the stream's first offset takes the columns as they are then: a DDL before it is
     # no change the target could see (the model would expect the names it passed by)
     wait_until(lambda: (checkpoint / "offsets" / "0").exists() or not run.active, "a batch")
+    if sink.endswith("-refusing"):
+        refuse_drops(postgres, pg_db, mysql_db, model)
     statements: list[str] = []
     snapshot_end: int | None = None  # the last epoch a snapshot read can have
     try:
@@ -327,6 +378,16 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
                 sql, args = dml(rng, model)
                 mariadb.execute(sql, args, database=mysql_db)
             time.sleep(rng.uniform(0.0, 0.3))
+        protected = [c for c in model.columns if c.ident == model.protected]
+        if protected:  # the drop the target refuses, once the rows hold values
+            model.columns.remove(protected[0])
+            model.kept_name = protected[0].name
+            statement = f"ALTER TABLE t DROP COLUMN {model.kept_name}"
+            mariadb.execute(statement, database=mysql_db)
+            statements.append(statement)
+            model.shape()
+            for _ in range(5):
+                mariadb.execute(*dml(rng, model), database=mysql_db)
         file, pos = master_position(mariadb)
 
         def caught_up() -> bool:
@@ -337,12 +398,18 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
         wait_until(caught_up, "the pipeline to catch up")
     finally:
         run.stop()
-    if snapshot_end is None:
-        snapshot_end = model.epoch
+    end = model.epoch if snapshot_end is None else snapshot_end
     found = target_rows(spark, sink, scratch, postgres, pg_db, mysql_db)
     story = f"seed {seed}, {behavior}, {sink}; DDL: {statements}"
     if behavior in EVOLVING:
         expected = source_rows(mariadb, mysql_db)
+        if model.kept_name is not None and model.protected is not None:
+            # try_evolve took the refused drop as ignore does: the column stays, and holds
+            # the dropped column's values where the rows were last written before the drop
+            assert model.kept_name not in expected, story
+            for key, got in found.pop(model.kept_name).items():
+                accepted = model.column_values(key, model.protected, epochs(model, key, end))
+                assert got in accepted, f"kept column, row {key}: {got} not in {accepted}; {story}"
         assert list(found) == list(expected) or sink != "delta", story
         assert sorted(found) == sorted(expected), story
         for name, column in expected.items():
@@ -356,10 +423,7 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
     names = ["id", *kept]
     for key in [*model.rows, *model.kept]:
         row = tuple(found[n].get(key) for n in names)
-        last = model.written[key]
-        end = model.epoch if key in model.reread else max(last, snapshot_end)
-        epochs = range(last, end + 1)
-        accepted = model.target_rows(key, epochs, kept)
+        accepted = model.target_rows(key, epochs(model, key, end), kept)
         assert row in accepted, f"row {key}: {row} not in {sorted(accepted, key=str)}; {story}"
     assert set(found["id"]) == set(model.rows) | set(model.kept), story
     # verify compares the columns the target shares with the table: equal exactly when
