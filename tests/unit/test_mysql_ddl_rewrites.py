@@ -21,6 +21,12 @@ TABLE = CapturedTable(
         MySqlColumn("u", 5, "int", "int(10) unsigned", unsigned=True),
         MySqlColumn("e", 6, "enum", "enum('a','b')", charset="utf8mb4"),
         MySqlColumn("n", 7, "int", "int(11)", nullable=False),
+        MySqlColumn("tm", 8, "time", "time(3)", datetime_precision=3),
+        MySqlColumn("big", 9, "decimal", "decimal(40,2)", precision=40, scale=2),
+        MySqlColumn("flag", 10, "tinyint", "tinyint(1)"),
+        MySqlColumn("tx", 11, "text", "text", charset="utf8mb4"),
+        MySqlColumn("ts", 12, "timestamp", "timestamp"),
+        MySqlColumn("dt", 13, "datetime", "datetime(3)", datetime_precision=3),
     ),
     ("id",),
     "id",
@@ -83,6 +89,11 @@ def test_an_added_column_with_a_value_in_the_rows_there_is_a_rewrite(clause: str
         "MODIFY e ENUM('a','b','c')",
         "MODIFY n INT NOT NULL DEFAULT 1",
         "ALTER COLUMN d SET DEFAULT 4, ADD COLUMN c INT",
+        "MODIFY d BIGINT DEFAULT 4 COMMENT 'x'",
+        "MODIFY big DECIMAL(42,2)",  # read as text: the same digits
+        "MODIFY dt DATETIME(6)",
+        "MODIFY ts TIMESTAMP NULL",
+        "MODIFY tx MEDIUMTEXT",
     ],
 )
 def test_a_retype_that_keeps_every_value_is_not_a_rewrite(clause: str) -> None:
@@ -107,6 +118,16 @@ def test_a_retype_that_keeps_every_value_is_not_a_rewrite(clause: str) -> None:
         ("MODIFY e ENUM('b','a')", "e"),  # the same labels, other numbers
         ("MODIFY e ENUM('a')", "e"),
         ("MODIFY d DATETIME", "d"),
+        ("MODIFY e ENUM('A','B')", "e"),  # labels by case
+        ("MODIFY d INT AS (id + 1) STORED", "d"),  # computed anew
+        ("MODIFY d INT GENERATED ALWAYS AS (id * 2) VIRTUAL", "d"),
+        ("MODIFY d INT AUTO_INCREMENT UNIQUE", "d"),  # 0 and NULL renumbered
+        ("MODIFY tm TIME(6)", "tm"),  # read as text with its digits
+        ("MODIFY big DECIMAL(42,4)", "big"),  # read as text: '1.50' becomes '1.5000'
+        ("MODIFY flag TINYINT(4)", "flag"),  # read as a boolean before
+        ("MODIFY d TINYINT(1)", "d"),
+        ("MODIFY tx TEXT(100)", "tx"),  # the server picks TINYTEXT
+        ("MODIFY ts TIMESTAMP", "ts"),  # NOT NULL on MariaDB before 10.10
     ],
 )
 def test_a_retype_that_may_change_values_is_a_rewrite(clause: str, column: str) -> None:
@@ -119,3 +140,4 @@ def test_rewrites_follow_the_column_through_the_statement() -> None:
     assert rewritten("DROP COLUMN d, ADD COLUMN d INT DEFAULT 2") == ("d",)
     assert rewritten("ADD COLUMN c INT DEFAULT 1, MODIFY c BIGINT") == ("c",)
     assert rewritten("ADD COLUMN c INT, ADD COLUMN f INT NOT NULL FIRST") == ("f",)
+    assert rewritten("ADD COLUMN c INT, ALTER COLUMN c SET DEFAULT 5") == ("c",)

@@ -117,6 +117,9 @@ class IncrementalSource(Generic[P, T]):
         self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
         self._orders: dict[TableId, KeyOrder] = {}
         self._checked_start = False
+        #: A one-table stream's columns as its first planned offset had them: a later
+        #: offset with other columns stops the query for a restart.
+        self._stream_fields: list[pa.Field] | None = None
         self._warned_new = False
         self._shapes: dict[str, T] = {}  #: tables decoded from offsets' schemas, by JSON
         #: Tables whose DROP this process planned or passed: never captured again unless
@@ -662,11 +665,17 @@ class IncrementalSource(Generic[P, T]):
         if progress is None or progress.schema is None:
             return
         shaped = self._tables_at(offset)[table_id]
-        if _names_and_types(self.dialect.arrow_fields(shaped)) == _names_and_types(
-            self.dialect.arrow_fields(table)
-        ):
-            return  # nullability aside: a log's description may not carry it (pgoutput)
+        fields = self.dialect.arrow_fields(shaped)
+        if self._stream_fields is None:
+            self._stream_fields = self.dialect.arrow_fields(table)
+        if fields == self._stream_fields:
+            return
         if restarted:
+            if _names_and_types(fields) == _names_and_types(self._stream_fields):
+                # nullability aside: pgoutput's description of a changed table lacks it,
+                # so a restart cannot make the two agree; the query's columns from now on
+                self._stream_fields = fields
+                return
             change = progress.schema.get("change")
             raise SchemaError(
                 f"the columns of {table_id} at {offset.log} ({', '.join(shaped.column_names)}"

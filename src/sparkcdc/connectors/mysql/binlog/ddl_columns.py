@@ -25,7 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.binlog.ddl_guard import resolve_name, without_comments
-from sparkcdc.connectors.mysql.binlog.ddl_rewrites import fills_existing_rows, keeps_values
+from sparkcdc.connectors.mysql.binlog.ddl_rewrites import (
+    computes_values,
+    fills_existing_rows,
+    keeps_values,
+)
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.snapshot.schema_change import NO_MOVES, ColumnMoves
@@ -153,7 +157,11 @@ def alter_table(
             column = column_from_definition(definition, index + 1, default_charset, mariadb)
             if columns[index].name in table.primary_key:
                 raise UnfollowableStatement(f"it changes key column {columns[index].name}")
-            if columns[index].name.lower() in rewritten or not keeps_values(columns[index], column):
+            if (
+                columns[index].name.lower() in rewritten
+                or computes_values(definition)
+                or not keeps_values(columns[index], column)
+            ):
                 rewritten.discard(columns[index].name.lower())
                 rewritten.add(column.name.lower())
             del columns[index]
@@ -181,6 +189,10 @@ def alter_table(
                 raise UnfollowableStatement("it changes the primary key")
             if kind == "AlterColumn" and action.args.get("dtype") is not None:
                 raise UnfollowableStatement(f"clause '{action.sql('mysql')[:80]}'")
+            if kind == "AlterColumn":  # SET DEFAULT of a column this statement adds fills it
+                index = _index(columns, action.this.name, True)
+                if index is not None and origins[index] is None:
+                    rewritten.add(columns[index].name.lower())
         else:
             raise UnfollowableStatement(f"clause '{action.sql('mysql')[:80]}'")
     if not changed:

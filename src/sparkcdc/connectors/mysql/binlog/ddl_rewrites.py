@@ -37,6 +37,21 @@ _NEUTRAL_CONSTRAINTS = frozenset(
         "UniqueColumnConstraint",
     }
 )
+#: Constraints a MODIFY / CHANGE may carry and leave the values as they are.
+_KEEPING_CONSTRAINTS = frozenset(
+    {
+        "NotNullColumnConstraint",  # NOT NULL itself: keeps_values compares nullability
+        "DefaultColumnConstraint",  # for rows written later
+        "OnUpdateColumnConstraint",
+        "CommentColumnConstraint",
+        "CharacterSetColumnConstraint",
+        "CollateColumnConstraint",
+        "InvisibleColumnConstraint",
+        "UniqueColumnConstraint",
+    }
+)
+#: Decimal digits past which a DECIMAL is read as text (Arrow's decimal128 holds 38).
+_DECIMAL_DIGITS = 38
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "bigint")
 _TEXTS = ("tinytext", "text", "mediumtext", "longtext")
 _BLOBS = ("tinyblob", "blob", "mediumblob", "longblob")
@@ -74,15 +89,36 @@ def fills_existing_rows(definition: object) -> bool:
     return False
 
 
+def computes_values(definition: object) -> bool:
+    """Whether a MODIFY / CHANGE's column definition (a sqlglot ``ColumnDef``) makes the
+    server compute the column's values anew, whatever its type: generated (``AS``),
+    AUTO_INCREMENT (0 and NULL renumbered), a TIMESTAMP not declared NULL (NOT NULL on
+    MariaDB before 10.10), or a clause not known to leave the values alone."""
+    from sqlglot import exp
+
+    assert isinstance(definition, exp.ColumnDef)
+    kind = definition.args.get("kind")
+    timestamp = isinstance(kind, exp.DataType) and kind.this in _timestamps()
+    if timestamp and not _declared_null(definition):
+        return True
+    kinds = [type(c.args.get("kind")).__name__ for c in definition.constraints]
+    return any(k not in _KEEPING_CONSTRAINTS for k in kinds)
+
+
 def keeps_values(old: MySqlColumn, new: MySqlColumn) -> bool:
     """Whether a MODIFY / CHANGE from ``old`` to ``new`` leaves every value the column
-    holds as it was (a rename, a new default or comment, a widening)."""
+    holds, as the source reads it, as it was (a rename, a new default or comment, a
+    widening); see :func:`computes_values` for the clauses that decide it alone."""
     if old.nullable and not new.nullable:
         return False  # NULLs become the implicit default outside strict mode
     if old.charset != new.charset:
         return False  # text converted to another character set (what it lacks becomes '?')
-    if old.column_type.lower() == new.column_type.lower():
+    if old.column_type == new.column_type:  # enum labels by case too
         return True
+    if "tinyint(1)" in (old.column_type, new.column_type):
+        return False  # read as a boolean: numbers other than 0 and 1 read otherwise
+    if "(" in new.column_type and new.data_type in _TEXTS + _BLOBS:
+        return False  # TEXT(n): the server picks the smallest type that holds n
     if new.unsigned and not old.unsigned:
         return False  # negative values become 0
     a, b = old.data_type, new.data_type
@@ -91,6 +127,8 @@ def keeps_values(old: MySqlColumn, new: MySqlColumn) -> bool:
         return wider > 0 if old.unsigned and not new.unsigned else wider >= 0
     if a == b == "decimal":
         p, s, q, t = old.precision or 10, old.scale or 0, new.precision or 10, new.scale or 0
+        if t != s and max(p, q) > _DECIMAL_DIGITS:
+            return False  # read as text with its scale's digits: '1.50' becomes '1.5000'
         return t >= s and q - t >= p - s
     if a in _TEXTS and b in _TEXTS:
         return _TEXTS.index(b) >= _TEXTS.index(a)
@@ -100,7 +138,7 @@ def keeps_values(old: MySqlColumn, new: MySqlColumn) -> bool:
         return _length(new.column_type) >= _length(old.column_type)
     if a == "varchar" and b in _TEXTS[1:]:
         return True  # a TEXT holds 65,535 bytes, as many as any VARCHAR can
-    if a == b and a in ("datetime", "timestamp", "time"):
+    if a == b and a in ("datetime", "timestamp"):  # TIME is read as text with its digits
         return (new.datetime_precision or 0) >= (old.datetime_precision or 0)
     if a == b and a in ("enum", "set"):
         inner = old.column_type[old.column_type.index("(") + 1 : old.column_type.rindex(")")]

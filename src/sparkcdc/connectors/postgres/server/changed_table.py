@@ -27,9 +27,11 @@ from sparkcdc.connectors.postgres.wal.pgoutput import Relation
 from sparkcdc.core.errors import SchemaError
 
 _ATTRIBUTES = """
-SELECT attnum, attname, attisdropped, atttypid, atttypmod,
-       atthasmissing OR atthasdef OR attgenerated <> '' OR attidentity <> ''
-FROM pg_attribute WHERE attrelid = %s AND attnum > 0 ORDER BY attnum
+SELECT a.attnum, a.attname, a.attisdropped, a.atttypid, a.atttypmod,
+       a.atthasmissing OR a.atthasdef OR a.attgenerated <> '' OR a.attidentity <> ''
+       OR (t.typtype = 'd' AND t.typdefault IS NOT NULL)
+FROM pg_attribute a LEFT JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = %s AND a.attnum > 0 ORDER BY a.attnum
 """
 
 

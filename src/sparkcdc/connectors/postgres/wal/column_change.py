@@ -59,8 +59,9 @@ class ColumnsChange:
     #: Described names whose type changed.
     retyped: tuple[str, ...] = ()
     #: Described names whose values in the rows already there the change set or converted
-    #: without a row change in the WAL (an added column's default, a retype that may
-    #: change values): the table's rows are read again.
+    #: without a row change in the WAL (an added column's default; any retype, as
+    #: ``ALTER COLUMN ... TYPE ... USING`` computes the values anew and the Relation
+    #: message does not say how): the table's rows are read again.
     rewritten: tuple[str, ...] = ()
     problem: str = ""
 
@@ -113,15 +114,14 @@ def columns_change(
         name, kind = before[number]
         if name != column.name:
             renamed[name] = column.name
-        if kind != column.type:
+        if kind != column.type:  # USING may have computed anything: the WAL cannot say
             retyped.append(column.name)
-            if not keeps_values(kind, column.type):
-                rewritten.append(column.name)
+            rewritten.append(column.name)
     added = described[len(survivors) :]
     numbers = list(survivors) + [live.get(c.name, -1) for c in added]
-    filled = {a.attnum for a in catalog if a.filled}
     # an added column dropped again since may have had a value: it counts as filled
-    rewritten += [c.name for c in added if live.get(c.name, -1) in filled | {-1}]
+    filled = {a.attnum for a in catalog if a.filled} | {-1}
+    rewritten += [c.name for c in added if live.get(c.name, -1) in filled]
     kept = set(survivors)
     dropped = tuple(name for n, name, _ in old if n not in kept)
     return ColumnsChange(
@@ -132,36 +132,6 @@ def columns_change(
         tuple(retyped),
         tuple(rewritten),
     )
-
-
-#: Type oids: int2, int4, int8; varchar, text; numeric; time, timestamp(tz). A longer
-#: char(n) is not in: its values are padded to the new length.
-_INTEGERS = (21, 23, 20)
-_VARCHAR, _TEXT, _NUMERIC = 1043, 25, 1700
-_PRECISE = frozenset({1083, 1114, 1184})
-
-
-def keeps_values(old: tuple[int, int], new: tuple[int, int]) -> bool:
-    """Whether ``ALTER COLUMN ... TYPE`` from ``old`` to ``new`` (type oid, typmod) keeps
-    every value as the stream decoded it: a larger integer, longer text, more digits on
-    both sides of a decimal point, finer time. Anything else may round, pad, shift by a
-    time zone, pad or print a value otherwise (float4 to float8), so the rows are read
-    again."""
-    (a, m), (b, n) = old, new
-    if a in _INTEGERS and b in _INTEGERS:
-        return _INTEGERS.index(b) >= _INTEGERS.index(a)
-    if a == b and (a == _VARCHAR or a in _PRECISE):
-        return n == -1 or (m != -1 and n >= m)  # -1: no limit (time: the finest)
-    if a == _VARCHAR and b == _TEXT:
-        return True
-    if a == b == _NUMERIC:
-        if n == -1:
-            return True
-        if m == -1:
-            return False
-        p, s, q, t = (m - 4) >> 16, (m - 4) & 0xFFFF, (n - 4) >> 16, (n - 4) & 0xFFFF
-        return t >= s and q - t >= p - s
-    return False
 
 
 #: Old columns dropped by now, beyond which the choices are not tried (2^n of them).
