@@ -22,6 +22,7 @@ that changes them (``tests/unit/test_mysql_ddl_rewrites.py``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 
@@ -59,23 +60,13 @@ _LENGTHED = frozenset({"char", "varchar", "varbinary"})
 _LENGTH = re.compile(r"\((\d+)\)")
 
 
-def _timestamps() -> frozenset[object]:
-    from sqlglot import exp
-
-    return frozenset({exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ})
-
-
 def fills_existing_rows(definition: object) -> bool:
     """Whether an added column (a sqlglot ``ColumnDef``) is anything but NULL in the
     rows the table already holds."""
     from sqlglot import exp
 
     assert isinstance(definition, exp.ColumnDef)
-    kind = definition.args.get("kind")
-    timestamp = isinstance(kind, exp.DataType) and kind.this in _timestamps()
-    if timestamp and not _declared_null(definition):
-        # without explicit_defaults_for_timestamp (MariaDB before 10.10), a TIMESTAMP is
-        # NOT NULL DEFAULT CURRENT_TIMESTAMP unless declared NULL
+    if _bare_timestamp(definition):
         return True
     for constraint in definition.constraints:
         what = constraint.args.get("kind")
@@ -97,9 +88,7 @@ def computes_values(definition: object) -> bool:
     from sqlglot import exp
 
     assert isinstance(definition, exp.ColumnDef)
-    kind = definition.args.get("kind")
-    timestamp = isinstance(kind, exp.DataType) and kind.this in _timestamps()
-    if timestamp and not _declared_null(definition):
+    if _bare_timestamp(definition):
         return True
     kinds = [type(c.args.get("kind")).__name__ for c in definition.constraints]
     return any(k not in _KEEPING_CONSTRAINTS for k in kinds)
@@ -147,11 +136,16 @@ def keeps_values(old: MySqlColumn, new: MySqlColumn) -> bool:
     return False
 
 
-def _declared_null(definition: object) -> bool:
+def _bare_timestamp(definition: Any) -> bool:
+    """A TIMESTAMP column not declared NULL: without explicit_defaults_for_timestamp
+    (MariaDB before 10.10) it is NOT NULL DEFAULT CURRENT_TIMESTAMP."""
     from sqlglot import exp
 
-    assert isinstance(definition, exp.ColumnDef)
-    return any(
+    kind = definition.args.get("kind")
+    timestamps = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ)
+    if not isinstance(kind, exp.DataType) or kind.this not in timestamps:
+        return False
+    return not any(
         isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
         and c.args["kind"].args.get("allow_null")
         for c in definition.constraints
