@@ -9,14 +9,17 @@ holds are filled or converted in place and never logged:
   a generated value, or AUTO_INCREMENT numbers. Only a nullable column without a default
   (or ``DEFAULT NULL``) is NULL in every existing row, as a copy that adds it has it;
 * a retyped column's values are converted: rounded (fewer decimals), cut (shorter text,
-  outside strict mode), mapped (another enum list, another character set), or NULLs made
-  implicit defaults (``NOT NULL`` outside strict mode). Only widening changes (a larger
-  integer of the same sign, more digits on both sides of a decimal point, longer text,
-  enum labels added at the end) keep every value as it was. FLOAT to DOUBLE counts as a
-  change: a FLOAT read as text and the DOUBLE it becomes differ in the last digits.
+  outside strict mode), mapped (another enum list, another character set), computed
+  (generated, AUTO_INCREMENT), or NULLs made implicit defaults (``NOT NULL`` outside
+  strict mode). Only widenings keep every value as the source reads it: a larger integer
+  (an unsigned one into a larger signed one), more digits on both sides of a decimal
+  point while it stays a decimal128, longer VARCHAR / TEXT / BLOB, enum or set labels
+  added at the end, finer DATETIME / TIMESTAMP. Not TIME (read as text with its
+  digits), nor anything to or from ``tinyint(1)`` (read as a boolean), nor FLOAT to
+  DOUBLE.
 
-The rules err on the side of a read: a clause not known to keep the values counts as one
-that changes them (``tests/unit/test_mysql_ddl_rewrites.py``).
+The rules err on the side of a read: a type or clause not known to keep the values
+counts as one that changes them (``tests/unit/test_mysql_ddl_rewrites.py``).
 """
 
 from __future__ import annotations
