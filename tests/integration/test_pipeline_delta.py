@@ -31,6 +31,7 @@ from tests.support.pipelines import (
     committed_offsets,
     master_position,
     pipeline_file,
+    postgres_sink_block,
     run_until_caught_up,
     run_while_writing,
     snapshot_done,
@@ -380,28 +381,55 @@ def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
     assert delta_rows(spark, target) == expected
 
 
-@pytest.mark.parametrize("tables", ["orders", "(orders|audit)"])
+@pytest.mark.parametrize(
+    ("sink", "tables"),
+    [("delta", "orders"), ("delta", "(orders|audit)"), ("jdbc-postgres", "orders")],
+)
 def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
     spark: Any,
     mariadb: EmbeddedMariaDB,
     orders: str,
     scratch: Path,
     caplog: pytest.LogCaptureFixture,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    sink: str,
     tables: str,
 ) -> None:
     """Batches of one table's snapshot rows go from the source to the target in one
-    append, uncached, counted by an observation of the write (pipeline/one_pass.py). A
+    write, uncached, counted on the way (pipeline/one_pass.py): by an observation of
+    Delta's append, or from the plan of the CSV blocks PostgreSQL's ``COPY`` took. A
     replay of such a batch (a crash after the write, before Spark's commit) is skipped
-    by Delta, so nothing observes its rows: they are counted by reading them again.
+    by the target, so nothing counts its rows: they are counted by reading them again.
     With two tables (the envelope), batches with rows of both keep the cache."""
     envelope = tables != "orders"
     if envelope:
         mariadb.execute("INSERT INTO audit (note) VALUES ('x'), ('y')", database=orders)
+    if sink == "delta":
+        block, postgres = DELTA_SINK, None
+    else:
+        postgres = request.getfixturevalue("postgres")
+        block = postgres_sink_block(postgres, request.getfixturevalue("pg_db"), monkeypatch)
     pipeline = pipeline_file(
-        scratch, mariadb, f"{orders}.{tables}", DELTA_SINK, trigger="available-now", max_rows=500
+        scratch, mariadb, f"{orders}.{tables}", block, trigger="available-now", max_rows=500
     )
     checkpoint = scratch / "checkpoint"
     path = scratch / "lake" / orders / "orders"
+
+    def target() -> dict[Any, tuple[Any, ...]]:
+        if postgres is None:
+            return delta_rows(spark, path)
+        with postgres.connect(request.getfixturevalue("pg_db")) as conn:
+            found = conn.execute(f'SELECT id, name, qty FROM "{orders}"."orders"').fetchall()
+        return {r[0]: tuple(r) for r in found}
+
+    def writes() -> int:
+        """Delta: the table's versions; PostgreSQL: the batch id its offsets row holds."""
+        if postgres is None:
+            return len(operations(spark, path))
+        with postgres.connect(request.getfixturevalue("pg_db")) as conn:
+            (stored,) = conn.execute("SELECT batch_id FROM sparkcdc_offsets").fetchone()
+        return int(stored)
 
     def run_once() -> tuple[list[BatchReport], list[frozenset[TableId]]]:
         reports: list[BatchReport] = []
@@ -427,40 +455,41 @@ def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
         return sum("counting it again" in r.getMessage() for r in caplog.records)
 
     first, uncounted = run_once()
-    assert recounts() == 0  # every write's observation counted its rows
+    assert recounts() == 0  # every write counted its rows
     table, audit = TableId(orders, "orders"), TableId(orders, "audit")
     snapshot = [r for r in first if r.counts.get(table) and r.counts[table].snapshot_rows]
     assert len(snapshot) >= 4 and sum(r.counts[table].snapshot_rows for r in snapshot) == 2000
     assert sum(r.snapshot_rows for r in first) == 2000 + 2 * envelope
-    # every batch of orders' rows alone was one append, uncached, the first too (an
+    # every batch of orders' rows alone was one write, uncached, the first too (an
     # initial snapshot starts with nothing emitted, so its log range holds no change)
     alone = [r for r in snapshot if r.snapshot_rows == r.counts[table].snapshot_rows]
     assert len(alone) >= len(snapshot) - 1
     assert [uncounted[r.batch_id] for r in alone] == [frozenset({table})] * len(alone)
     mixed = [r for r in snapshot if r not in alone]  # with audit's rows: cached
     assert all(r.counts[audit].snapshot_rows and not uncounted[r.batch_id] for r in mixed)
-    # created as this pipeline's own target: no commit of its own marks it so
-    assert operations(spark, path) == ["CREATE TABLE"] + ["WRITE"] * len(snapshot)
-    assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
+    if postgres is None:
+        # created as this pipeline's own target: no commit of its own marks it so
+        assert operations(spark, path) == ["CREATE TABLE"] + ["WRITE"] * len(snapshot)
+    assert target() == table_state(mariadb, orders, "orders")
     if envelope:
         audit_rows = delta_rows(spark, scratch / "lake" / orders / "audit")
         assert audit_rows == table_state(mariadb, orders, "audit")
 
     # Spark's commit of the last snapshot batch is lost: the next run replays it, and
-    # Delta skips its append (same app id and version)
+    # the target skips it (Delta: same app id and version; PostgreSQL: its offsets row)
     last = snapshot[-1]
     for batch in range(last.batch_id, max(r.batch_id for r in first) + 1):
         logs = ["commits", "offsets"] if batch > last.batch_id else ["commits"]
         for name in logs:  # each file and its checksum (Hadoop's .crc)
             (checkpoint / name / str(batch)).unlink()
             (checkpoint / name / f".{batch}.crc").unlink(missing_ok=True)
-    versions = len(operations(spark, path))
+    versions = writes()
     replayed, uncounted = run_once()
     assert replayed[0].batch_id == last.batch_id and uncounted[0] == frozenset({table})
     assert replayed[0].counts[table].snapshot_rows == last.counts[table].snapshot_rows
     assert recounts() == 1
-    assert len(operations(spark, path)) == versions
-    assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
+    assert writes() == versions
+    assert target() == table_state(mariadb, orders, "orders")
 
 
 def test_a_comma_separated_tables_list_captures_exactly_its_tables(

@@ -6,7 +6,8 @@ chunk read twice is two reads of the database. For a batch that is only one tabl
 chunks, into a target that appends them (sinks/base.py, ``Sink.writes_snapshot_once``),
 the cache and the count cost a third of the batch (docs/pipelines.md, "One
 micro-batch"): the rows go straight from the source to the target, and they are
-counted on the way (Spark's ``Observation`` of the write).
+counted on the way (Spark's ``Observation`` of the write, or of the rows a JDBC
+target's ``COPY`` read, :func:`observed`).
 
 Which batches those are, the offsets tell alone (no row is looked at). A batch from
 offset A to B holds the log's changes in ``(A.log, B.log]`` of keys A had emitted, and
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparkcdc.core.table import TableId
@@ -86,12 +87,28 @@ def _emitted(progress: dict[str, Any]) -> bool:
     return "cursor" in progress or bool(progress.get("done"))
 
 
-def observed(observation: Any, recount: Callable[[], Any], wait_seconds: float = 3.0) -> Any:
+def observed(
+    observation: Any,
+    recount: Callable[[], Any],
+    read_frames: Sequence[Any | None] = (),
+    wait_seconds: float = 3.0,
+) -> Any:
     """The row of ``observation`` once the write that carried it has run, or
     ``recount()`` when it never ran: a sink that finds the batch in its target already
     (a replay after a crash) skips the write, and the rows are counted by reading them
     again, which only replays pay. Spark filled it before the write returned in every
-    measured batch; the short wait is a margin."""
+    measured batch; the short wait is a margin.
+
+    A sink that read the rows with ``toLocalIterator`` names what it read in
+    ``read_frames`` (``MicroBatch.read_through``): the observation completed empty as
+    that read began, so the row comes from the last frame's plan, whose jobs have all
+    run (Spark merges a task's metrics before its partition reaches the driver)."""
+    if read_frames:
+        row = None if read_frames[-1] is None else _metrics_in(read_frames[-1], observation)
+        if row is None:
+            log.debug("the batch was not read in one piece: counting it again")
+            return recount()
+        return row
     deadline = time.monotonic() + wait_seconds
     try:
         future = observation._jo.future()  # Spark's own, not in PySpark's API
@@ -104,3 +121,19 @@ def observed(observation: Any, recount: Callable[[], Any], wait_seconds: float =
     except Exception:  # the write is committed: count the rows, never fail here
         log.debug("the batch's observation could not be read: counting it again", exc_info=True)
         return recount()
+
+
+def _metrics_in(frame: Any, observation: Any) -> dict[str, Any] | None:
+    """``observation``'s metrics as ``frame``'s executed plan holds them (Spark's
+    ``QueryExecution.observedMetrics``, not in PySpark's API), as ``Observation.get``
+    gives them; None when the plan has none of its name."""
+    from pyspark.serializers import CPickleSerializer
+
+    found = frame._jdf.queryExecution().observedMetrics().get(observation._jo.name())
+    if found.isEmpty():
+        return None
+    jvm = frame.sparkSession._jvm
+    utils = getattr(jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")
+    serializer: Any = CPickleSerializer()  # untyped in PySpark
+    row = serializer.loads(utils.toPyRow(found.get()))
+    return dict(row.asDict(recursive=False))

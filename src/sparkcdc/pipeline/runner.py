@@ -345,7 +345,9 @@ class PipelineRun:
                     self._follow_drops(dropped, batch)
             self.sink.write(batch)
             if alone is not None:
-                tally = self._counted_once(alone, observed(observation, recount), batch_id)
+                tally = self._counted_once(
+                    alone, observed(observation, recount, batch.read_frames), batch_id
+                )
                 fetched = time.time()
         finally:
             frame.unpersist()

@@ -83,11 +83,22 @@ class MicroBatch:
     #: it (pipeline/one_pass.py). Only for targets the sink said it appends to
     #: (:meth:`Sink.writes_snapshot_once`), which must read them once.
     uncounted: frozenset[TableId] = frozenset()
+    #: Where a sink that read an ``uncounted`` target's rows with ``toLocalIterator`` puts
+    #: the DataFrame it read, once read to its end (:meth:`read_through`).
+    read_frames: list[Any | None] = field(default_factory=list)
 
     def has_changes(self, table: TableId) -> bool:
         if table in self.uncounted:
             return True
         return self.row_counts is None or self.row_counts.get(table, 0) > 0
+
+    def read_through(self, frame: Any | None) -> None:
+        """``frame``, made from an ``uncounted`` target's rows, was read to its end with
+        ``toLocalIterator``. Spark's ``Observation`` of the rows completes, empty, as such a
+        read starts (no action it listens to runs the jobs), so the pipeline counts them
+        from ``frame``'s own plan instead (pipeline/one_pass.py). None: the rows were read
+        some other way, in parts: the pipeline counts them again."""
+        self.read_frames.append(frame)
 
     def snapshot_rows(self, table: TableId) -> int | None:
         """How many of the table's rows in this batch are snapshot rows (None: unknown)."""
@@ -153,8 +164,10 @@ class Sink(ABC):
     def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
         """Whether a batch of only snapshot rows into ``table`` (a target) is written
         reading its rows once, uncounted and uncached (``MicroBatch.uncounted``): an
-        append, in one Spark action, where Spark's ``Observation`` sees the rows. The
-        pipeline then skips the batch's cache and count. Asked before each such batch."""
+        append, in one Spark action, where Spark's ``Observation`` sees the rows, or a
+        read with ``toLocalIterator`` handed to :meth:`MicroBatch.read_through` (never
+        one without: its observation would say 0 rows). The pipeline then skips the
+        batch's cache and count. Asked before each such batch."""
         del spark, table, pipeline
         return False
 

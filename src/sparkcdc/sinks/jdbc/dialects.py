@@ -238,6 +238,13 @@ class Dialect(ABC):
         del cur, target
         return None
 
+    def is_empty(self, cur: Any, target: Target) -> bool:
+        """Whether ``target`` holds no row."""
+        cur.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {self.table_sql(target.qualifier, target.name)})", ()
+        )
+        return not cur.fetchone()[0]
+
     def mark_owner(self, cur: Any, target: Target, pipeline: str) -> bool:
         """Mark ``target`` as holding ``pipeline``'s rows only, if it is empty; whether it
         is marked now."""
@@ -471,9 +478,7 @@ class PostgresDialect(Dialect):
     def mark_owner(self, cur: Any, target: Target, pipeline: str) -> bool:
         from psycopg import sql
 
-        table = self.table_sql(target.qualifier, target.name)
-        cur.execute(f"SELECT EXISTS (SELECT 1 FROM {table})", ())
-        if cur.fetchone()[0]:
+        if not self.is_empty(cur, target):
             return False
         statement = sql.SQL("COMMENT ON TABLE {}.{} IS {}").format(
             sql.Identifier(str(target.qualifier)),

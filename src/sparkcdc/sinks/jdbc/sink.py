@@ -12,7 +12,9 @@ Each micro-batch is applied in ONE target transaction, for all tables at once:
    batch's snapshot rows (keys the pipeline never emitted) skip the reduction and go in
    with ``COPY`` when the target holds this pipeline's rows only (its comment names the
    pipeline, set when the sink found it empty), as CSV blocks the executors write
-   (:mod:`~sparkcdc.sinks.jdbc.csv_blocks`);
+   (:mod:`~sparkcdc.sinks.jdbc.csv_blocks`). A batch of one table's snapshot rows only
+   is read once, uncached (pipeline/one_pass.py): the blocks' DataFrame, read to its
+   end, goes to ``MicroBatch.read_through``, whose plan holds the batch's counts;
 3. record the batch id and the source offset in the offsets row, and commit.
 
 A crash anywhere before the commit leaves the target as it was; a crash after it makes the
@@ -351,6 +353,11 @@ class JdbcSink(Sink):
         pipeline's rows only (their keys cannot be there yet, and a key that is there
         anyway fails the batch on the target's key instead of being overwritten), the
         rest applied as deletes and upserts. Returns (copied, deleted, upserted)."""
+        if target.source in batch.uncounted:  # snapshot rows only, read once (asked before)
+            if self.dialect.copies_csv and self._owns(cur, target, batch.pipeline):
+                return self._copy(cur, target, changes, batch), 0, 0
+            batch.read_through(None)  # rows came in since: merged, and counted again
+            return (0, *self._apply(cur, target, changes, batch))
         snapshot = batch.snapshot_rows(target.source)
         if (
             not snapshot
@@ -358,15 +365,46 @@ class JdbcSink(Sink):
             or not self._owns(cur, target, batch.pipeline)
         ):
             return (0, *self._apply(cur, target, changes, batch))
-        rows = csv_blocks(changes.where(batch.is_snapshot_row()), target.schema.fields)
-        # a task computes the next partition's blocks while COPY takes this one's
-        blocks = rows.toLocalIterator(prefetchPartitions=True)
-        copied = self.dialect.copy_csv(cur, target, ((bytes(b), n) for b, n in blocks))
+        copied = self._copy(cur, target, changes, batch)
         total = batch.row_counts.get(target.source, 0) if batch.row_counts else None
         if total is not None and total <= snapshot:
             return copied, 0, 0
         rest = changes.where(~batch.is_snapshot_row())
         return (copied, *self._apply(cur, target, rest, batch))
+
+    def _copy(self, cur: Any, target: Target, changes: Any, batch: MicroBatch) -> int:
+        """The batch's snapshot rows of ``target`` bulk-loaded (``COPY``); how many."""
+        rows = csv_blocks(changes.where(batch.is_snapshot_row()), target.schema.fields)
+        # a task computes the next partition's blocks while COPY takes this one's
+        blocks = rows.toLocalIterator(prefetchPartitions=True)
+        copied = self.dialect.copy_csv(cur, target, ((bytes(b), n) for b, n in blocks))
+        if target.source in batch.uncounted:
+            batch.read_through(rows)
+        return copied
+
+    def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
+        """A target that takes ``COPY`` (PostgreSQL) and holds ``pipeline``'s rows only,
+        or is empty (the batch's transaction marks it), takes a batch of snapshot rows
+        as CSV blocks read once with ``toLocalIterator``."""
+        del spark
+        target = self._targets.get(table.source)
+        if target is None or not self.dialect.copies_csv:
+            return False
+        known = self._owned.get(table.source)
+        if known is not None:
+            return known
+        try:
+            conn = self._connection()
+            with conn.cursor() as cur:
+                owner = self.dialect.owner(cur, target)
+                once = owner == pipeline or (owner is None and self.dialect.is_empty(cur, target))
+            conn.rollback()  # the batch's transaction starts afresh
+        except Exception as exc:
+            if not self.dialect.lost_connection(exc):
+                raise
+            self._discard()
+            return False  # the batch is cached and counted; its write tries again
+        return once
 
     def _owns(self, cur: Any, target: Target, pipeline: str) -> bool:
         """Whether ``target`` holds ``pipeline``'s rows only: marked for it, or empty and
