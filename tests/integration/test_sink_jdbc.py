@@ -279,6 +279,58 @@ def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
         other.close()
 
 
+def test_a_batch_read_once_is_checked_before_its_commit_and_a_replay_reads_nothing(
+    spark: Any, postgres: Any, pg_db: str
+) -> None:
+    """A batch of one table's snapshot rows the pipeline did not count
+    (``MicroBatch.uncounted``) is read once into ``COPY``: the sink hands the DataFrame it
+    read to its end to ``read_through`` (its plan holds the counts) before it commits,
+    so a check that fails there leaves nothing written; a replay the target already has
+    reads nothing and says so (None)."""
+    target = postgres_target(postgres, pg_db)
+    schema = schema_of(ORDERS_SCHEMA)
+    table = SinkTable(ORDERS, schema, ("id",))
+    sink = target.sink()
+    sink.open(spark, [table])
+    seen: list[Any] = []
+
+    def batch(batch_id: int, first: int, check: Callable[[Any], None]) -> MicroBatch:
+        rows = [(*order(i, f"s{i}"), "insert", 100 + batch_id) for i in range(first, first + 3)]
+        return MicroBatch(
+            "p1",
+            batch_id,
+            {ORDERS: changelog(spark, schema, rows)},
+            f'{{"pos": {batch_id}}}',
+            row_counts={},
+            snapshot_version=100 + batch_id,
+            snapshot_counts={},
+            uncounted=frozenset({ORDERS}),
+            on_read=check,
+        )
+
+    def refuse(frame: Any) -> None:
+        raise RuntimeError("held a log change")
+
+    try:
+        assert sink.writes_snapshot_once(spark, table, "p1")  # empty: it will be p1's
+        first = batch(0, 1, seen.append)
+        sink.write(first)
+        assert first.read_frames[0] is None and first.read_frames[1:] == seen
+        assert len(seen) == 1 and sum(b.rows for b in seen[0].collect()) == 3  # its blocks
+        assert [r[0] for r in target.rows("orders")] == [1, 2, 3]
+        with pytest.raises(RuntimeError, match="held a log change"):
+            sink.write(batch(1, 4, refuse))
+        assert [r[0] for r in target.rows("orders")] == [1, 2, 3]
+        assert target.offsets() == [("p1", 0, '{"pos": 0}')]
+        replay = batch(0, 1, refuse)
+        sink.write(replay)
+        assert replay.read_frames == [None]
+        assert sink.writes_snapshot_once(spark, table, "p1")
+        assert not sink.writes_snapshot_once(spark, table, "p2")  # p1's rows are there
+    finally:
+        sink.close()
+
+
 EDGES_SCHEMA = (
     "id INT, s STRING, f FLOAT, d DOUBLE, n DECIMAL(38,10), u DECIMAL(20,0), ts TIMESTAMP, "
     "tn TIMESTAMP_NTZ, day DATE, raw BINARY, b BOOLEAN, t TINYINT, sh SMALLINT, big BIGINT"

@@ -90,7 +90,8 @@ def _emitted(progress: dict[str, Any]) -> bool:
 def observed(
     observation: Any,
     recount: Callable[[], Any],
-    read_frames: Sequence[Any | None] = (),
+    read_frames: Sequence[Any] = (),
+    *,
     wait_seconds: float = 3.0,
 ) -> Any:
     """The row of ``observation`` once the write that carried it has run, or
@@ -102,9 +103,10 @@ def observed(
     A sink that read the rows with ``toLocalIterator`` names what it read in
     ``read_frames`` (``MicroBatch.read_through``): the observation completed empty as
     that read began, so the row comes from the last frame's plan, whose jobs have all
-    run (Spark merges a task's metrics before its partition reaches the driver)."""
+    run (Spark merges a task's metrics before its partition reaches the driver). A last
+    entry None: the rows were read in parts, or not at all (a replay the sink skipped)."""
     if read_frames:
-        row = None if read_frames[-1] is None else _metrics_in(read_frames[-1], observation)
+        row = metrics_in(read_frames[-1], observation)
         if row is None:
             log.debug("the batch was not read in one piece: counting it again")
             return recount()
@@ -123,17 +125,24 @@ def observed(
         return recount()
 
 
-def _metrics_in(frame: Any, observation: Any) -> dict[str, Any] | None:
+def metrics_in(frame: Any, observation: Any) -> dict[str, Any] | None:
     """``observation``'s metrics as ``frame``'s executed plan holds them (Spark's
     ``QueryExecution.observedMetrics``, not in PySpark's API), as ``Observation.get``
-    gives them; None when the plan has none of its name."""
+    gives them; None when ``frame`` is None, its plan has none of that name, or they
+    cannot be read (the rows are then counted again, never failing a written batch)."""
     from pyspark.serializers import CPickleSerializer
 
-    found = frame._jdf.queryExecution().observedMetrics().get(observation._jo.name())
-    if found.isEmpty():
+    if frame is None:
         return None
-    jvm = frame.sparkSession._jvm
-    utils = getattr(jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")
-    serializer: Any = CPickleSerializer()  # untyped in PySpark
-    row = serializer.loads(utils.toPyRow(found.get()))
-    return dict(row.asDict(recursive=False))
+    try:
+        found = frame._jdf.queryExecution().observedMetrics().get(observation._jo.name())
+        if found.isEmpty():
+            return None
+        jvm = frame.sparkSession._jvm
+        utils = getattr(jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")
+        serializer: Any = CPickleSerializer()  # untyped in PySpark
+        row = serializer.loads(utils.toPyRow(found.get()))
+        return dict(row.asDict(recursive=False))
+    except Exception:
+        log.debug("the metrics of the rows read could not be read", exc_info=True)
+        return None

@@ -30,7 +30,7 @@ from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.lazy_tables import LazyTables
 from sparkcdc.pipeline.metrics import PipelineMetrics
-from sparkcdc.pipeline.one_pass import chunks_of_one_table, observed
+from sparkcdc.pipeline.one_pass import chunks_of_one_table, metrics_in, observed
 from sparkcdc.pipeline.plan import plan, targets_of
 from sparkcdc.pipeline.run_state import RunState, load_run_state, save_run_state
 from sparkcdc.pipeline.schema_follow import follow_changes
@@ -293,6 +293,7 @@ class PipelineRun:
                     self.definition.excluded_changes,
                 )
             uncounted: frozenset[TableId] = frozenset()
+            on_read: Callable[[Any], None] | None = None
             if alone is None:
                 changes, tally = self._split(frame, version)
             else:  # counted as the sink writes it
@@ -301,6 +302,7 @@ class PipelineRun:
                 uncounted = frozenset(
                     t.table.source for t in self.targets if alone in _source_ids(t)
                 )
+                on_read = self._read_checker(alone, observation, batch_id)
             fetched = time.time()
             rows = tally.rows
             snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
@@ -326,6 +328,7 @@ class PipelineRun:
                     t.table.source: kept_columns(t) for t in self.targets if reread[t.table.source]
                 },
                 uncounted=uncounted,
+                on_read=on_read,
             )
             if offset is not None:
                 truncated = new_truncates(previous, offset)
@@ -531,6 +534,20 @@ class PipelineRun:
             return row.asDict()  # as the observation gives it
 
         return changes, observation, recount
+
+    def _read_checker(
+        self, alone: TableId, observation: Any, batch_id: int
+    ) -> Callable[[Any], None]:
+        """What checks a DataFrame a sink read to its end (``MicroBatch.on_read``): the
+        counts its plan holds must be snapshot rows of ``alone`` only, or the batch fails
+        before the sink commits it (:meth:`_counted_once`)."""
+
+        def check(frame: Any) -> None:
+            row = metrics_in(frame, observation)
+            if row is not None:
+                self._counted_once(alone, row, batch_id)
+
+        return check
 
     def _counted_once(self, alone: TableId, row: Any, batch_id: int) -> _Tally:
         """The tally of a batch written in one pass, from what its write observed. The

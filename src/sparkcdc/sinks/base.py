@@ -83,22 +83,31 @@ class MicroBatch:
     #: it (pipeline/one_pass.py). Only for targets the sink said it appends to
     #: (:meth:`Sink.writes_snapshot_once`), which must read them once.
     uncounted: frozenset[TableId] = frozenset()
-    #: Where a sink that read an ``uncounted`` target's rows with ``toLocalIterator`` puts
-    #: the DataFrame it read, once read to its end (:meth:`read_through`).
-    read_frames: list[Any | None] = field(default_factory=list)
+    #: Filled by the sink while it writes (so the one mutable part of a frozen batch): a
+    #: sink that reads an ``uncounted`` target's rows with ``toLocalIterator`` records
+    #: here the DataFrame it read to its end, or None (:meth:`read_through`).
+    read_frames: list[Any] = field(default_factory=list)
+    #: Called by :meth:`read_through` with each DataFrame read to its end: the pipeline
+    #: checks there, before the sink commits, that the rows were what the batch's offsets
+    #: said (snapshot rows of one table only), so a wrong batch fails uncommitted.
+    on_read: Callable[[Any], None] | None = None
 
     def has_changes(self, table: TableId) -> bool:
         if table in self.uncounted:
             return True
         return self.row_counts is None or self.row_counts.get(table, 0) > 0
 
-    def read_through(self, frame: Any | None) -> None:
+    def read_through(self, frame: Any) -> None:
         """``frame``, made from an ``uncounted`` target's rows, was read to its end with
         ``toLocalIterator``. Spark's ``Observation`` of the rows completes, empty, as such a
         read starts (no action it listens to runs the jobs), so the pipeline counts them
-        from ``frame``'s own plan instead (pipeline/one_pass.py). None: the rows were read
-        some other way, in parts: the pipeline counts them again."""
+        from ``frame``'s own plan instead (pipeline/one_pass.py). None: the rows are read
+        in parts, some other way, or not at all (a replay the sink skips): the pipeline
+        counts them again. A sink records None before such a read and the DataFrame once
+        it is read, so a read cut short leaves None last."""
         self.read_frames.append(frame)
+        if frame is not None and self.on_read is not None:
+            self.on_read(frame)
 
     def snapshot_rows(self, table: TableId) -> int | None:
         """How many of the table's rows in this batch are snapshot rows (None: unknown)."""

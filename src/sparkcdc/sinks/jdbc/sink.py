@@ -14,7 +14,8 @@ Each micro-batch is applied in ONE target transaction, for all tables at once:
    pipeline, set when the sink found it empty), as CSV blocks the executors write
    (:mod:`~sparkcdc.sinks.jdbc.csv_blocks`). A batch of one table's snapshot rows only
    is read once, uncached (pipeline/one_pass.py): the blocks' DataFrame, read to its
-   end, goes to ``MicroBatch.read_through``, whose plan holds the batch's counts;
+   end, goes to ``MicroBatch.read_through`` (the DataFrame's plan holds the batch's
+   counts, which the pipeline checks there, before the commit);
 3. record the batch id and the source offset in the offsets row, and commit.
 
 A crash anywhere before the commit leaves the target as it was; a crash after it makes the
@@ -273,6 +274,8 @@ class JdbcSink(Sink):
             with conn.cursor() as cur:
                 stored = self._lock_offsets(cur, batch.pipeline)
                 if stored >= batch.batch_id:
+                    if batch.uncounted:
+                        batch.read_through(None)  # nothing is read: counted again at once
                     log.info(
                         "jdbc sink: pipeline %s batch %d already applied (target is at batch "
                         "%d); skipping the replay",
@@ -356,7 +359,9 @@ class JdbcSink(Sink):
         if target.source in batch.uncounted:  # snapshot rows only, read once (asked before)
             if self.dialect.copies_csv and self._owns(cur, target, batch.pipeline):
                 return self._copy(cur, target, changes, batch), 0, 0
-            batch.read_through(None)  # rows came in since: merged, and counted again
+            # rows came in since: merged, and counted again. Recorded before _apply runs:
+            # its first action (isEmpty) completes the observation with a part of the rows
+            batch.read_through(None)
             return (0, *self._apply(cur, target, changes, batch))
         snapshot = batch.snapshot_rows(target.source)
         if (
@@ -375,11 +380,14 @@ class JdbcSink(Sink):
     def _copy(self, cur: Any, target: Target, changes: Any, batch: MicroBatch) -> int:
         """The batch's snapshot rows of ``target`` bulk-loaded (``COPY``); how many."""
         rows = csv_blocks(changes.where(batch.is_snapshot_row()), target.schema.fields)
+        uncounted = target.source in batch.uncounted
+        if uncounted:
+            batch.read_through(None)  # stays last if the read is cut short
         # a task computes the next partition's blocks while COPY takes this one's
         blocks = rows.toLocalIterator(prefetchPartitions=True)
         copied = self.dialect.copy_csv(cur, target, ((bytes(b), n) for b, n in blocks))
-        if target.source in batch.uncounted:
-            batch.read_through(rows)
+        if uncounted:
+            batch.read_through(rows)  # checked here, before the commit
         return copied
 
     def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
@@ -400,9 +408,9 @@ class JdbcSink(Sink):
                 once = owner == pipeline or (owner is None and self.dialect.is_empty(cur, target))
             conn.rollback()  # the batch's transaction starts afresh
         except Exception as exc:
+            self._discard()  # no transaction left open, aborted or not
             if not self.dialect.lost_connection(exc):
                 raise
-            self._discard()
             return False  # the batch is cached and counted; its write tries again
         return once
 
