@@ -65,8 +65,21 @@ def row_struct(schema: Any, names: Sequence[str] | None = None, source: Any = No
     wanted = list(names) if names is not None else [f.name for f in schema.fields]
     fields = {f.name: f for f in schema.fields}
     if source is None:  # one SQL expression: a function per column is Py4J calls each
-        return F.expr(f"named_struct({', '.join(_json_item(fields[n]) for n in wanted)})")
+        return F.expr(row_struct_sql(schema, wanted))
     return F.struct(*[_json_column(fields[n], source.getField(n)) for n in wanted])
+
+
+def row_struct_sql(schema: Any, names: Sequence[str] | None = None) -> str:
+    """:func:`row_struct` of top-level columns as Spark SQL text."""
+    wanted = list(names) if names is not None else [f.name for f in schema.fields]
+    fields = {f.name: f for f in schema.fields}
+    return f"named_struct({', '.join(_json_item(fields[n]) for n in wanted)})"
+
+
+def to_row_json_sql(struct: str) -> str:
+    """:func:`to_row_json` as Spark SQL text, of a struct given as SQL text."""
+    options = ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in WRITE_OPTIONS.items())
+    return f"to_json({struct}, map({options}))"
 
 
 def _json_column(field: Any, column: Any) -> Any:

@@ -18,29 +18,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
-from sparkcdc.spark.kafka.codec import (
-    ROW_KINDS,
-    WRITE_OPTIONS,
-    data_columns,
-    row_struct,
-    to_row_json,
-)
+from sparkcdc.core.identifiers import quoted, sql_string
+from sparkcdc.spark.kafka.codec import ROW_KINDS, data_columns, row_struct_sql, to_row_json_sql
 
 FORMATS = ("changelog-json", "debezium-json", "upsert")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def topic_column(df: Any, topic: str | None, topic_pattern: str | None) -> Any:
-    """The Kafka topic per row: ``topic``, or ``topic_pattern`` with ``{column}``
-    placeholders replaced by that column's value (``cdc.{database_name}.{table_name}``)."""
-    from pyspark.sql import functions as F
-
+def topic_sql(df: Any, topic: str | None, topic_pattern: str | None) -> str:
+    """The Kafka topic per row, as Spark SQL text: ``topic``, or ``topic_pattern`` with
+    ``{column}`` placeholders replaced by that column's value
+    (``cdc.{database_name}.{table_name}``)."""
     if (topic is None) == (topic_pattern is None):
         raise ValueError("give exactly one of topic and topic_pattern")
     if topic is not None:
-        return F.lit(topic)
+        return sql_string(topic)
     assert topic_pattern is not None
-    parts: list[Any] = []
+    parts: list[str] = []
     last = 0
     for match in _PLACEHOLDER.finditer(topic_pattern):
         if match.group(1) not in df.columns:
@@ -48,18 +42,10 @@ def topic_column(df: Any, topic: str | None, topic_pattern: str | None) -> Any:
                 f"topic_pattern {topic_pattern!r} names column {match.group(1)!r}, which the "
                 f"DataFrame lacks (columns: {df.columns}); add it, e.g. with metadata.list"
             )
-        parts += [F.lit(topic_pattern[last : match.start()]), F.col(match.group(1))]
+        parts += [sql_string(topic_pattern[last : match.start()]), quoted(match.group(1))]
         last = match.end()
-    parts.append(F.lit(topic_pattern[last:]))
-    return F.concat(*parts)
-
-
-def _rank(change_type: Any) -> Any:
-    """Within one commit version: images that remove a key's row (0) before images that
-    set it (1), as an update's pre-image precedes its post-image."""
-    from pyspark.sql import functions as F
-
-    return F.when(change_type.isin("insert", "update_postimage"), 1).otherwise(0)
+    parts.append(sql_string(topic_pattern[last:]))
+    return f"concat({', '.join(parts)})"
 
 
 def kafka_records(
@@ -78,9 +64,11 @@ def kafka_records(
     ``_commit_version`` within each partition. ``database``/``table`` fill debezium's
     ``source`` when the DataFrame has no ``database_name``/``table_name`` columns.
     ``read_version``: the ``_commit_version`` of the rows a snapshot or re-read emitted
-    (a pipeline batch's end; no log change has it), which debezium-json writes as ``r``."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    (a pipeline batch's end; no log change has it), which debezium-json writes as ``r``.
+
+    Built as Spark SQL text (``selectExpr``): each ``pyspark.sql.functions`` call is
+    several Py4J round trips, and a pipeline builds these records for every table a
+    batch changes (README, "Many tables")."""
     from pyspark.sql.types import StructType
 
     if format not in FORMATS:
@@ -89,94 +77,94 @@ def kafka_records(
         raise ValueError("key: the primary key columns are needed to partition by key")
     fields = {f.name: f for f in df.schema.fields}
     schema = StructType([fields[n] for n in data_columns(df)])
-    data = row_struct(schema)
-    ct = F.col(CHANGE_TYPE)
-    staged = df.select(
-        F.col("*"),
-        to_row_json(row_struct(schema, key)).alias("_k"),
-        topic_column(df, topic, topic_pattern).alias("_topic"),
-        _rank(ct).alias("_rank"),
+    data = row_struct_sql(schema)
+    ct, version = quoted(CHANGE_TYPE), quoted(COMMIT_VERSION)
+    sets = f"{ct} IN ('insert', 'update_postimage')"
+    staged = df.selectExpr(
+        "*",
+        f"{to_row_json_sql(row_struct_sql(schema, key))} AS _k",
+        f"{topic_sql(df, topic, topic_pattern)} AS _topic",
+        # within one commit version: images that remove a key's row (0) before images
+        # that set it (1), as an update's pre-image precedes its post-image
+        f"CASE WHEN {sets} THEN 1 ELSE 0 END AS _rank",
     )
     order = ["_k", COMMIT_VERSION, "_rank"]
     if format == "changelog-json":
-        op = F.create_map(*[F.lit(x) for kv in ROW_KINDS.items() for x in kv])[ct]
-        value = F.to_json(F.struct(data.alias("data"), op.alias("op")), WRITE_OPTIONS)
-        out = staged.select("_topic", "_k", value.alias("_v"), *order)
+        kinds = ", ".join(sql_string(x) for kv in ROW_KINDS.items() for x in kv)
+        value = to_row_json_sql(f"named_struct('data', {data}, 'op', map({kinds})[{ct}])")
+        out = staged.selectExpr("_topic", "_k", f"{value} AS _v", *map(quoted, order))
         return _records(out.repartition("_k").sortWithinPartitions(*order))
     # The other formats pair an update's pre-image with the post-image that follows it
     # for the same key and version; a pre-image without one moved the key away.
-    window = Window.partitionBy("_k").orderBy(COMMIT_VERSION, "_rank")
-    nxt_ct, nxt_version = F.lead(ct).over(window), F.lead(COMMIT_VERSION).over(window)
-    prev_ct, prev_version = F.lag(ct).over(window), F.lag(COMMIT_VERSION).over(window)
-    paired_pre = F.coalesce(  # lead/lag are null at a key's edges: not paired
-        (ct == "update_preimage")
-        & (nxt_ct == "update_postimage")
-        & (nxt_version == F.col(COMMIT_VERSION)),
-        F.lit(False),
+    window = f"OVER (PARTITION BY _k ORDER BY {version}, _rank)"
+    paired_pre = (  # lead/lag are null at a key's edges: not paired
+        f"coalesce({ct} = 'update_preimage' AND lead({ct}) {window} = 'update_postimage' "
+        f"AND lead({version}) {window} = {version}, false)"
     )
-    paired_post = F.coalesce(
-        (ct == "update_postimage")
-        & (prev_ct == "update_preimage")
-        & (prev_version == F.col(COMMIT_VERSION)),
-        F.lit(False),
+    paired_post = (
+        f"coalesce({ct} = 'update_postimage' AND lag({ct}) {window} = 'update_preimage' "
+        f"AND lag({version}) {window} = {version}, false)"
     )
-    sets = ct.isin("insert", "update_postimage")
     if format == "upsert":
-        value = F.when(sets, to_row_json(data))  # else: a tombstone
-        out = staged.select("_topic", "_k", value.alias("_v"), *order, paired_pre.alias("_drop"))
-        return _records(out.where(~F.col("_drop")).sortWithinPartitions(*order))
+        value = f"CASE WHEN {sets} THEN {to_row_json_sql(data)} END"  # else: a tombstone
+        out = staged.selectExpr(
+            "_topic", "_k", f"{value} AS _v", *map(quoted, order), f"{paired_pre} AS _drop"
+        )
+        return _records(out.where("NOT _drop").sortWithinPartitions(*order))
     # debezium-json: the paired pre-image becomes the message, its post-image is dropped
-    after = F.when(paired_pre, F.lead(data).over(window)).when(sets, data)
-    before = F.when(~sets, data)
-    read = _is_snapshot_row(df, ct, read_version)
-    op = F.when(paired_pre, "u").when(~sets, "d").when(read, "r").otherwise("c")
-    value = F.to_json(
-        F.struct(
-            before.alias("before"),
-            after.alias("after"),
-            op.alias("op"),
-            _source(df, database, table).alias("source"),
-            F.unix_millis(F.col(COMMIT_TIMESTAMP)).alias("ts_ms"),
-        ),
-        WRITE_OPTIONS,
+    after = f"CASE WHEN {paired_pre} THEN lead({data}) {window} WHEN {sets} THEN {data} END"
+    before = f"CASE WHEN NOT ({sets}) THEN {data} END"
+    read = _is_snapshot_row_sql(df, sets, read_version)
+    op = (
+        f"CASE WHEN {paired_pre} THEN 'u' WHEN NOT ({sets}) THEN 'd' "
+        f"WHEN {read} THEN 'r' ELSE 'c' END"
     )
-    out = staged.select("_topic", "_k", value.alias("_v"), *order, paired_post.alias("_drop"))
-    return _records(out.where(~F.col("_drop")).sortWithinPartitions(*order))
+    message = (
+        f"named_struct('before', {before}, 'after', {after}, 'op', {op}, "
+        f"'source', {_source_sql(df, database, table)}, "
+        f"'ts_ms', unix_millis({quoted(COMMIT_TIMESTAMP)}))"
+    )
+    out = staged.selectExpr(
+        "_topic",
+        "_k",
+        f"{to_row_json_sql(message)} AS _v",
+        *map(quoted, order),
+        f"{paired_post} AS _drop",
+    )
+    return _records(out.where("NOT _drop").sortWithinPartitions(*order))
 
 
-def _is_snapshot_row(df: Any, ct: Any, read_version: int | None = None) -> Any:
+def _is_snapshot_row_sql(df: Any, sets: str, read_version: int | None = None) -> str:
     """Snapshot rows are inserts (and a re-read's upserts) at ``read_version`` when given,
     else without a binlog position (when the column is there)."""
-    from pyspark.sql import functions as F
-
     if read_version is not None:
-        return ct.isin("insert", "update_postimage") & (F.col(COMMIT_VERSION) == read_version)
+        return f"({sets} AND {quoted(COMMIT_VERSION)} = {int(read_version)})"
     if "binlog_file" not in df.columns:
-        return F.lit(False)
-    return ct.isin("insert", "update_postimage") & F.col("binlog_file").isNull()
+        return "false"
+    return f"({sets} AND binlog_file IS NULL)"
 
 
-def _source(df: Any, database: str | None, table: str | None) -> Any:
-    from pyspark.sql import functions as F
+def _source_sql(df: Any, database: str | None, table: str | None) -> str:
+    """debezium's ``source``: the row's database, table and log position."""
 
-    def column(name: str, fallback: Any) -> Any:
-        return F.col(name) if name in df.columns else F.lit(fallback)
+    def column(name: str, fallback: str | None, kind: str) -> str:
+        if name in df.columns:
+            value = quoted(name)
+        else:
+            value = "NULL" if fallback is None else sql_string(fallback)
+        return f"CAST({value} AS {kind})"
 
-    return F.struct(
-        column("database_name", database).cast("string").alias("db"),
-        column("table_name", table).cast("string").alias("table"),
-        column("binlog_file", None).cast("string").alias("file"),
-        column("binlog_pos", None).cast("long").alias("pos"),
-        column("binlog_gtid", None).cast("string").alias("gtid"),
+    return (
+        f"named_struct('db', {column('database_name', database, 'STRING')}, "
+        f"'table', {column('table_name', table, 'STRING')}, "
+        f"'file', {column('binlog_file', None, 'STRING')}, "
+        f"'pos', {column('binlog_pos', None, 'BIGINT')}, "
+        f"'gtid', {column('binlog_gtid', None, 'STRING')})"
     )
 
 
 def _records(out: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    return out.select(
-        F.col("_topic").alias("topic"), F.col("_k").alias("key"), F.col("_v").alias("value")
-    )
+    return out.selectExpr("_topic AS topic", "_k AS key", "_v AS value")
 
 
 def produce(records: Any, bootstrap_servers: str, kafka_options: Mapping[str, str]) -> None:
