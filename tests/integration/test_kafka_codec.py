@@ -115,3 +115,40 @@ def test_sink_records_pair_updates_and_split_key_moves(spark: Any) -> None:
         '{"id":2}': [(2, "b"), None],
         '{"id":7}': [(7, "z")],
     }
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.lists(rows(), min_size=1, max_size=30), st.sampled_from([None, 5]))
+def test_records_of_snapshot_rows_need_no_shuffle_and_are_the_same(
+    spark: Any, batch: list[tuple[Any, ...]], read_version: int | None
+) -> None:
+    """A batch of snapshot rows only (inserts of distinct keys) is made into records
+    without a window, a shuffle or a sort, and they are the records the general path
+    makes, for every format."""
+    from pyspark.sql import functions as F
+
+    batch = [(i, *r[1:]) for i, r in enumerate(batch)]  # distinct keys
+    df = (
+        _frame(spark, batch)
+        .withColumn("_change_type", F.lit("insert"))
+        .withColumn("_commit_version", F.lit(5).cast("long"))
+        .withColumn("_commit_timestamp", F.lit(dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)))
+    )
+    for fmt in ("changelog-json", "debezium-json", "upsert"):
+
+        def records(inserts_only: bool, fmt: str = fmt) -> Any:
+            return kafka_records(
+                df,
+                fmt,
+                ["id"],
+                topic="t",
+                database="d",
+                table="t",
+                read_version=read_version,
+                inserts_only=inserts_only,
+            )
+
+        fast = records(True)
+        plan = fast._jdf.queryExecution().executedPlan().toString()
+        assert "Exchange" not in plan and "Window" not in plan and "Sort" not in plan, plan
+        assert sorted(map(tuple, fast.collect())) == sorted(map(tuple, records(False).collect()))

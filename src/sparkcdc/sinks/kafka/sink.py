@@ -61,9 +61,13 @@ class KafkaSink(Sink):
             return None
         return self.config.topic_of(table.source)
 
-    def writer(self, table: TableId, read_version: int | None = None) -> Any:
+    def writer(
+        self, table: TableId, read_version: int | None = None, inserts_only: bool = False
+    ) -> Any:
         """``read_version``: the batch end's version, of the rows its snapshot and re-reads
-        emitted (debezium-json writes them as ``r``, Debezium's snapshot reads)."""
+        emitted (debezium-json writes them as ``r``, Debezium's snapshot reads).
+        ``inserts_only``: the batch holds only snapshot rows of the table (distinct keys):
+        its records need no shuffle (:func:`~sparkcdc.spark.kafka.sink.kafka_records`)."""
         from sparkcdc.spark.kafka.sink import KafkaChangelogWriter
 
         return KafkaChangelogWriter(
@@ -75,6 +79,7 @@ class KafkaSink(Sink):
             table=table.table,
             kafka_options=self.config.producer,
             read_version=read_version,
+            inserts_only=inserts_only,
         )
 
     def evolve(
@@ -110,7 +115,9 @@ class KafkaSink(Sink):
         stay as they are, and a key's records are in one of them, sorted."""
         records = [
             # records carry every column: not the marker of merged rows' kept columns
-            self.writer(table, batch.snapshot_version).records(batch.changes[table].drop(KEPT_SET))
+            self.writer(table, batch.snapshot_version, _snapshot_rows_only(batch, table)).records(
+                batch.changes[table].drop(KEPT_SET)
+            )
             for table in batch.changes
             if batch.has_changes(table)
         ]
@@ -118,6 +125,13 @@ class KafkaSink(Sink):
             from sparkcdc.spark.kafka.sink import produce
 
             produce(balanced_union(records), self.config.bootstrap_servers, self.config.producer)
+
+
+def _snapshot_rows_only(batch: MicroBatch, table: TableId) -> bool:
+    """Whether every row of ``table`` in ``batch`` is a snapshot row (an insert of a key
+    the batch has once: chunks do not overlap), as the pipeline counted them."""
+    rows = batch.row_counts.get(table) if batch.row_counts is not None else None
+    return bool(rows) and rows == batch.snapshot_rows(table)
 
 
 def balanced_union(frames: Sequence[Any]) -> Any:

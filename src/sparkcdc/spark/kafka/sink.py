@@ -4,8 +4,10 @@ upsert messages (docs/kafka.md).
 Ordering: every batch is shuffled by the Kafka key (the primary key JSON) and sorted by
 ``_commit_version`` within each Spark partition, so one key's messages are sent by one
 task, in order, to one Kafka partition (the producer hashes the key; idempotent producers
-keep the order across retries). Streaming DataFrames go through ``foreachBatch``, because
-sorts and windows need a static DataFrame. Delivery is at-least-once.
+keep the order across retries); a batch of inserts of distinct keys only
+(``inserts_only``) has no order to keep and is not shuffled. Streaming DataFrames go
+through ``foreachBatch``, because sorts and windows need a static DataFrame. Delivery is
+at-least-once.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def kafka_records(
     database: str | None = None,
     table: str | None = None,
     read_version: int | None = None,
+    inserts_only: bool = False,
 ) -> Any:
     """A static changelog DataFrame as Kafka records: ``topic``, ``key``, ``value``
     (strings; ``value`` null for a tombstone), partitioned by key and sorted by
@@ -65,6 +68,9 @@ def kafka_records(
     ``source`` when the DataFrame has no ``database_name``/``table_name`` columns.
     ``read_version``: the ``_commit_version`` of the rows a snapshot or re-read emitted
     (a pipeline batch's end; no log change has it), which debezium-json writes as ``r``.
+    ``inserts_only``: the caller knows every row is an insert of a key no other row has
+    (a batch of snapshot rows): there are no images to pair and no order to keep, so the
+    records are made where the rows are, without a shuffle.
 
     Built as Spark SQL text (``selectExpr``): each ``pyspark.sql.functions`` call is
     several Py4J round trips, and a pipeline builds these records for every table a
@@ -89,6 +95,9 @@ def kafka_records(
         f"CASE WHEN {sets} THEN 1 ELSE 0 END AS _rank",
     )
     order = ["_k", COMMIT_VERSION, "_rank"]
+    if inserts_only:
+        read = _is_snapshot_row_sql(df, sets, read_version)
+        return _records(_inserts(staged, format, data, read, df, database, table))
     if format == "changelog-json":
         kinds = ", ".join(sql_string(x) for kv in ROW_KINDS.items() for x in kv)
         value = to_row_json_sql(f"named_struct('data', {data}, 'op', map({kinds})[{ct}])")
@@ -132,6 +141,34 @@ def kafka_records(
         f"{paired_post} AS _drop",
     )
     return _records(out.where("NOT _drop").sortWithinPartitions(*order))
+
+
+def _inserts(
+    staged: Any,
+    format: str,
+    data: str,
+    read: str,
+    df: Any,
+    database: str | None,
+    table: str | None,
+) -> Any:
+    """The records of rows that are all inserts of distinct keys, as :func:`kafka_records`
+    makes them for inserts: no window, no shuffle, no sort."""
+    if format == "changelog-json":
+        value = to_row_json_sql(
+            f"named_struct('data', {data}, 'op', {sql_string(ROW_KINDS['insert'])})"
+        )
+    elif format == "upsert":
+        value = to_row_json_sql(data)
+    else:
+        value = to_row_json_sql(
+            # a null of any type is written as null
+            f"named_struct('before', CAST(NULL AS STRING), 'after', {data}, "
+            f"'op', CASE WHEN {read} THEN 'r' ELSE 'c' END, "
+            f"'source', {_source_sql(df, database, table)}, "
+            f"'ts_ms', unix_millis({quoted(COMMIT_TIMESTAMP)}))"
+        )
+    return staged.selectExpr("_topic", "_k", f"{value} AS _v")
 
 
 def _is_snapshot_row_sql(df: Any, sets: str, read_version: int | None = None) -> str:
@@ -194,6 +231,8 @@ class KafkaChangelogWriter:
     kafka_options: Mapping[str, str] = field(default_factory=dict)
     #: See :func:`kafka_records`.
     read_version: int | None = None
+    #: See :func:`kafka_records`.
+    inserts_only: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -211,6 +250,7 @@ class KafkaChangelogWriter:
             database=self.database,
             table=self.table,
             read_version=self.read_version,
+            inserts_only=self.inserts_only,
         )
 
     def write(self, df: Any) -> None:
