@@ -84,9 +84,9 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         self._scanned: tuple[LsnPosition, int, list[Transaction]] | None = None
         #: Tables whose chunks wait for their change in the WAL (warned about once).
         self._pending: set[TableId] = set()
-        #: Captured tables (by OID) found gone from the catalog, with the WAL insert
-        #: position when first found so: their drop is a batch of its own once the stream
-        #: has read up to there (server/gone_tables.py).
+        #: Captured tables (by OID) found gone from the catalog, with the WAL position
+        #: bounding their changes when first found so: their drop is a batch of its own
+        #: once the stream has read up to there (server/gone_tables.py).
         self._gone_at: dict[int, int] = {}
 
     @property
@@ -293,11 +293,11 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
     def _gone(self, tables: Mapping[TableId, PgTable]) -> dict[TableId, int]:
         """Of ``tables``, those gone from the catalog (dropped, renamed away), with the
         WAL position past which none of their changes is left (server/gone_tables.py)."""
-        lsn, gone = gone_tables(self.conn, tables.values())
+        gone = gone_tables(self.conn, tables.values())
         found = {}
         for table in tables.values():
             if table.oid in gone:
-                found[table.table_id] = self._gone_at.setdefault(table.oid, lsn)
+                found[table.table_id] = self._gone_at.setdefault(table.oid, gone[table.oid])
         return found
 
     def _dropped(

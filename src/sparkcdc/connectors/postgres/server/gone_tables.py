@@ -2,12 +2,20 @@
 or renamed away (docs/design.md, "Schema changes").
 
 The WAL has no trace of a DROP TABLE or a RENAME (pgoutput decodes row changes only), so
-the catalog is asked, by each table's OID and name, together with the WAL's insert
-position in the same statement. A table the statement's snapshot no longer sees was
-dropped (or renamed) by a transaction that committed before the snapshot was taken, so
-the drop's commit record, and every row change of the table before it, lies before that
-insert position: once the stream has read up to there, none of the table's changes is
-left to read.
+the catalog is asked, by each table's OID and name, together with WAL positions in the
+same statement. A table the statement's snapshot no longer sees was dropped (or renamed)
+by a transaction that committed before the snapshot was taken, so the drop's commit
+record, and every row change of the table before it (a transaction that changed the
+table committed before the drop got its lock), lies before the position returned:
+
+- a table whose OID is gone was dropped. A commit that deletes relation files is always
+  flushed before it is visible, whatever ``synchronous_commit`` says, and the flush takes
+  every earlier record with it, so the WAL's *flush* position bounds it. The stream reads
+  up to the flush position, so the drop's batch follows at once, also on an idle server;
+- a table whose OID is there under another name was renamed, by a commit that need not
+  be flushed yet: the WAL's *insert* position bounds it. Records past the flush position
+  (the server's own, such as page pruning) are flushed only by the next commit, so on an
+  idle server such a batch waits for the next write.
 """
 
 from __future__ import annotations
@@ -20,23 +28,28 @@ from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 
 _PRESENT = """
-SELECT pg_current_wal_insert_lsn()::text, ARRAY(
-    SELECT c.oid::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE (c.oid, n.nspname, c.relname) IN (
-        SELECT * FROM unnest(%s::oid[], %s::text[], %s::text[])
+SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text,
+    ARRAY(SELECT c.oid::bigint FROM pg_class c WHERE c.oid = ANY(%s::oid[])),
+    ARRAY(
+        SELECT c.oid::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE (c.oid, n.nspname, c.relname) IN (
+            SELECT * FROM unnest(%s::oid[], %s::text[], %s::text[])
+        )
     )
-)
 """
 
 
-def gone_tables(conn: Any, tables: Iterable[PgTable]) -> tuple[int, set[int]]:
-    """The WAL insert position, and the OIDs of ``tables`` the catalog does not have
-    under their names (as of a snapshot taken before that position was read)."""
+def gone_tables(conn: Any, tables: Iterable[PgTable]) -> dict[int, int]:
+    """The OIDs of ``tables`` the catalog does not have under their names, each with the
+    WAL position before which all of its changes and its drop (or rename) lie."""
     listed = list(tables)
     if not listed:
-        return 0, set()
+        return {}
     oids = [t.oid for t in listed]
     schemas = [t.table_id.database for t in listed]
     names = [t.table_id.table for t in listed]
-    ((lsn, present),) = query(conn, _PRESENT, (oids, schemas, names))
-    return lsn_from_text(str(lsn)), set(oids) - {int(o) for o in present}
+    ((insert, flush, existing, named),) = query(conn, _PRESENT, (oids, oids, schemas, names))
+    still = {int(o) for o in existing}
+    gone = set(oids) - {int(o) for o in named}
+    bound = {True: lsn_from_text(str(flush)), False: lsn_from_text(str(insert))}
+    return {oid: bound[oid not in still] for oid in gone}
