@@ -414,6 +414,8 @@ def test_a_dropped_table_is_a_batch_of_its_own_and_one_created_again_is_new(
     finally:
         source.close()
     assert any(dropped(e) for e in ends), "no batch of u's drop"
+    changes = {e["tables"]["public.u"]["schema"]["change"] for e in ends if dropped(e)}
+    assert changes == {"DROP TABLE public.u"}
     assert any(dropped(e, "public.v") for e in ends), "no batch of v's drop"
     assert not {"public.u", "public.v"} & set(ends[-1]["tables"])
     assert state["t"] == dict(db.execute("SELECT id, v FROM t")), "t goes on as before"
@@ -432,6 +434,55 @@ def test_a_dropped_table_is_a_batch_of_its_own_and_one_created_again_is_new(
     finally:
         restarted.close()
     assert state["u"] == {1: "new one", 2: "new two", 3: "new three"}
+
+
+def test_a_table_renamed_away_is_a_drop_of_its_name_after_its_last_change(
+    db: Database,
+) -> None:
+    """The WAL shows no rename either: a captured table renamed away is gone from the
+    catalog under its name, so it is a drop of that name, once the stream has read its
+    changes up to the rename. Its OID is still there, so the rename's commit need not be
+    flushed: the bound is the WAL's insert position, which the next commit anywhere on the
+    server flushes past. The table under its new name is not captured."""
+    for name in ("t", "u"):
+        db.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v TEXT)")
+        db.execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+        db.execute(f"INSERT INTO {name} SELECT g, '{name}' || g FROM generate_series(1, 50) g")
+    options = {
+        "table-name": "t|u",
+        "scan.envelope.enabled": "true",
+        "truncate.handling.mode": "skip",
+        "heartbeat.interval": "0s",
+    }
+    ends: list[Any] = []
+    state: dict[str, dict[int, Any]] = {"t": {}, "u": {}}
+
+    def apply(rows: list[dict[str, Any]]) -> None:
+        replay(state, rows)
+
+    source = db.source(**options)
+    try:
+        offset = run_batches(source, None, apply, ends=ends)
+        db.execute("INSERT INTO u VALUES (1000, 'last')")
+        db.execute("ALTER TABLE u RENAME TO u_old")
+        offset = run_batches(source, offset, apply, ends=ends)
+        db.execute("INSERT INTO t VALUES (-1, 'after the rename')")  # a commit: a flush
+        offset = run_batches(source, offset, apply, ends=ends)
+        db.execute("INSERT INTO u_old VALUES (2000, 'under its new name')")
+        db.execute("INSERT INTO t VALUES (-2, 'later')")
+        run_batches(source, offset, apply, ends=ends)
+    finally:
+        source.close()
+    drops = [
+        e for e in ends if "table_dropped" in (e["tables"].get("public.u", {}).get("schema") or {})
+    ]
+    assert len(drops) == 1, "one batch of the rename away"
+    assert drops[0]["tables"]["public.u"]["schema"]["change"] == (
+        "ALTER TABLE public.u RENAME TO public.u_old"
+    )
+    assert "public.u" not in ends[-1]["tables"] and "public.u_old" not in ends[-1]["tables"]
+    assert state["u"] == {**{i: f"u{i}" for i in range(1, 51)}, 1000: "last"}
+    assert state["t"] == dict(db.execute("SELECT id, v FROM t"))
 
 
 def replay(state: dict[str, dict[int, Any]], rows: list[dict[str, Any]]) -> None:

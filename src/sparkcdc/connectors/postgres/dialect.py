@@ -19,7 +19,7 @@ from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.changed_table import table_after
 from sparkcdc.connectors.postgres.server.connection import connect, query, retries
 from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
-from sparkcdc.connectors.postgres.server.gone_tables import gone_tables
+from sparkcdc.connectors.postgres.server.gone_tables import GoneTable, gone_tables
 from sparkcdc.connectors.postgres.server.table_json import table_from_json, table_to_json
 from sparkcdc.connectors.postgres.server.types import arrow_type
 from sparkcdc.connectors.postgres.server.validation import validate_server, validate_tables
@@ -68,6 +68,19 @@ def _oids(tables: Mapping[TableId, PgTable], chosen: Iterable[TableId]) -> set[i
     return {tables[t].oid for t in chosen}
 
 
+def _gone_statement(gone: Mapping[TableId, GoneTable]) -> str:
+    """What the catalog says happened to ``gone`` (the WAL has no DDL): the drops, then
+    each rename away (``DROP TABLE a, b; ALTER TABLE c RENAME TO d``)."""
+    dropped = [str(t) for t, g in gone.items() if g.renamed_to is None]
+    parts = [f"DROP TABLE {', '.join(dropped)}"] if dropped else []
+    parts += [
+        f"ALTER TABLE {t} RENAME TO {g.renamed_to}"
+        for t, g in gone.items()
+        if g.renamed_to is not None
+    ]
+    return "; ".join(parts)
+
+
 class PostgresDialect(Dialect[LsnPosition, PgTable]):
     format_name = "postgres-cdc"
     follows_schema_changes = True
@@ -87,7 +100,7 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         #: Captured tables (by OID) found gone from the catalog, with the WAL position
         #: bounding their changes when first found so: their drop is a batch of its own
         #: once the stream has read up to there (server/gone_tables.py).
-        self._gone_at: dict[int, int] = {}
+        self._gone_at: dict[int, GoneTable] = {}
 
     @property
     def settings(self) -> PostgresSourceConfig:
@@ -290,9 +303,10 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
             truncated=True,
         )
 
-    def _gone(self, tables: Mapping[TableId, PgTable]) -> dict[TableId, int]:
-        """Of ``tables``, those gone from the catalog (dropped, renamed away), with the
-        WAL position past which none of their changes is left (server/gone_tables.py)."""
+    def _gone(self, tables: Mapping[TableId, PgTable]) -> dict[TableId, GoneTable]:
+        """Of ``tables``, those gone from the catalog (dropped, renamed away), each as
+        first found so, with the WAL position past which none of their changes is left
+        (server/gone_tables.py)."""
         gone = gone_tables(self.conn, tables.values())
         found = {}
         for table in tables.values():
@@ -307,18 +321,17 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         its own at ``start`` once ``start`` is past every change they had; None before
         (their chunks wait meanwhile, see :meth:`columns_pending`)."""
         gone = self._gone(tables)
-        self._gone_at = {o: at for o, at in self._gone_at.items() if o in _oids(tables, gone)}
-        ready = tuple(sorted(t for t, at in gone.items() if start.lsn >= at))
+        self._gone_at = {o: g for o, g in self._gone_at.items() if o in _oids(tables, gone)}
+        ready = tuple(sorted(t for t, g in gone.items() if start.lsn >= g.bound))
         if not ready:
             return None
         for table_id in ready:
             self._gone_at.pop(tables[table_id].oid, None)
-        names = ", ".join(str(t) for t in ready)
         return SchemaChange(
             ready[0],
             start,
             start,
-            f"DROP TABLE {names} (or a rename away: no longer in the catalog under that name)",
+            _gone_statement({t: gone[t] for t in ready}),
             tables[ready[0]],
             dropped_tables=ready,
         )

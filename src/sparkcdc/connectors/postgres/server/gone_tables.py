@@ -21,35 +21,45 @@ table committed before the drop got its lock), lies before the position returned
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.postgres.server.connection import query
 from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
+from sparkcdc.core.table import TableId
 
 _PRESENT = """
-SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text,
-    ARRAY(SELECT c.oid::bigint FROM pg_class c WHERE c.oid = ANY(%s::oid[])),
-    ARRAY(
-        SELECT c.oid::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE (c.oid, n.nspname, c.relname) IN (
-            SELECT * FROM unnest(%s::oid[], %s::text[], %s::text[])
-        )
-    )
+SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text, (
+    SELECT json_agg(json_build_array(c.oid::bigint, n.nspname, c.relname))
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = ANY(%s::oid[])
+)
 """
 
 
-def gone_tables(conn: Any, tables: Iterable[PgTable]) -> dict[int, int]:
-    """The OIDs of ``tables`` the catalog does not have under their names, each with the
-    WAL position before which all of its changes and its drop (or rename) lie."""
+@dataclass(frozen=True)
+class GoneTable:
+    """A captured table no longer in the catalog under its name."""
+
+    #: The WAL position before which its changes and its drop (or rename) lie.
+    bound: int
+    #: Its name now, for a table renamed away; None for a dropped one.
+    renamed_to: TableId | None
+
+
+def gone_tables(conn: Any, tables: Iterable[PgTable]) -> dict[int, GoneTable]:
+    """Of ``tables``, by OID, those the catalog does not have under their names."""
     listed = list(tables)
     if not listed:
         return {}
-    oids = [t.oid for t in listed]
-    schemas = [t.table_id.database for t in listed]
-    names = [t.table_id.table for t in listed]
-    ((insert, flush, existing, named),) = query(conn, _PRESENT, (oids, oids, schemas, names))
-    still = {int(o) for o in existing}
-    gone = set(oids) - {int(o) for o in named}
-    bound = {True: lsn_from_text(str(flush)), False: lsn_from_text(str(insert))}
-    return {oid: bound[oid not in still] for oid in gone}
+    ((insert, flush, present),) = query(conn, _PRESENT, ([t.oid for t in listed],))
+    names = {int(oid): TableId(schema, name) for oid, schema, name in present or []}
+    gone = {}
+    for table in listed:
+        now = names.get(table.oid)
+        if now is None:
+            gone[table.oid] = GoneTable(lsn_from_text(str(flush)), None)
+        elif now != table.table_id:
+            gone[table.oid] = GoneTable(lsn_from_text(str(insert)), now)
+    return gone
