@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -406,10 +407,9 @@ def test_a_dropped_table_is_a_batch_of_its_own_and_one_created_again_is_new(
         db.execute("INSERT INTO u VALUES (1000, 'last')")
         db.execute("DROP TABLE u")
         db.execute("INSERT INTO t VALUES (-1, 'after the drop')")
-        # WAL after the drop that nothing flushes (a non-transactional message; the
-        # server writes such records itself, e.g. page pruning): the drop's batch must
-        # come without waiting for a later commit to flush it
-        db.execute("SELECT pg_logical_emit_message(false, 'sparkcdc-test', 'unflushed')")
+        # the WAL's insert position now past the new segment's header, where no flush
+        # goes on an idle server: the drop's batch must not wait for a later commit
+        db.execute("SELECT pg_switch_wal()")
         offset = run_batches(source, offset, apply, max_rows=100, ends=ends)
     finally:
         source.close()
@@ -441,9 +441,11 @@ def test_a_table_renamed_away_is_a_drop_of_its_name_after_its_last_change(
 ) -> None:
     """The WAL shows no rename either: a captured table renamed away is gone from the
     catalog under its name, so it is a drop of that name, once the stream has read its
-    changes up to the rename. Its OID is still there, so the rename's commit need not be
-    flushed: the bound is the WAL's insert position, which the next commit anywhere on the
-    server flushes past. The table under its new name is not captured."""
+    changes up to the rename. Its OID is still there and the rename's commit need not be
+    flushed (``synchronous_commit = off``), so the bound is the WAL's insert position, moved
+    back over a page header that nothing follows: the batch comes on an idle server too,
+    once the WAL writer has flushed what is written. The table under its new name is not
+    captured."""
     for name in ("t", "u"):
         db.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v TEXT)")
         db.execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
@@ -460,25 +462,30 @@ def test_a_table_renamed_away_is_a_drop_of_its_name_after_its_last_change(
     def apply(rows: list[dict[str, Any]]) -> None:
         replay(state, rows)
 
+    def renamed(end: Any) -> bool:
+        return "table_dropped" in (end["tables"].get("public.u", {}).get("schema") or {})
+
     source = db.source(**options)
     try:
         offset = run_batches(source, None, apply, ends=ends)
         db.execute("INSERT INTO u VALUES (1000, 'last')")
         db.execute("ALTER TABLE u RENAME TO u_old")
-        offset = run_batches(source, offset, apply, ends=ends)
-        db.execute("INSERT INTO t VALUES (-1, 'after the rename')")  # a commit: a flush
-        offset = run_batches(source, offset, apply, ends=ends)
+        db.execute("SELECT pg_switch_wal()")  # the insert position past a header, idle
+        for _ in range(10):  # no commit meanwhile: the WAL writer's flush, then the batch
+            offset = run_batches(source, offset, apply, ends=ends)
+            if any(renamed(e) for e in ends):
+                break
+            time.sleep(0.5)
+        assert any(renamed(e) for e in ends), "the rename's batch waits for a later commit"
         db.execute("INSERT INTO u_old VALUES (2000, 'under its new name')")
         db.execute("INSERT INTO t VALUES (-2, 'later')")
         run_batches(source, offset, apply, ends=ends)
     finally:
         source.close()
-    drops = [
-        e for e in ends if "table_dropped" in (e["tables"].get("public.u", {}).get("schema") or {})
-    ]
+    drops = [e for e in ends if renamed(e)]
     assert len(drops) == 1, "one batch of the rename away"
     assert drops[0]["tables"]["public.u"]["schema"]["change"] == (
-        "ALTER TABLE public.u RENAME TO public.u_old"
+        "ALTER TABLE public.u RENAME TO u_old"
     )
     assert "public.u" not in ends[-1]["tables"] and "public.u_old" not in ends[-1]["tables"]
     assert state["u"] == {**{i: f"u{i}" for i in range(1, 51)}, 1000: "last"}

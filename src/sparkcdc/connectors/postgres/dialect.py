@@ -70,14 +70,18 @@ def _oids(tables: Mapping[TableId, PgTable], chosen: Iterable[TableId]) -> set[i
 
 def _gone_statement(gone: Mapping[TableId, GoneTable]) -> str:
     """What the catalog says happened to ``gone`` (the WAL has no DDL): the drops, then
-    each rename away (``DROP TABLE a, b; ALTER TABLE c RENAME TO d``)."""
+    each rename away (``DROP TABLE s.a, s.b; ALTER TABLE s.c RENAME TO d``)."""
     dropped = [str(t) for t, g in gone.items() if g.renamed_to is None]
     parts = [f"DROP TABLE {', '.join(dropped)}"] if dropped else []
-    parts += [
-        f"ALTER TABLE {t} RENAME TO {g.renamed_to}"
-        for t, g in gone.items()
-        if g.renamed_to is not None
-    ]
+    for table_id, table in gone.items():
+        now = table.renamed_to
+        if now is None:
+            continue
+        if now.database == table_id.database:
+            parts.append(f"ALTER TABLE {table_id} RENAME TO {now.table}")
+        else:
+            moved = f"ALTER TABLE {table_id} SET SCHEMA {now.database}"
+            parts.append(moved if now.table == table_id.table else f"{moved} (now {now})")
     return "; ".join(parts)
 
 
@@ -304,14 +308,18 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         )
 
     def _gone(self, tables: Mapping[TableId, PgTable]) -> dict[TableId, GoneTable]:
-        """Of ``tables``, those gone from the catalog (dropped, renamed away), each as
-        first found so, with the WAL position past which none of their changes is left
-        (server/gone_tables.py)."""
+        """Of ``tables``, those gone from the catalog (dropped, renamed away), with the
+        WAL position past which none of their changes is left (server/gone_tables.py)."""
         gone = gone_tables(self.conn, tables.values())
         found = {}
         for table in tables.values():
-            if table.oid in gone:
-                found[table.table_id] = self._gone_at.setdefault(table.oid, gone[table.oid])
+            now = gone.get(table.oid)
+            if now is None:
+                continue
+            seen = self._gone_at.get(table.oid)
+            if seen is not None:  # the earliest bound (each is one), the name it has now
+                now = GoneTable(min(seen.bound, now.bound), now.renamed_to)
+            found[table.table_id] = self._gone_at[table.oid] = now
         return found
 
     def _dropped(
