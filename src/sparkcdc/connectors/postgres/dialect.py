@@ -101,9 +101,9 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
         self._scanned: tuple[LsnPosition, int, list[Transaction]] | None = None
         #: Tables whose chunks wait for their change in the WAL (warned about once).
         self._pending: set[TableId] = set()
-        #: Captured tables (by OID) found gone from the catalog, with the WAL position
-        #: bounding their changes when first found so: their drop is a batch of its own
-        #: once the stream has read up to there (server/gone_tables.py).
+        #: Captured tables (by OID) found gone from the catalog, with the earliest WAL
+        #: position found to bound their changes, and their name now: their drop is a
+        #: batch of its own once the stream has read up to there (server/gone_tables.py).
         self._gone_at: dict[int, GoneTable] = {}
 
     @property
