@@ -445,19 +445,20 @@ def test_a_table_renamed_away_is_a_drop_of_its_name_after_its_last_change(
     flushed (``synchronous_commit = off``), so the bound is the WAL's insert position, moved
     back over a page header that nothing follows: the batch comes on an idle server too,
     once the WAL writer has flushed what is written. The table under its new name is not
-    captured."""
-    for name in ("t", "u"):
+    captured. A table dropped in the same transaction is gone in the same batch, and
+    each entry tells its own statement."""
+    for name in ("t", "u", "w"):
         db.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v TEXT)")
         db.execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
         db.execute(f"INSERT INTO {name} SELECT g, '{name}' || g FROM generate_series(1, 50) g")
     options = {
-        "table-name": "t|u",
+        "table-name": "t|u|w",
         "scan.envelope.enabled": "true",
         "truncate.handling.mode": "skip",
         "heartbeat.interval": "0s",
     }
     ends: list[Any] = []
-    state: dict[str, dict[int, Any]] = {"t": {}, "u": {}}
+    state: dict[str, dict[int, Any]] = {"t": {}, "u": {}, "w": {}}
 
     def apply(rows: list[dict[str, Any]]) -> None:
         replay(state, rows)
@@ -469,7 +470,7 @@ def test_a_table_renamed_away_is_a_drop_of_its_name_after_its_last_change(
     try:
         offset = run_batches(source, None, apply, ends=ends)
         db.execute("INSERT INTO u VALUES (1000, 'last')")
-        db.execute("ALTER TABLE u RENAME TO u_old")
+        db.execute("BEGIN; ALTER TABLE u RENAME TO u_old; DROP TABLE w; COMMIT")
         db.execute("SELECT pg_switch_wal()")  # the insert position past a header, idle
         for _ in range(10):  # no commit meanwhile: the WAL writer's flush, then the batch
             offset = run_batches(source, offset, apply, ends=ends)
@@ -484,10 +485,11 @@ def test_a_table_renamed_away_is_a_drop_of_its_name_after_its_last_change(
         source.close()
     drops = [e for e in ends if renamed(e)]
     assert len(drops) == 1, "one batch of the rename away"
-    assert drops[0]["tables"]["public.u"]["schema"]["change"] == (
-        "ALTER TABLE public.u RENAME TO u_old"
-    )
-    assert "public.u" not in ends[-1]["tables"] and "public.u_old" not in ends[-1]["tables"]
+    gone = drops[0]["tables"]
+    assert gone["public.u"]["schema"]["change"] == "ALTER TABLE public.u RENAME TO u_old"
+    assert gone["public.w"]["schema"]["change"] == "DROP TABLE public.w"
+    assert "table_dropped" in gone["public.w"]["schema"]
+    assert not {"public.u", "public.u_old", "public.w"} & set(ends[-1]["tables"])
     assert state["u"] == {**{i: f"u{i}" for i in range(1, 51)}, 1000: "last"}
     assert state["t"] == dict(db.execute("SELECT id, v FROM t"))
 

@@ -534,7 +534,7 @@ class IncrementalSource(Generic[P, T]):
         for table_id in change.dropped_tables:
             schema = {
                 "table": self.dialect.table_to_json(shapes[table_id]),
-                "change": change.statement,
+                "change": change.statement_of(table_id),
                 TABLE_DROPPED: marker,
             }
             progress[table_id] = dataclasses.replace(TableProgress.finished(), schema=schema)

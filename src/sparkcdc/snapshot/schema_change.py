@@ -83,10 +83,18 @@ class SchemaChange(Generic[P, T]):
     #: ``table_id`` is the first, ``table`` it unchanged). Their batch records the drop in
     #: their offset entries (``"table_dropped"``) and the next batch forgets them.
     dropped_tables: tuple[TableId, ...] = ()
+    #: A dropped table's own statement, where ``statement`` tells of several tables that
+    #: the log did not change in one statement (PostgreSQL's catalog, read once for all
+    #: the tables gone in a batch); the others' entries take ``statement``.
+    dropped_statements: Mapping[TableId, str] = field(default_factory=dict)
     #: Columns the statement gave values in the rows already there without a row in the
     #: log (an added column's default, a retyped column's converted values): the driver
     #: reads the table's rows again, as for a swap, so every copy gets them.
     rewritten: tuple[str, ...] = ()
+
+    def statement_of(self, table_id: TableId) -> str:
+        """The statement that dropped ``table_id`` (of ``dropped_tables``)."""
+        return self.dropped_statements.get(table_id, self.statement)
 
     def describe(self) -> str:
         text = " ".join(self.statement.split())

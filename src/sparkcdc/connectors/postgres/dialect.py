@@ -342,6 +342,7 @@ class PostgresDialect(Dialect[LsnPosition, PgTable]):
             _gone_statement({t: gone[t] for t in ready}),
             tables[ready[0]],
             dropped_tables=ready,
+            dropped_statements={t: _gone_statement({t: gone[t]}) for t in ready},
         )
 
     def columns_pending(self, tables: Mapping[TableId, PgTable]) -> set[TableId]:
