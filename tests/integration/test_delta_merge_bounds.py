@@ -125,7 +125,18 @@ def test_the_bound_lists_few_keys_ranges_many_and_leaves_out_what_is_not_exact(
         return None if column is None else str(column)
 
     few = bound("bigint", [5, -3, 9])
-    assert few is not None and "'in(t.k" in few, few
+    # listed (rows), and a range each (files: Delta skips by an IN list's least and
+    # greatest key, but leg by leg of an OR)
+    assert few is not None and "in(t.k" in few and few.count("or(") == 2, few
+    # clusters of keys far apart: a range each
+    ends = [*range(1, 101), *range(10**7, 10**7 + 100)]
+    clustered = bound("bigint", ends)
+    assert clustered is not None and clustered.count("or(") == 1, clustered
+    summed = bound("bigint", [*range(1, 601), *range(10**7, 10**7 + 600)])  # aggregated
+    assert summed is not None and summed.count("or(") == 1, summed
+    assert "10000599" in summed and "600" in summed, summed
+    dates = bound("date", [date(2020, 1, d) for d in range(1, 31)] * 40 + [date(2026, 1, 1)])
+    assert dates is not None and dates.count("or(") == 1, dates
     many = bound("bigint", list(range(LISTED_KEYS + 1)))
     assert many is not None and "'in(" not in many, many
     aggregated = bound("bigint", list(range(COLLECTED_ROWS + 5)))
@@ -138,3 +149,48 @@ def test_the_bound_lists_few_keys_ranges_many_and_leaves_out_what_is_not_exact(
     assert bound("timestamp", [datetime(2024, 1, 1)]) is None
     # <=> matches NULL keys, which a range or list would leave out
     assert bound("bigint", [1, None]) is None
+
+
+def test_a_batch_at_both_ends_of_the_table_reads_only_the_files_there(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Deletes of the oldest rows, updates of recent ones and inserts of new keys: the
+    MERGE skips the files in between (one range would span them all)."""
+    table = SinkTable(TableId("db", "ends"), _schema("bigint"), ("k",))
+    sink = DeltaSink(DeltaSinkConfig.from_options({"path": str(tmp_path)}))
+    sink.open(spark, [table])
+    path = sink.target_path(table.source)
+    for part in range(8):  # eight files of 1,000 ascending keys each
+        rows = spark.range(part * 1000, (part + 1) * 1000).selectExpr(
+            "id AS k", "CAST(id % 7 AS INT) AS n", "CAST(id AS STRING) AS v"
+        )
+        rows.coalesce(1).write.format("delta").mode("append").save(path)
+    changes = [(k, k % 7, str(k), "delete") for k in range(100)]
+    for k in range(7_900, 8_000):
+        changes += [(k, k % 7, str(k), "update_preimage"), (k, 0, "new", "update_postimage")]
+    changes += [(k, 1, "ins", "insert") for k in range(8_000, 8_100)]
+    frame = _batch(spark, table.schema, changes, 1)
+    sink.write(
+        MicroBatch(
+            pipeline="bounds-test",
+            batch_id=1,
+            changes={table.source: frame},
+            row_counts={table.source: len(changes)},
+        )
+    )
+    got = dict(spark.read.format("delta").load(path).select("k", "v").collect())
+    assert len(got) == 8_000 and got[7_950] == "new" and got[8_050] == "ins" and 5 not in got
+    # the files Delta's skipping leaves for the bound (as the MERGE's search for the files
+    # to touch does): the first, and the last two (the MERGE wrote the ninth)
+    bound = key_bounds(frame, "k", table.schema["k"].dataType)
+    assert bound is not None and str(bound).count("or(") == 1, bound
+    assert _files_read(spark.read.format("delta").load(path).alias("t").where(bound)) == 3
+
+
+def _files_read(frame: Any) -> int:
+    """How many files ``frame``'s one file scan read, once collected."""
+    frame.collect()
+    leaves = frame._jdf.queryExecution().executedPlan().collectLeaves()
+    scans = [leaves.apply(i) for i in range(leaves.size())]
+    (files,) = [s.metrics().get("numFiles").get().value() for s in scans]
+    return int(files)
