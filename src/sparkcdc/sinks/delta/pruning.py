@@ -80,8 +80,6 @@ def key_bounds(changes: Any, key: str, data_type: Any, alias: str = "t") -> Any 
     def literal(value: Any) -> Any:
         return F.lit(value).cast(data_type)
 
-    if not spaced:
-        ranges = [(ranges[0][0], ranges[-1][1])]
     bound = _any([target.between(literal(a), literal(b)) for a, b in ranges])
     if ordered and len(ordered) <= LISTED_KEYS:
         return target.isin([literal(k) for k in ordered]) & bound
