@@ -76,6 +76,11 @@ if [[ ! -f $STAMPS/pip || $(cat "$STAMPS/pip") != "$pip_key" ]] || ! decoder_bui
   echo "$pip_key" >"$STAMPS/pip"
 fi
 
+# Spark starts its Python processes with PySpark's source-only zips first on their path; a
+# .pth file makes them import the installed (compiled) PySpark instead: ~0.8 CPU-s less per
+# process started (src/sparkcdc/spark/pyspark_zips.py). Rewritten every time: it is tiny.
+.venv/bin/python -m sparkcdc.spark.pyspark_zips 2>/dev/null
+
 # 3. JVM jars from Maven Central (Spark's Kafka connector, Delta Lake, JDBC drivers, Kafka broker).
 mvn_key=$(sha256sum jvm/pom.xml | cut -d' ' -f1)
 if [[ ! -f $STAMPS/mvn || $(cat "$STAMPS/mvn") != "$mvn_key" || ! -d jvm/jars ]]; then
