@@ -9,7 +9,10 @@ a data source by its class's ``name()``.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
+from types import TracebackType
 from typing import Any, ClassVar, cast
 
 import pyarrow as pa
@@ -118,7 +121,28 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.source.commit(end)
 
     def stop(self) -> None:
+        """Spark's streaming runner (a Python process of its own) calls this when its loop
+        ends. When the JVM hung up on it (the query stopped: ``read_int`` of the next call
+        met the end of the socket), the runner would then write that ``EOFError`` back to
+        the closed socket and print the ``BrokenPipeError``'s traceback into Spark's log,
+        an error line for a clean stop. The process is ending anyway: it ends here, quietly.
+        Any other error still goes back to the JVM as the runner reports it."""
         self.source.close()
+        if jvm_hung_up(sys.exc_info()[2]):
+            os._exit(0)
+
+
+def jvm_hung_up(trace: TracebackType | None) -> bool:
+    """Whether the exception in flight is PySpark's ``read_int`` meeting the end of its
+    socket (an ``EOFError`` raised by our own code is an error to report)."""
+    if trace is None or not isinstance(sys.exc_info()[1], EOFError):
+        return False
+    while trace.tb_next is not None:
+        trace = trace.tb_next
+    code = trace.tb_frame.f_code
+    return code.co_name == "read_int" and code.co_filename.endswith(
+        os.path.join("pyspark", "serializers.py")
+    )
 
 
 class SnapshotReader(DataSourceReader):
