@@ -15,6 +15,7 @@ import pytest
 
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.delta import sink as delta_sink
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.pruning import COLLECTED_ROWS, LISTED_KEYS, key_bounds
 from sparkcdc.sinks.delta.sink import DeltaSink
@@ -84,8 +85,14 @@ def _random_batch(
     [(kind, False) for kind in KEY_KINDS] + [("bigint", True), ("string", True)],
 )
 def test_bounded_merges_write_exactly_the_expected_rows(
-    spark: Any, tmp_path: Path, kind: str, deletion_vectors: bool
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    deletion_vectors: bool,
 ) -> None:
+    # this small a target is rewritten, not marked, unless the sink is told otherwise
+    monkeypatch.setattr(delta_sink, "REWRITE_BELOW_BYTES", 0)
     table = SinkTable(TableId("db", f"t_{kind}"), _schema(kind), ("k",))
     sink = DeltaSink(
         DeltaSinkConfig.from_options(
@@ -152,10 +159,12 @@ def test_the_bound_lists_few_keys_ranges_many_and_leaves_out_what_is_not_exact(
 
 
 def test_a_batch_at_both_ends_of_the_table_reads_only_the_files_there(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Deletes of the oldest rows, updates of recent ones and inserts of new keys: the
     MERGE skips the files in between (one range would span them all)."""
+    # marked, not rewritten: the files stay as laid out here
+    monkeypatch.setattr(delta_sink, "REWRITE_BELOW_BYTES", 0)
     table = SinkTable(TableId("db", "ends"), _schema("bigint"), ("k",))
     sink = DeltaSink(DeltaSinkConfig.from_options({"path": str(tmp_path)}))
     sink.open(spark, [table])

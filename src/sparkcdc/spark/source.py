@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any, ClassVar, cast
 
 import pyarrow as pa
@@ -128,15 +127,16 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         an error line for a clean stop. The process is ending anyway: it ends here, quietly.
         Any other error still goes back to the JVM as the runner reports it."""
         self.source.close()
-        if jvm_hung_up(sys.exc_info()[2]):
+        if jvm_hung_up(sys.exc_info()[1]):
             os._exit(0)
 
 
-def jvm_hung_up(trace: TracebackType | None) -> bool:
-    """Whether the exception in flight is PySpark's ``read_int`` meeting the end of its
-    socket (an ``EOFError`` raised by our own code is an error to report)."""
-    if trace is None or not isinstance(sys.exc_info()[1], EOFError):
+def jvm_hung_up(error: BaseException | None) -> bool:
+    """Whether ``error`` (the exception in flight) is PySpark's ``read_int`` meeting the
+    end of its socket (an ``EOFError`` raised by our own code is an error to report)."""
+    if not isinstance(error, EOFError) or error.__traceback__ is None:
         return False
+    trace = error.__traceback__
     while trace.tb_next is not None:
         trace = trace.tb_next
     code = trace.tb_frame.f_code

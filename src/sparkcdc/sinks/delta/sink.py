@@ -66,6 +66,12 @@ TRUNCATE_APP = ":truncate"
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_MERGE_DELETION_VECTORS = "spark.databricks.delta.merge.deletionVectors.persistent"
+#: A target smaller than this is rewritten by a MERGE (copy-on-write) even where it has
+#: deletion vectors: writing them costs a MERGE ~1.2 s more (four more SQL executions)
+#: whatever the table's size, while rewriting every file of a table this small costs less
+#: (benchmarks/delta_merge.py, docs/pipelines.md).
+REWRITE_BELOW_BYTES = 4 * 1024 * 1024
 
 
 class DeltaSink(Sink):
@@ -401,7 +407,8 @@ class DeltaSink(Sink):
         if bounds is not None:
             matches = matches & bounds
         values: dict[str, Any] = {quoted(c): f"s.{quoted(c)}" for c in table.columns}
-        target = DeltaTable.forPath(spark, self.target_path(table.source))
+        path = self.target_path(table.source)
+        target = DeltaTable.forPath(spark, path)
         merge = target.alias("t").merge(last.alias("s"), matches)
         merge = merge.whenMatchedDelete(condition=f"s.{DELETED}")
         for kind, columns_kept in enumerate(kept):
@@ -412,11 +419,11 @@ class DeltaSink(Sink):
                 merge = merge.whenMatchedUpdate(
                     condition=f"NOT s.{DELETED} AND s.{REREAD} = {kind}", set=reread
                 )
-        (
-            merge.whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
-            .whenNotMatchedInsert(condition=f"NOT s.{DELETED}", values=values)
-            .execute()
-        )
+        merge = merge.whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
+        merge = merge.whenNotMatchedInsert(condition=f"NOT s.{DELETED}", values=values)
+        small = _size_in_bytes(spark, path) < REWRITE_BELOW_BYTES
+        with _session_setting(spark, _MERGE_DELETION_VECTORS, "false" if small else None):
+            merge.execute()
 
     def _append(self, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
         rows = changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
@@ -457,6 +464,39 @@ def _qualified(spark: Any, location: str) -> str:
     path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(location)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return str(fs.makeQualified(path).toString())
+
+
+def _size_in_bytes(spark: Any, path: str) -> float:
+    """The target's size as Delta's last known snapshot of it says (its checksum: no job),
+    or infinity where this Delta's log is not reachable (another Delta build, e.g.
+    Databricks'): then the MERGE keeps the table's own deletion-vector setting."""
+    from py4j.protocol import Py4JError
+
+    try:
+        jvm = spark.sparkContext._jvm
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+        return float(delta_log.unsafeVolatileSnapshot().sizeInBytes())
+    except (Py4JError, AttributeError) as exc:  # a class or method this Delta lacks
+        log.debug("delta sink: no size of %s (%s); the MERGE keeps its setting", path, exc)
+        return float("inf")
+
+
+@contextmanager
+def _session_setting(spark: Any, key: str, value: str | None) -> Iterator[None]:
+    """``key`` set to ``value`` meanwhile (nothing when None), then back to what it was:
+    a user's own setting of it in ``spark-conf`` outlives the write."""
+    if value is None:
+        yield
+        return
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def _metadata(batch: MicroBatch, offset: bool) -> str:
