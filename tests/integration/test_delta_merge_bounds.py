@@ -91,8 +91,7 @@ def test_bounded_merges_write_exactly_the_expected_rows(
     kind: str,
     deletion_vectors: bool,
 ) -> None:
-    # this small a target is rewritten, not marked, unless the sink is told otherwise
-    monkeypatch.setattr(delta_sink, "REWRITE_BELOW_BYTES", 0)
+    rewrite_below = delta_sink.REWRITE_BELOW_BYTES
     table = SinkTable(TableId("db", f"t_{kind}"), _schema(kind), ("k",))
     sink = DeltaSink(
         DeltaSinkConfig.from_options(
@@ -105,6 +104,10 @@ def test_bounded_merges_write_exactly_the_expected_rows(
     # a first batch too big to collect (an aggregated range), then small ones (listed
     # keys) and bigger ones (a collected range)
     for batch_id, size in enumerate([COLLECTED_ROWS + 200, 5, LISTED_KEYS + 30, 1, 40], start=1):
+        # odd batches mark replaced rows where the table has deletion vectors, even ones
+        # rewrite the files they touch (this small a target's way), those files' deletion
+        # vectors included
+        monkeypatch.setattr(delta_sink, "REWRITE_BELOW_BYTES", 0 if batch_id % 2 else rewrite_below)
         changes = _random_batch(pick, kind, state, size)
         frame = _batch(spark, table.schema, changes, batch_id)
         sink.write(
@@ -116,10 +119,25 @@ def test_bounded_merges_write_exactly_the_expected_rows(
             )
         )
         frame.unpersist()
-    rows = spark.read.format("delta").load(sink.target_path(table.source)).collect()
+    path = sink.target_path(table.source)
+    rows = spark.read.format("delta").load(path).collect()
     got = {row[0]: tuple(row) for row in rows}
     assert len(got) == len(rows), "a key twice in the target"
     assert got == state
+    if deletion_vectors:  # both ways ran
+        merges = [
+            dict(m)
+            for (m,) in spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
+            .where("operation = 'MERGE'")
+            .select("operationMetrics")
+            .collect()
+        ]
+        assert any(int(m.get("numTargetDeletionVectorsAdded", 0)) > 0 for m in merges)
+        assert any(
+            int(m.get("numTargetDeletionVectorsAdded", 0)) == 0
+            and int(m["numTargetFilesRemoved"]) > 0
+            for m in merges
+        ), merges
 
 
 def test_the_bound_lists_few_keys_ranges_many_and_leaves_out_what_is_not_exact(
