@@ -467,8 +467,9 @@ def _qualified(spark: Any, location: str) -> str:
 
 
 def _size_in_bytes(spark: Any, path: str) -> float:
-    """The target's size as Delta's last known snapshot of it says (its checksum: no job),
-    or infinity where this Delta's log is not reachable (another Delta build, e.g.
+    """The target's size as Delta's last known snapshot of it says (from the checksum file
+    Delta writes with each commit: no job; without one, the state the MERGE computes
+    anyway), or infinity where this Delta's log is not reachable (another Delta build, e.g.
     Databricks'): then the MERGE keeps the table's own deletion-vector setting."""
     from py4j.protocol import Py4JError
 
