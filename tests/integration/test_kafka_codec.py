@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 
 from sparkcdc.core.changes import ChangeType
 from sparkcdc.formats.changelog_json import ChangelogJsonCodec
-from sparkcdc.formats.debezium_json import DebeziumJsonCodec, to_changes
+from sparkcdc.formats.debezium_json import (
+    DebeziumJsonCodec,
+    DebeziumRecord,
+    SourceInfo,
+    to_changes,
+)
 from sparkcdc.formats.row_json_decode import RowJson
 from sparkcdc.formats.upsert_json import UpsertJsonCodec, UpsertMessage
 from sparkcdc.spark.kafka.codec import parse_json, row_struct, to_row_json
@@ -152,3 +157,107 @@ def test_records_of_snapshot_rows_need_no_shuffle_and_are_the_same(
         plan = fast._jdf.queryExecution().executedPlan().toString()
         assert "Exchange" not in plan and "Window" not in plan and "Sort" not in plan, plan
         assert sorted(map(tuple, fast.collect())) == sorted(map(tuple, records(False).collect()))
+
+
+def test_tables_staged_together_are_shuffled_once_and_keep_their_own_records(
+    spark: Any,
+) -> None:
+    """A batch's tables go through one shuffle (pipeline sink): each table's records are
+    those it has alone, in order per key, though both tables change key 1 at the same
+    version (an update's images must pair within their own table). debezium-json's
+    message, put together from JSON text, is byte for byte the Python codec's."""
+    from decimal import Decimal
+
+    from sparkcdc.spark.kafka.sink import records_of_staged, staged_changes
+
+    at = dt.datetime(2024, 5, 1, 12, 30, 1, 250000, tzinfo=dt.timezone.utc)
+    first = spark.createDataFrame(
+        [  # id 1 inserted, updated, moved to id 2, deleted
+            (1, "a", "insert", 10, at),
+            (1, "a", "update_preimage", 20, at),
+            (1, "b", "update_postimage", 20, at),
+            (1, "b", "update_preimage", 30, at),
+            (2, "b", "update_postimage", 30, at),
+            (2, "b", "delete", 40, None),
+        ],
+        "id long, v string, _change_type string, _commit_version long, _commit_timestamp timestamp",
+    )
+    second = spark.createDataFrame(
+        [
+            (1, Decimal("1.50"), None, "update_preimage", 20, at),
+            (1, Decimal("2.50"), 'say "hi"', "update_postimage", 20, at),
+            (3, Decimal("0.00"), "é", "insert", 25, at),
+        ],
+        "id long, amount decimal(10,2), note string, _change_type string, "
+        "_commit_version long, _commit_timestamp timestamp",
+    )
+    tables = {"a": first, "b": second}
+    for fmt in ("changelog-json", "debezium-json", "upsert"):
+        # debezium-json records name their table: both in one topic, as a pipeline allows
+        topics = {t: "shared" if fmt == "debezium-json" else t for t in tables}
+        staged = [
+            staged_changes(df, fmt, ["id"], topic=topics[t], database="d", table=t, index=i)
+            for i, (t, df) in enumerate(tables.items())
+        ]
+        together = records_of_staged(staged[0].unionByName(staged[1]), fmt)
+        plan = together._jdf.queryExecution().executedPlan().toString()
+        assert plan.count("Exchange hashpartitioning") == 1, plan
+
+        def per_key(records: Any, fmt: str = fmt) -> dict[tuple[str, str], list[str]]:
+            out: dict[tuple[str, str], list[str]] = {}
+            for r in records.collect():  # one Spark partition holds a key, in order
+                table = r["topic"]
+                if fmt == "debezium-json":
+                    table = json.loads(r["value"])["source"]["table"]
+                out.setdefault((table, r["key"]), []).append(r["value"])
+            return out
+
+        alone = {
+            k: v
+            for t, df in tables.items()
+            for k, v in per_key(
+                kafka_records(df, fmt, ["id"], topic=topics[t], database="d", table=t)
+            ).items()
+        }
+        assert per_key(together) == alone, fmt
+
+    deb = {
+        t: DebeziumJsonCodec(df.columns[:-3], [pa.int64(), *types])
+        for (t, df), types in zip(
+            tables.items(), [[pa.string()], [pa.decimal128(10, 2), pa.string()]], strict=True
+        )
+    }
+    staged = [
+        staged_changes(df, "debezium-json", ["id"], topic="shared", database="d", table=t, index=i)
+        for i, (t, df) in enumerate(tables.items())
+    ]
+    texts: dict[tuple[str, str], list[str]] = {}
+    for r in records_of_staged(staged[0].unionByName(staged[1]), "debezium-json").collect():
+        texts.setdefault((json.loads(r["value"])["source"]["table"], r["key"]), []).append(
+            r["value"]
+        )
+    ms = int(at.timestamp() * 1000)
+
+    def source(table: str) -> SourceInfo:
+        return SourceInfo("d", table)
+
+    expected = {
+        ("a", '{"id":1}'): [
+            DebeziumRecord("c", None, (1, "a"), source("a"), ms),
+            DebeziumRecord("u", (1, "a"), (1, "b"), source("a"), ms),
+            DebeziumRecord("d", (1, "b"), None, source("a"), ms),  # moved away
+        ],
+        ("a", '{"id":2}'): [
+            DebeziumRecord("c", None, (2, "b"), source("a"), ms),
+            DebeziumRecord("d", (2, "b"), None, source("a"), None),
+        ],
+        ("b", '{"id":1}'): [
+            DebeziumRecord(
+                "u", (1, Decimal("1.50"), None), (1, Decimal("2.50"), 'say "hi"'), source("b"), ms
+            )
+        ],
+        ("b", '{"id":3}'): [DebeziumRecord("c", None, (3, Decimal("0.00"), "é"), source("b"), ms)],
+    }
+    assert texts == {
+        k: [deb[k[0]].encode(record) for record in records] for k, records in expected.items()
+    }

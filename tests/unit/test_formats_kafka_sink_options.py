@@ -9,7 +9,7 @@ import pytest
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
-from sparkcdc.sinks.kafka.sink import balanced_union
+from sparkcdc.sinks.kafka.sink import ROWS_PER_TASK, balanced_union, fewer_tasks
 
 
 def test_options_are_validated() -> None:
@@ -37,6 +37,13 @@ class _Frame:
     def unionByName(self, other: _Frame) -> _Frame:
         return _Frame(self.names + other.names, 1 + max(self.depth, other.depth))
 
+    class sparkSession:  # as DataFrame.sparkSession.sparkContext is reached
+        class sparkContext:
+            defaultParallelism = 4
+
+    def coalesce(self, partitions: int) -> tuple[_Frame, int]:
+        return self, partitions
+
 
 @pytest.mark.parametrize("count", [1, 2, 3, 7, 1000])
 def test_a_batch_of_many_tables_is_one_union_of_little_depth(count: int) -> None:
@@ -46,3 +53,15 @@ def test_a_batch_of_many_tables_is_one_union_of_little_depth(count: int) -> None
     union = balanced_union([_Frame([n]) for n in names])
     assert union.names == names
     assert union.depth == math.ceil(math.log2(count))
+
+
+@pytest.mark.parametrize(
+    ("rows", "tasks"),
+    [(0, 4), (3, 4), (4 * ROWS_PER_TASK, 4), (4 * ROWS_PER_TASK + 1, 5), (10**7, 200)],
+)
+def test_a_batch_is_read_by_a_task_per_core_or_per_rows_per_task(rows: int, tasks: int) -> None:
+    """A batch's union is read by as many tasks as cores, more only when each would make
+    records of more than ROWS_PER_TASK rows; uncounted (-1), it is left as it is."""
+    frame = _Frame(["t"])
+    assert fewer_tasks(frame, rows) == (frame, tasks)
+    assert fewer_tasks(frame, -1) is frame

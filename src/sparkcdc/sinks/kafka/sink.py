@@ -111,20 +111,56 @@ class KafkaSink(Sink):
     def write(self, batch: MicroBatch) -> None:
         """Every table's records in one Kafka write: one Spark job for the batch, not one
         per table (a batch that changes many tables paid each job's fixed cost in turn).
-        A table's records keep their per-key order in the union: each input's partitions
-        stay as they are, and a key's records are in one of them, sorted."""
-        records = [
-            # records carry every column: not the marker of merged rows' kept columns
-            self.writer(table, batch.snapshot_version, _snapshot_rows_only(batch, table)).records(
-                batch.changes[table].drop(KEPT_SET)
-            )
-            for table in batch.changes
-            if batch.has_changes(table)
-        ]
-        if records:
-            from sparkcdc.spark.kafka.sink import produce
+        The tables' changes are staged to one shape and shuffled together, by table and
+        key, so a key's records stay in order; snapshot rows need no shuffle. A small
+        batch's inputs are read by as many tasks as there are cores (:func:`fewer_tasks`)
+        rather than a task per table and partition of the batch."""
+        from sparkcdc.spark.kafka.sink import produce, records_of_staged
 
-            produce(balanced_union(records), self.config.bootstrap_servers, self.config.producer)
+        staged: list[Any] = []
+        inserted: list[Any] = []
+        rows = {"staged": 0, "inserted": 0}
+        for table in batch.changes:
+            if not batch.has_changes(table):
+                continue
+            # records carry every column: not the marker of merged rows' kept columns
+            changes = batch.changes[table].drop(KEPT_SET)
+            only_inserts = _snapshot_rows_only(batch, table)
+            writer = self.writer(table, batch.snapshot_version, only_inserts)
+            part = "inserted" if only_inserts else "staged"
+            if only_inserts:
+                inserted.append(writer.records(changes))
+            else:
+                staged.append(writer.staged(changes, len(staged)))
+            counted = batch.row_counts.get(table) if batch.row_counts is not None else None
+            rows[part] = -1 if counted is None or rows[part] < 0 else rows[part] + counted
+        parts = []
+        if staged:
+            union = fewer_tasks(balanced_union(staged), rows["staged"])
+            parts.append(records_of_staged(union, self.config.format))
+        if inserted:
+            parts.append(fewer_tasks(balanced_union(inserted), rows["inserted"]))
+        if parts:
+            produce(balanced_union(parts), self.config.bootstrap_servers, self.config.producer)
+
+
+#: Rows a task of a batch's Kafka write makes records of, at most, when the batch is read
+#: by fewer tasks than it has partitions (:func:`fewer_tasks`).
+ROWS_PER_TASK = 50_000
+
+
+def fewer_tasks(frame: Any, rows: int) -> Any:
+    """``frame``, a union of tables' rows of one batch, read by as many tasks as the
+    cluster has cores, or one per :data:`ROWS_PER_TASK` rows if that is more. A union has
+    a partition per table and partition of the batch: 20 tables with a few changes each
+    were 40 tasks on 2 cores, each a few milliseconds of work and tens of scheduling.
+    ``rows`` < 0: not counted, the union is left as it is. The tasks share the union's
+    partitions by number, not by size: one large table may be read by fewer tasks than
+    before, never by fewer than ``rows`` / ``ROWS_PER_TASK`` overall."""
+    if rows < 0:
+        return frame
+    cores = frame.sparkSession.sparkContext.defaultParallelism
+    return frame.coalesce(max(cores, -(-rows // ROWS_PER_TASK)))
 
 
 def _snapshot_rows_only(batch: MicroBatch, table: TableId) -> bool:

@@ -50,6 +50,22 @@ def topic_sql(df: Any, topic: str | None, topic_pattern: str | None) -> str:
     return f"concat({', '.join(parts)})"
 
 
+#: The columns every table's changes are staged to (:func:`staged_changes`), so that the
+#: changes of all the tables a batch changes are made into records with one shuffle.
+STAGED = (
+    "_topic",  # the record's topic
+    "_t",  # which of the unioned tables (pairs are made within one table only)
+    "_k",  # the key JSON
+    "_ct",  # _change_type
+    "_version",  # _commit_version
+    "_rank",  # 1: the image sets the key's row (insert, update post-image); 0: removes it
+    "_read",  # an insert or re-read's upsert by a snapshot (debezium-json's ``r``)
+    "_data",  # per format: the whole message, the row JSON, or null (see below)
+    "_source",  # debezium-json: ``source`` as JSON text
+    "_ts",  # debezium-json: ``ts_ms``
+)
+
+
 def kafka_records(
     df: Any,
     format: str,
@@ -75,85 +91,131 @@ def kafka_records(
     Built as Spark SQL text (``selectExpr``): each ``pyspark.sql.functions`` call is
     several Py4J round trips, and a pipeline builds these records for every table a
     batch changes (README, "Many tables")."""
-    from pyspark.sql.types import StructType
-
-    if format not in FORMATS:
-        raise ValueError(f"unknown Kafka format {format!r}; valid: {', '.join(FORMATS)}")
-    if not key:
-        raise ValueError("key: the primary key columns are needed to partition by key")
-    fields = {f.name: f for f in df.schema.fields}
-    schema = StructType([fields[n] for n in data_columns(df)])
-    data = row_struct_sql(schema)
-    ct, version = quoted(CHANGE_TYPE), quoted(COMMIT_VERSION)
-    sets = f"{ct} IN ('insert', 'update_postimage')"
-    staged = df.selectExpr(
-        "*",
-        f"{to_row_json_sql(row_struct_sql(schema, key))} AS _k",
-        f"{topic_sql(df, topic, topic_pattern)} AS _topic",
-        # within one commit version: images that remove a key's row (0) before images
-        # that set it (1), as an update's pre-image precedes its post-image
-        f"CASE WHEN {sets} THEN 1 ELSE 0 END AS _rank",
+    made = inserted_records if inserts_only else staged_changes
+    out = made(
+        df,
+        format,
+        key,
+        topic=topic,
+        topic_pattern=topic_pattern,
+        database=database,
+        table=table,
+        read_version=read_version,
     )
-    order = ["_k", COMMIT_VERSION, "_rank"]
-    if inserts_only:
-        read = _is_snapshot_row_sql(df, sets, read_version)
-        return _records(_inserts(staged, format, data, read, df, database, table))
+    return out if inserts_only else records_of_staged(out, format)
+
+
+def staged_changes(
+    df: Any,
+    format: str,
+    key: Sequence[str],
+    *,
+    topic: str | None = None,
+    topic_pattern: str | None = None,
+    database: str | None = None,
+    table: str | None = None,
+    read_version: int | None = None,
+    index: int = 0,
+) -> Any:
+    """``df``'s changes in the shape every table shares (:data:`STAGED`), whatever its
+    columns: the key, the topic, what ordering and pairing need, and the row already as
+    JSON text. Tables staged so (``index`` tells them apart) are unioned and made into
+    records by :func:`records_of_staged` with one shuffle for all of them: a batch that
+    changes many tables paid a shuffle stage (a job, with adaptive execution) per table.
+
+    ``_data`` per format: changelog-json, the whole message (it needs no other image);
+    upsert, the row JSON of an image that sets the key's row, null for a tombstone;
+    debezium-json, the row JSON, which :func:`records_of_staged` places in the message."""
+    schema, sets = _checked(df, format, key), _SETS
+    data = row_struct_sql(schema)
+    none = ["CAST(NULL AS STRING) AS _source", "CAST(NULL AS BIGINT) AS _ts"]
     if format == "changelog-json":
         kinds = ", ".join(sql_string(x) for kv in ROW_KINDS.items() for x in kv)
-        value = to_row_json_sql(f"named_struct('data', {data}, 'op', map({kinds})[{ct}])")
-        out = staged.selectExpr("_topic", "_k", f"{value} AS _v", *map(quoted, order))
-        return _records(out.repartition("_k").sortWithinPartitions(*order))
-    # The other formats pair an update's pre-image with the post-image that follows it
-    # for the same key and version; a pre-image without one moved the key away.
-    window = f"OVER (PARTITION BY _k ORDER BY {version}, _rank)"
-    paired_pre = (  # lead/lag are null at a key's edges: not paired
-        f"coalesce({ct} = 'update_preimage' AND lead({ct}) {window} = 'update_postimage' "
-        f"AND lead({version}) {window} = {version}, false)"
+        message = f"named_struct('data', {data}, 'op', map({kinds})[{quoted(CHANGE_TYPE)}])"
+        payload = [f"{to_row_json_sql(message)} AS _data", *none]
+    elif format == "upsert":
+        payload = [f"CASE WHEN {sets} THEN {to_row_json_sql(data)} END AS _data", *none]
+    else:
+        payload = [
+            f"{to_row_json_sql(data)} AS _data",
+            f"{to_row_json_sql(_source_sql(df, database, table))} AS _source",
+            f"unix_millis({quoted(COMMIT_TIMESTAMP)}) AS _ts",
+        ]
+    return df.selectExpr(
+        f"{topic_sql(df, topic, topic_pattern)} AS _topic",
+        f"{int(index)} AS _t",
+        f"{to_row_json_sql(row_struct_sql(schema, key))} AS _k",
+        f"{quoted(CHANGE_TYPE)} AS _ct",
+        f"CAST({quoted(COMMIT_VERSION)} AS BIGINT) AS _version",
+        f"CASE WHEN {sets} THEN 1 ELSE 0 END AS _rank",
+        f"{_is_snapshot_row_sql(df, sets, read_version)} AS _read",
+        *payload,
     )
-    paired_post = (
-        f"coalesce({ct} = 'update_postimage' AND lag({ct}) {window} = 'update_preimage' "
-        f"AND lag({version}) {window} = {version}, false)"
+
+
+def records_of_staged(staged: Any, format: str) -> Any:
+    """The records of changes staged by :func:`staged_changes` (of one table or a union of
+    many), shuffled once by table and key and sorted by version within each partition,
+    so one key's records are made, in order, by one task. The other formats pair an
+    update's pre-image with the post-image that follows it for the same key and version;
+    a pre-image without one moved the key away. debezium-json's message is put together
+    from its parts' JSON text, byte for byte what ``to_json`` writes of the struct
+    (tests/integration/test_kafka_codec.py)."""
+    order = ["_t", "_k", "_version", "_rank"]
+    if format == "changelog-json":
+        out = staged.repartition("_t", "_k").sortWithinPartitions(*order)
+        return out.selectExpr("_topic AS topic", "_k AS key", "_data AS value")
+    window = "OVER (PARTITION BY _t, _k ORDER BY _version, _rank)"
+    paired_pre = (  # lead/lag are null at a key's edges: not paired
+        f"coalesce(_ct = 'update_preimage' AND lead(_ct) {window} = 'update_postimage' "
+        f"AND lead(_version) {window} = _version, false)"
     )
     if format == "upsert":
-        value = f"CASE WHEN {sets} THEN {to_row_json_sql(data)} END"  # else: a tombstone
-        out = staged.selectExpr(
-            "_topic", "_k", f"{value} AS _v", *map(quoted, order), f"{paired_pre} AS _drop"
-        )
-        return _records(out.where("NOT _drop").sortWithinPartitions(*order))
-    # debezium-json: the paired pre-image becomes the message, its post-image is dropped
-    after = f"CASE WHEN {paired_pre} THEN lead({data}) {window} WHEN {sets} THEN {data} END"
-    before = f"CASE WHEN NOT ({sets}) THEN {data} END"
-    read = _is_snapshot_row_sql(df, sets, read_version)
-    op = (
-        f"CASE WHEN {paired_pre} THEN 'u' WHEN NOT ({sets}) THEN 'd' "
-        f"WHEN {read} THEN 'r' ELSE 'c' END"
+        out = staged.selectExpr("_topic", *order, "_data", f"{paired_pre} AS _drop")
+        out = out.where("NOT _drop").sortWithinPartitions(*order)
+        return out.selectExpr("_topic AS topic", "_k AS key", "_data AS value")
+    paired_post = (
+        f"coalesce(_ct = 'update_postimage' AND lag(_ct) {window} = 'update_preimage' "
+        f"AND lag(_version) {window} = _version, false)"
     )
+    # the paired pre-image becomes the message, its post-image is dropped
+    before = "CASE WHEN _rank = 0 THEN _data END"
+    after = f"CASE WHEN {paired_pre} THEN lead(_data) {window} WHEN _rank = 1 THEN _data END"
+    op = f"CASE WHEN {paired_pre} THEN 'u' WHEN _rank = 0 THEN 'd' WHEN _read THEN 'r' ELSE 'c' END"
     message = (
-        f"named_struct('before', {before}, 'after', {after}, 'op', {op}, "
-        f"'source', {_source_sql(df, database, table)}, "
-        f"'ts_ms', unix_millis({quoted(COMMIT_TIMESTAMP)}))"
+        "concat('{\"before\":', coalesce(_before, 'null'), ',\"after\":', "
+        "coalesce(_after, 'null'), ',\"op\":\"', _op, '\",\"source\":', _source, "
+        "',\"ts_ms\":', coalesce(CAST(_ts AS STRING), 'null'), '}')"
     )
     out = staged.selectExpr(
         "_topic",
-        "_k",
-        f"{to_row_json_sql(message)} AS _v",
-        *map(quoted, order),
+        *order,
+        "_source",
+        "_ts",
+        f"{before} AS _before",
+        f"{after} AS _after",
+        f"{op} AS _op",
         f"{paired_post} AS _drop",
     )
-    return _records(out.where("NOT _drop").sortWithinPartitions(*order))
+    out = out.where("NOT _drop").sortWithinPartitions(*order)
+    return out.selectExpr("_topic AS topic", "_k AS key", f"{message} AS value")
 
 
-def _inserts(
-    staged: Any,
-    format: str,
-    data: str,
-    read: str,
+def inserted_records(
     df: Any,
-    database: str | None,
-    table: str | None,
+    format: str,
+    key: Sequence[str],
+    *,
+    topic: str | None = None,
+    topic_pattern: str | None = None,
+    database: str | None = None,
+    table: str | None = None,
+    read_version: int | None = None,
 ) -> Any:
     """The records of rows that are all inserts of distinct keys, as :func:`kafka_records`
     makes them for inserts: no window, no shuffle, no sort."""
+    schema = _checked(df, format, key)
+    data = row_struct_sql(schema)
     if format == "changelog-json":
         value = to_row_json_sql(
             f"named_struct('data', {data}, 'op', {sql_string(ROW_KINDS['insert'])})"
@@ -161,6 +223,7 @@ def _inserts(
     elif format == "upsert":
         value = to_row_json_sql(data)
     else:
+        read = _is_snapshot_row_sql(df, _SETS, read_version)
         value = to_row_json_sql(
             # a null of any type is written as null
             f"named_struct('before', CAST(NULL AS STRING), 'after', {data}, "
@@ -168,7 +231,28 @@ def _inserts(
             f"'source', {_source_sql(df, database, table)}, "
             f"'ts_ms', unix_millis({quoted(COMMIT_TIMESTAMP)}))"
         )
-    return staged.selectExpr("_topic", "_k", f"{value} AS _v")
+    return df.selectExpr(
+        f"{topic_sql(df, topic, topic_pattern)} AS topic",
+        f"{to_row_json_sql(row_struct_sql(schema, key))} AS key",
+        f"{value} AS value",
+    )
+
+
+#: An image that sets its key's row (the others remove it), as Spark SQL text.
+_SETS = f"{quoted(CHANGE_TYPE)} IN ('insert', 'update_postimage')"
+
+
+def _checked(df: Any, format: str, key: Sequence[str]) -> Any:
+    """The schema of ``df``'s own table columns (row JSON's), once ``format`` and ``key``
+    are known to be valid."""
+    from pyspark.sql.types import StructType
+
+    if format not in FORMATS:
+        raise ValueError(f"unknown Kafka format {format!r}; valid: {', '.join(FORMATS)}")
+    if not key:
+        raise ValueError("key: the primary key columns are needed to partition by key")
+    fields = {f.name: f for f in df.schema.fields}
+    return StructType([fields[n] for n in data_columns(df)])
 
 
 def _is_snapshot_row_sql(df: Any, sets: str, read_version: int | None = None) -> str:
@@ -198,10 +282,6 @@ def _source_sql(df: Any, database: str | None, table: str | None) -> str:
         f"'pos', {column('binlog_pos', None, 'BIGINT')}, "
         f"'gtid', {column('binlog_gtid', None, 'STRING')})"
     )
-
-
-def _records(out: Any) -> Any:
-    return out.selectExpr("_topic AS topic", "_k AS key", "_v AS value")
 
 
 def produce(records: Any, bootstrap_servers: str, kafka_options: Mapping[str, str]) -> None:
@@ -251,6 +331,20 @@ class KafkaChangelogWriter:
             table=self.table,
             read_version=self.read_version,
             inserts_only=self.inserts_only,
+        )
+
+    def staged(self, df: Any, index: int) -> Any:
+        """``df``'s changes staged to the shape all tables share (:func:`staged_changes`)."""
+        return staged_changes(
+            df,
+            self.format,
+            self.key,
+            topic=self.topic,
+            topic_pattern=self.topic_pattern,
+            database=self.database,
+            table=self.table,
+            read_version=self.read_version,
+            index=index,
         )
 
     def write(self, df: Any) -> None:
