@@ -14,7 +14,7 @@ cannot say it (an upsert topic would need a tombstone per key it never saw).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sparkcdc.core.errors import OptionError, SparkCdcError
@@ -117,9 +117,8 @@ class KafkaSink(Sink):
         rather than a task per table and partition of the batch."""
         from sparkcdc.spark.kafka.sink import produce, records_of_staged
 
-        staged: list[Any] = []
-        inserted: list[Any] = []
-        rows = {"staged": 0, "inserted": 0}
+        staged: dict[TableId, Any] = {}
+        inserted: dict[TableId, Any] = {}
         for table in batch.changes:
             if not batch.has_changes(table):
                 continue
@@ -127,21 +126,25 @@ class KafkaSink(Sink):
             changes = batch.changes[table].drop(KEPT_SET)
             only_inserts = _snapshot_rows_only(batch, table)
             writer = self.writer(table, batch.snapshot_version, only_inserts)
-            part = "inserted" if only_inserts else "staged"
             if only_inserts:
-                inserted.append(writer.records(changes))
+                inserted[table] = writer.records(changes)
             else:
-                staged.append(writer.staged(changes, len(staged)))
-            counted = batch.row_counts.get(table) if batch.row_counts is not None else None
-            rows[part] = -1 if counted is None or rows[part] < 0 else rows[part] + counted
+                staged[table] = writer.staged(changes, len(staged))
         parts = []
         if staged:
-            union = fewer_tasks(balanced_union(staged), rows["staged"])
+            union = fewer_tasks(balanced_union(list(staged.values())), _counted(batch, staged))
             parts.append(records_of_staged(union, self.config.format))
         if inserted:
-            parts.append(fewer_tasks(balanced_union(inserted), rows["inserted"]))
+            union = fewer_tasks(balanced_union(list(inserted.values())), _counted(batch, inserted))
+            parts.append(union)
         if parts:
             produce(balanced_union(parts), self.config.bootstrap_servers, self.config.producer)
+
+
+def _counted(batch: MicroBatch, tables: Iterable[TableId]) -> int:
+    """The changelog rows ``tables`` have in ``batch``, or -1 if any was not counted."""
+    counts = batch.row_counts or {}
+    return sum(counts[t] for t in tables) if all(t in counts for t in tables) else -1
 
 
 #: Rows a task of a batch's Kafka write makes records of, at most, when the batch is read

@@ -1,8 +1,9 @@
 """Writing a sparkcdc changelog DataFrame to Kafka as changelog-json, debezium-json or
 upsert messages (docs/kafka.md).
 
-Ordering: every batch is shuffled by the Kafka key (the primary key JSON) and sorted by
-``_commit_version`` within each Spark partition, so one key's messages are sent by one
+Ordering: every batch is shuffled by the Kafka key (the primary key JSON; with the table,
+when tables are written together) and sorted by ``_commit_version`` within each Spark
+partition, so one key's messages are sent by one
 task, in order, to one Kafka partition (the producer hashes the key; idempotent producers
 keep the order across retries); a batch of inserts of distinct keys only
 (``inserts_only``) has no order to keep and is not shuffled. Streaming DataFrames go
@@ -48,22 +49,6 @@ def topic_sql(df: Any, topic: str | None, topic_pattern: str | None) -> str:
         last = match.end()
     parts.append(sql_string(topic_pattern[last:]))
     return f"concat({', '.join(parts)})"
-
-
-#: The columns every table's changes are staged to (:func:`staged_changes`), so that the
-#: changes of all the tables a batch changes are made into records with one shuffle.
-STAGED = (
-    "_topic",  # the record's topic
-    "_t",  # which of the unioned tables (pairs are made within one table only)
-    "_k",  # the key JSON
-    "_ct",  # _change_type
-    "_version",  # _commit_version
-    "_rank",  # 1: the image sets the key's row (insert, update post-image); 0: removes it
-    "_read",  # an insert or re-read's upsert by a snapshot (debezium-json's ``r``)
-    "_data",  # per format: the whole message, the row JSON, or null (see below)
-    "_source",  # debezium-json: ``source`` as JSON text
-    "_ts",  # debezium-json: ``ts_ms``
-)
 
 
 def kafka_records(
@@ -117,15 +102,19 @@ def staged_changes(
     read_version: int | None = None,
     index: int = 0,
 ) -> Any:
-    """``df``'s changes in the shape every table shares (:data:`STAGED`), whatever its
-    columns: the key, the topic, what ordering and pairing need, and the row already as
-    JSON text. Tables staged so (``index`` tells them apart) are unioned and made into
-    records by :func:`records_of_staged` with one shuffle for all of them: a batch that
-    changes many tables paid a shuffle stage (a job, with adaptive execution) per table.
+    """``df``'s changes in the shape every table shares, whatever its columns. Tables
+    staged so (``index`` tells them apart) are unioned and made into records by
+    :func:`records_of_staged` with one shuffle for all of them: a batch that changes many
+    tables paid a shuffle stage (a job, with adaptive execution) per table.
 
-    ``_data`` per format: changelog-json, the whole message (it needs no other image);
-    upsert, the row JSON of an image that sets the key's row, null for a tombstone;
-    debezium-json, the row JSON, which :func:`records_of_staged` places in the message."""
+    The columns: ``_topic``; ``_t``, the ``index`` as text (pairs are made within one
+    table); ``_k``, the key JSON; ``_ct``, ``_version``: the change type and version;
+    ``_rank``, 1 for an image that sets the key's row (insert, post-image) and 0 for one
+    that removes it, so that within a version a pre-image comes first; ``_read``, a row a
+    snapshot or re-read emitted (debezium-json's ``r``); ``_data``, per format:
+    changelog-json's whole message (it needs no other image), upsert's row JSON of an
+    image that sets the row (null: a tombstone), debezium-json's row JSON; ``_source`` and
+    ``_ts``: debezium-json's ``source`` as JSON text and ``ts_ms``."""
     schema, sets = _checked(df, format, key), _SETS
     data = row_struct_sql(schema)
     none = ["CAST(NULL AS STRING) AS _source", "CAST(NULL AS BIGINT) AS _ts"]
@@ -143,7 +132,9 @@ def staged_changes(
         ]
     return df.selectExpr(
         f"{topic_sql(df, topic, topic_pattern)} AS _topic",
-        f"{int(index)} AS _t",
+        # text, not a number: Spark writes an integer literal into the generated code and
+        # a string one beside it, so tables of one shape share their compiled code
+        f"'{int(index)}' AS _t",
         f"{to_row_json_sql(row_struct_sql(schema, key))} AS _k",
         f"{quoted(CHANGE_TYPE)} AS _ct",
         f"CAST({quoted(COMMIT_VERSION)} AS BIGINT) AS _version",
