@@ -168,7 +168,7 @@ def test_tables_staged_together_are_shuffled_once_and_keep_their_own_records(
     message, put together from JSON text, is byte for byte the Python codec's."""
     from decimal import Decimal
 
-    from sparkcdc.spark.kafka.sink import records_of_staged, staged_changes
+    from sparkcdc.spark.kafka.sink import RecordOptions, records_of_staged, staged_changes
 
     at = dt.datetime(2024, 5, 1, 12, 30, 1, 250000, tzinfo=dt.timezone.utc)
     first = spark.createDataFrame(
@@ -196,7 +196,9 @@ def test_tables_staged_together_are_shuffled_once_and_keep_their_own_records(
         # debezium-json records name their table: both in one topic, as a pipeline allows
         topics = {t: "shared" if fmt == "debezium-json" else t for t in tables}
         staged = [
-            staged_changes(df, fmt, ["id"], topic=topics[t], database="d", table=t, index=i)
+            staged_changes(
+                df, fmt, ["id"], RecordOptions(topic=topics[t], database="d", table=t), i
+            )
             for i, (t, df) in enumerate(tables.items())
         ]
         together = records_of_staged(staged[0].unionByName(staged[1]), fmt)
@@ -228,7 +230,9 @@ def test_tables_staged_together_are_shuffled_once_and_keep_their_own_records(
         )
     }
     staged = [
-        staged_changes(df, "debezium-json", ["id"], topic="shared", database="d", table=t, index=i)
+        staged_changes(
+            df, "debezium-json", ["id"], RecordOptions(topic="shared", database="d", table=t), i
+        )
         for i, (t, df) in enumerate(tables.items())
     ]
     texts: dict[tuple[str, str], list[str]] = {}

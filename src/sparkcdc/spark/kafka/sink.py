@@ -51,6 +51,20 @@ def topic_sql(df: Any, topic: str | None, topic_pattern: str | None) -> str:
     return f"concat({', '.join(parts)})"
 
 
+@dataclass(frozen=True)
+class RecordOptions:
+    """What a table's records need besides its rows: their topic (``topic``, or
+    ``topic_pattern`` with ``{column}`` placeholders), debezium's ``source`` database and
+    table where the rows lack ``database_name``/``table_name``, and the ``read_version``
+    of snapshot rows (see :func:`kafka_records`)."""
+
+    topic: str | None = None
+    topic_pattern: str | None = None
+    database: str | None = None
+    table: str | None = None
+    read_version: int | None = None
+
+
 def kafka_records(
     df: Any,
     format: str,
@@ -76,31 +90,14 @@ def kafka_records(
     Built as Spark SQL text (``selectExpr``): each ``pyspark.sql.functions`` call is
     several Py4J round trips, and a pipeline builds these records for every table a
     batch changes (README, "Many tables")."""
-    made = inserted_records if inserts_only else staged_changes
-    out = made(
-        df,
-        format,
-        key,
-        topic=topic,
-        topic_pattern=topic_pattern,
-        database=database,
-        table=table,
-        read_version=read_version,
-    )
-    return out if inserts_only else records_of_staged(out, format)
+    options = RecordOptions(topic, topic_pattern, database, table, read_version)
+    if inserts_only:
+        return inserted_records(df, format, key, options)
+    return records_of_staged(staged_changes(df, format, key, options), format)
 
 
 def staged_changes(
-    df: Any,
-    format: str,
-    key: Sequence[str],
-    *,
-    topic: str | None = None,
-    topic_pattern: str | None = None,
-    database: str | None = None,
-    table: str | None = None,
-    read_version: int | None = None,
-    index: int = 0,
+    df: Any, format: str, key: Sequence[str], options: RecordOptions, index: int = 0
 ) -> Any:
     """``df``'s changes in the shape every table shares, whatever its columns. Tables
     staged so (``index`` tells them apart) are unioned and made into records by
@@ -127,11 +124,11 @@ def staged_changes(
     else:
         payload = [
             f"{to_row_json_sql(data)} AS _data",
-            f"{to_row_json_sql(_source_sql(df, database, table))} AS _source",
+            f"{to_row_json_sql(_source_sql(df, options))} AS _source",
             f"unix_millis({quoted(COMMIT_TIMESTAMP)}) AS _ts",
         ]
     return df.selectExpr(
-        f"{topic_sql(df, topic, topic_pattern)} AS _topic",
+        f"{topic_sql(df, options.topic, options.topic_pattern)} AS _topic",
         # text, not a number: Spark writes an integer literal into the generated code and
         # a string one beside it, so tables of one shape share their compiled code
         f"'{int(index)}' AS _t",
@@ -139,7 +136,7 @@ def staged_changes(
         f"{quoted(CHANGE_TYPE)} AS _ct",
         f"CAST({quoted(COMMIT_VERSION)} AS BIGINT) AS _version",
         f"CASE WHEN {sets} THEN 1 ELSE 0 END AS _rank",
-        f"{_is_snapshot_row_sql(df, sets, read_version)} AS _read",
+        f"{_is_snapshot_row_sql(df, sets, options.read_version)} AS _read",
         *payload,
     )
 
@@ -192,17 +189,7 @@ def records_of_staged(staged: Any, format: str) -> Any:
     return out.selectExpr("_topic AS topic", "_k AS key", f"{message} AS value")
 
 
-def inserted_records(
-    df: Any,
-    format: str,
-    key: Sequence[str],
-    *,
-    topic: str | None = None,
-    topic_pattern: str | None = None,
-    database: str | None = None,
-    table: str | None = None,
-    read_version: int | None = None,
-) -> Any:
+def inserted_records(df: Any, format: str, key: Sequence[str], options: RecordOptions) -> Any:
     """The records of rows that are all inserts of distinct keys, as :func:`kafka_records`
     makes them for inserts: no window, no shuffle, no sort."""
     schema = _checked(df, format, key)
@@ -214,16 +201,16 @@ def inserted_records(
     elif format == "upsert":
         value = to_row_json_sql(data)
     else:
-        read = _is_snapshot_row_sql(df, _SETS, read_version)
+        read = _is_snapshot_row_sql(df, _SETS, options.read_version)
         value = to_row_json_sql(
             # a null of any type is written as null
             f"named_struct('before', CAST(NULL AS STRING), 'after', {data}, "
             f"'op', CASE WHEN {read} THEN 'r' ELSE 'c' END, "
-            f"'source', {_source_sql(df, database, table)}, "
+            f"'source', {_source_sql(df, options)}, "
             f"'ts_ms', unix_millis({quoted(COMMIT_TIMESTAMP)}))"
         )
     return df.selectExpr(
-        f"{topic_sql(df, topic, topic_pattern)} AS topic",
+        f"{topic_sql(df, options.topic, options.topic_pattern)} AS topic",
         f"{to_row_json_sql(row_struct_sql(schema, key))} AS key",
         f"{value} AS value",
     )
@@ -256,7 +243,7 @@ def _is_snapshot_row_sql(df: Any, sets: str, read_version: int | None = None) ->
     return f"({sets} AND binlog_file IS NULL)"
 
 
-def _source_sql(df: Any, database: str | None, table: str | None) -> str:
+def _source_sql(df: Any, options: RecordOptions) -> str:
     """debezium's ``source``: the row's database, table and log position."""
 
     def column(name: str, fallback: str | None, kind: str) -> str:
@@ -267,8 +254,8 @@ def _source_sql(df: Any, database: str | None, table: str | None) -> str:
         return f"CAST({value} AS {kind})"
 
     return (
-        f"named_struct('db', {column('database_name', database, 'STRING')}, "
-        f"'table', {column('table_name', table, 'STRING')}, "
+        f"named_struct('db', {column('database_name', options.database, 'STRING')}, "
+        f"'table', {column('table_name', options.table, 'STRING')}, "
         f"'file', {column('binlog_file', None, 'STRING')}, "
         f"'pos', {column('binlog_pos', None, 'BIGINT')}, "
         f"'gtid', {column('binlog_gtid', None, 'STRING')})"
@@ -311,32 +298,21 @@ class KafkaChangelogWriter:
         if (self.topic is None) == (self.topic_pattern is None):
             raise ValueError("give exactly one of topic and topic_pattern")
 
-    def records(self, df: Any) -> Any:
-        return kafka_records(
-            df,
-            self.format,
-            self.key,
-            topic=self.topic,
-            topic_pattern=self.topic_pattern,
-            database=self.database,
-            table=self.table,
-            read_version=self.read_version,
-            inserts_only=self.inserts_only,
+    @property
+    def options(self) -> RecordOptions:
+        return RecordOptions(
+            self.topic, self.topic_pattern, self.database, self.table, self.read_version
         )
+
+    def records(self, df: Any) -> Any:
+        """``df``'s records, as :func:`kafka_records` makes them."""
+        if self.inserts_only:
+            return inserted_records(df, self.format, self.key, self.options)
+        return records_of_staged(self.staged(df, 0), self.format)
 
     def staged(self, df: Any, index: int) -> Any:
         """``df``'s changes staged to the shape all tables share (:func:`staged_changes`)."""
-        return staged_changes(
-            df,
-            self.format,
-            self.key,
-            topic=self.topic,
-            topic_pattern=self.topic_pattern,
-            database=self.database,
-            table=self.table,
-            read_version=self.read_version,
-            index=index,
-        )
+        return staged_changes(df, self.format, self.key, self.options, index)
 
     def write(self, df: Any) -> None:
         self.produce(self.records(df))
