@@ -183,32 +183,117 @@ def evolve_pipeline(scratch: Path, mariadb: EmbeddedMariaDB, db: str, block: str
     )
 
 
-def target_columns(sink: str, spark: Any, scratch: Path, pg: Any, db: str) -> list[str]:
-    """The columns of the target of ``db.orders``, in their order."""
-    if sink == "delta":
-        return list(spark.read.format("delta").load(str(scratch / "lake" / db / "orders")).columns)
-    postgres, pg_db = pg
-    rows = postgres.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
-        "AND table_name = 'orders' ORDER BY ordinal_position",
-        (db,),
-        dbname=pg_db,
-    )
-    return [r[0] for r in rows]
-
-
-def kills_aimed_at_schema_changes(
+@pytest.mark.faults
+@pytest.mark.timeout(600 + 120 * KILLS)
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_sigkill_around_schema_changes_applies_each_once(
     spark: Any,
     mariadb: EmbeddedMariaDB,
-    db: str,
-    pipeline: Path,
-    writer: Any,
-    columns: Callable[[], list[str]],
+    orders: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Two runs die at a crash point after the sink applied a schema change (the first
-    run takes the snapshot, then the writes start); after each, the target has the change
-    and the checkpoint not its batch, which the catch-up run after it replays."""
-    checkpoint = pipeline.parent / "checkpoint"
+    """Each round adds a column to ``orders`` and fills it for some rows, renames the
+    previous round's column and drops the one before, while random writes go on, then
+    kills ``sparkcdc run`` at a random moment around the changes' batches (before them,
+    between the sink's ALTER and the batch's commit, or after). Under ``evolve`` the
+    target must end equal to the source, every column in the source's order: a rename
+    applied twice, or taken as a drop and an add, would lose the renamed column's values."""
+    rng = random.Random(KILLS * 104729 + len(sink))
+    pipeline = evolve_pipeline(
+        scratch, mariadb, orders, sink_block(sink, postgres, pg_db, monkeypatch)
+    )
+    checkpoint = scratch / "checkpoint"
+    writer = mariadb_writer(mariadb, orders, seed=KILLS + 1, key_space=9000)
+    writer.limit = 10**9
+    writer.pause = 0.05
+    writer.start()
+    started = time.monotonic()
+    try:
+        for round_ in range(KILLS):
+            run = start_run(pipeline)
+            # the changes land in the stream (changes during a snapshot: test_mysql_schema_changes)
+            wait_until(snapshot_committed(checkpoint, run), "the snapshot")
+            assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
+            column = f"extra_{round_}"
+            mariadb.execute(f"ALTER TABLE orders ADD COLUMN {column} INT", database=orders)
+            if round_ >= 1:
+                previous = round_ - 1
+                mariadb.execute(
+                    f"ALTER TABLE orders RENAME COLUMN extra_{previous} TO moved_{previous}",
+                    database=orders,
+                )
+            if round_ >= 2:
+                mariadb.execute(
+                    f"ALTER TABLE orders DROP COLUMN moved_{round_ - 2}", database=orders
+                )
+            mariadb.execute(
+                f"UPDATE orders SET {column} = id % 97 WHERE id % 5 = {round_ % 5}",
+                database=orders,
+            )
+            time.sleep(rng.uniform(0.0, 2.0))
+            assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
+            kill(run)
+    finally:
+        writer.stop()
+    run_available_now(spark, pipeline)
+    checked = 0
+    for table in ("orders", "audit"):
+        source = table_state(mariadb, orders, table)
+        assert target_rows(sink, spark, scratch, (postgres, pg_db), orders, table) == source
+        checked += len(source)
+    print(
+        f"\nfault suite, schema changes [{sink}]: {KILLS} columns added, "
+        f"{max(0, KILLS - 1)} renamed, {max(0, KILLS - 2)} dropped, {KILLS} SIGKILLs, "
+        f"{batches(checkpoint)} batches, {checked} rows checked equal, "
+        f"{time.monotonic() - started:.0f} s"
+    )
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+def test_sigkill_right_after_a_schema_change_reached_the_target_applies_it_once(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    orders: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    sink: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kills aimed where random ones seldom land (``SPARKCDC_CRASH_AT``,
+    pipeline/crash_points.py): after the sink applied a schema change to the target,
+    before the batch carrying it is committed. One run dies at an ALTER adding two
+    columns (then filled), once the run state recorded it; the next dies at an ALTER
+    renaming the first and dropping the second, before the run state recorded it (the
+    change written ahead is what the restart has). Each time the target already shows the
+    change and the checkpoint does not, and a restart replays the batch, seeing the change
+    again. Under ``evolve`` the target must end equal to the source, the renamed column
+    with its values (a rename applied twice, or taken as a drop and an add, would lose
+    them; a restart that took the target for the one before the change would add the
+    renamed and dropped columns back)."""
+    pipeline = evolve_pipeline(
+        scratch, mariadb, orders, sink_block(sink, postgres, pg_db, monkeypatch)
+    )
+    checkpoint = scratch / "checkpoint"
+
+    def target_columns() -> list[str]:
+        if sink == "delta":
+            lake = scratch / "lake" / orders / "orders"
+            return list(spark.read.format("delta").load(str(lake)).columns)
+        rows = postgres.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+            "AND table_name = 'orders' ORDER BY ordinal_position",
+            (orders,),
+            dbname=pg_db,
+        )
+        return [r[0] for r in rows]
+
     changes = [
         (
             "ALTER TABLE orders ADD COLUMN extra INT, ADD COLUMN spare INT",
@@ -221,116 +306,31 @@ def kills_aimed_at_schema_changes(
             SCHEMA_ALTERED,
         ),
     ]
-    for statement, fill, point in changes:
-        # the child's environment only: never this process's
-        run = start_run(pipeline, env={CRASH_AT: point})
-        wait_until(snapshot_committed(checkpoint, run), "the snapshot")
-        if not writer.is_alive():
-            writer.start()
-        assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
-        mariadb.execute(statement, database=db)
-        if fill:
-            mariadb.execute(fill, database=db)
-        assert run.wait(300) == -signal.SIGKILL, "the run did not die at the crash point"
-        source = [c[0] for c in mariadb.execute("SHOW COLUMNS FROM orders", database=db)]
-        assert columns() == source, f"{statement} not applied"
-        planned = len(list((checkpoint / "offsets").glob("[0-9]*")))
-        assert planned == batches(checkpoint) + 1, "the batch of the change was committed"
-        run_available_now(spark, pipeline)  # replays that batch: the change seen again
-
-
-def kills_at_random_around_schema_changes(
-    mariadb: EmbeddedMariaDB, db: str, pipeline: Path, rng: random.Random, rounds: int
-) -> None:
-    """Each round starts a run and, once it committed a batch, adds a column and fills it
-    for some rows, renames the previous round's column and drops the one before, then
-    kills the run at a random moment around the changes' batches."""
-    checkpoint = pipeline.parent / "checkpoint"
-    for round_ in range(rounds):
-        before = batches(checkpoint)
-        run = start_run(pipeline)
-        wait_until(reached(checkpoint, before + 1, run), "a batch")
-        assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
-        column = f"extra_{round_}"
-        mariadb.execute(f"ALTER TABLE orders ADD COLUMN {column} INT", database=db)
-        if round_ >= 1:
-            previous = round_ - 1
-            mariadb.execute(
-                f"ALTER TABLE orders RENAME COLUMN extra_{previous} TO moved_{previous}",
-                database=db,
-            )
-        if round_ >= 2:
-            mariadb.execute(f"ALTER TABLE orders DROP COLUMN moved_{round_ - 2}", database=db)
-        mariadb.execute(
-            f"UPDATE orders SET {column} = id % 97 WHERE id % 5 = {round_ % 5}", database=db
-        )
-        time.sleep(rng.uniform(0.0, 2.0))
-        assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
-        kill(run)
-
-
-@pytest.mark.faults
-@pytest.mark.timeout(900 + 120 * KILLS)
-@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
-def test_sigkill_around_schema_changes_applies_each_once(
-    spark: Any,
-    mariadb: EmbeddedMariaDB,
-    orders: str,
-    postgres: EmbeddedPostgres,
-    pg_db: str,
-    scratch: Path,
-    sink: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``sparkcdc run`` killed around ADD, RENAME and DROP COLUMNs of ``orders`` under
-    ``evolve`` while random writes go on; then the target must equal the source, every
-    column in the source's order: a rename applied twice, or taken as a drop and an add,
-    would lose the renamed column's values. One pipeline (one snapshot, one catch-up),
-    two kinds of kill, aimed ones first (their runs must die at the change they wait for,
-    not at one a random kill left half done):
-
-    * aimed (``SPARKCDC_CRASH_AT``, pipeline/crash_points.py), where random kills seldom
-      land: after the sink applied a change to the target, before the batch carrying it
-      is committed. One run dies at an ALTER adding two columns (then filled), once the
-      run state recorded it; the next at an ALTER renaming the first and dropping the
-      second, before the run state recorded it (the change written ahead is what the
-      restart has). A restart that took the target for the one before the change would
-      add the renamed and dropped columns back;
-    * random (``SPARKCDC_FAULT_KILLS`` rounds): a column added, the previous renamed,
-      the one before dropped, and the run killed at a random moment after."""
-    pipeline = evolve_pipeline(
-        scratch, mariadb, orders, sink_block(sink, postgres, pg_db, monkeypatch)
-    )
-    checkpoint = scratch / "checkpoint"
-    pg = (postgres, pg_db)
-    writer = mariadb_writer(mariadb, orders, seed=KILLS + 1, key_space=9000)
+    writer = mariadb_writer(mariadb, orders, seed=3, key_space=9000)
     writer.limit = 10**9
     writer.pause = 0.05
-    started = time.monotonic()
     try:
-        kills_aimed_at_schema_changes(
-            spark,
-            mariadb,
-            orders,
-            pipeline,
-            writer,
-            lambda: target_columns(sink, spark, scratch, pg, orders),
-        )
-        rng = random.Random(KILLS * 104729 + len(sink))
-        kills_at_random_around_schema_changes(mariadb, orders, pipeline, rng, KILLS)
+        for statement, fill, point in changes:
+            # the child's environment only: never this process's
+            run = start_run(pipeline, env={CRASH_AT: point})
+            wait_until(snapshot_committed(checkpoint, run), "the snapshot")
+            if not writer.is_alive():
+                writer.start()
+            assert run.poll() is None, "sparkcdc run exited early (see run-*.log)"
+            mariadb.execute(statement, database=orders)
+            if fill:
+                mariadb.execute(fill, database=orders)
+            assert run.wait(300) == -signal.SIGKILL, "the run did not die at the crash point"
+            columns = mariadb.execute("SHOW COLUMNS FROM orders", database=orders)
+            assert target_columns() == [c[0] for c in columns], f"{statement} not applied"
+            planned = len(list((checkpoint / "offsets").glob("[0-9]*")))
+            assert planned == batches(checkpoint) + 1, "the batch of the change was committed"
+            run_available_now(spark, pipeline)  # replays that batch: the change seen again
     finally:
         writer.stop()
     run_available_now(spark, pipeline)
-    checked = 0
     for table in ("orders", "audit"):
         source = table_state(mariadb, orders, table)
-        assert target_rows(sink, spark, scratch, pg, orders, table) == source, table
-        checked += len(source)
+        assert target_rows(sink, spark, scratch, (postgres, pg_db), orders, table) == source
     verdicts = verify_pipeline(load_pipeline(pipeline), spark)
     assert [v.status for v in verdicts] == ["equal", "equal"]
-    print(
-        f"\nfault suite, schema changes [{sink}]: 2 aimed SIGKILLs; {KILLS} random ones "
-        f"around {KILLS} columns added, {max(0, KILLS - 1)} renamed, "
-        f"{max(0, KILLS - 2)} dropped; {batches(checkpoint)} batches, "
-        f"{checked} rows checked equal, {time.monotonic() - started:.0f} s"
-    )
