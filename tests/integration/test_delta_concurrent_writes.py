@@ -91,6 +91,40 @@ def test_targets_written_at_once_each_commit_once_with_their_offset(
         rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
         assert rows == [(1, f"{table.table}-new"), (2, "b")]
 
+    # replays of the snapshot appends, which carry no transaction id: skipped, as this sink
+    # wrote them, and in a new run as the targets' histories say (sinks/delta/appended.py)
+    sink.write(_batch(1, snapshot, snapshot=7))
+    restarted = DeltaSink(sink.config, PIPELINE)
+    restarted.open(spark, list(sink.tables.values()))
+    restarted.write(_batch(1, snapshot, snapshot=7))
+    for table in IDS:
+        assert _history(spark, sink.target_path(table))[1:] == [("WRITE", 1), ("MERGE", 2)]
+
+
+def test_snapshot_rows_are_merged_where_the_history_cannot_say_they_are_in(
+    spark: Any, sink: DeltaSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sparkcdc.sinks.delta import appended
+
+    first = {t: _changes(spark, [(1, "a", "insert", 7), (2, "b", "insert", 7)]) for t in IDS}
+    sink.write(_batch(1, first, snapshot=7))
+    for table in IDS:  # another writer's commit, the newest one
+        spark.sql(f"ALTER TABLE delta.`{sink.target_path(table)}` SET TBLPROPERTIES ('x' = '1')")
+    monkeypatch.setattr(appended, "HISTORY_ROWS", 1)  # the walk reads that commit only
+    rows = {t: _changes(spark, [(1, "a", "insert", 8), (3, "c", "insert", 8)]) for t in IDS}
+    restarted = DeltaSink(sink.config, PIPELINE)  # a new run: knows nothing yet
+    restarted.open(spark, list(sink.tables.values()))
+    restarted.write(_batch(2, rows, snapshot=8))  # merged, marked as carrying them
+    again = DeltaSink(sink.config, PIPELINE)
+    again.open(spark, list(sink.tables.values()))
+    again.write(_batch(2, rows, snapshot=8))  # its replay: the marked MERGE says they are in
+    for table in IDS:
+        path = sink.target_path(table)
+        operations = [op for op, _ in _history(spark, path)]
+        assert operations == ["CREATE TABLE", "WRITE", "SET TBLPROPERTIES", "MERGE"]
+        found = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+        assert found == [(1, "a"), (2, "b"), (3, "c")]
+
 
 def test_a_batch_failing_in_one_target_fails_and_its_replay_writes_each_target_once(
     spark: Any, sink: DeltaSink

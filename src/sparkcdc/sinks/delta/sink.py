@@ -4,17 +4,21 @@
 changes are reduced to the last change per key, then applied with one MERGE. The batch's
 snapshot rows (keys the pipeline never emitted) are appended instead, when the target holds
 this pipeline's rows only: a MERGE joins with the whole target, so merging a snapshot batch
-by batch costs the table's size squared. The MERGE is bounded by the batch's keys
-(:mod:`sparkcdc.sinks.delta.pruning`), so Delta skips the files they cannot be in.
+by batch costs the table's size squared. Such an append is made idempotent by the sink
+itself (:mod:`sparkcdc.sinks.delta.appended`), not by Delta's transaction ids. The MERGE
+is bounded by the batch's keys (:mod:`sparkcdc.sinks.delta.pruning`), so Delta skips the
+files they cannot be in.
 ``append`` mode keeps every change with its change type, version and timestamp (a
 queryable history).
 
-Exactly once: every commit carries Delta's transaction identifier (``txnAppId`` = the
-pipeline's checkpoint identity, ``txnVersion`` = the batch id). Delta skips a write whose
-version is not above the last one recorded for that app id in that table, so a batch
-Spark replays after a crash changes nothing, table by table. Each commit also stores the
-batch's source offset as its ``userMetadata``, which is how ``verify`` knows which source
-position a table version corresponds to.
+Exactly once: every MERGE, DELETE and history append carries Delta's transaction
+identifier (``txnAppId`` = the pipeline's checkpoint identity, ``txnVersion`` = the batch
+id). Delta skips a write whose version is not above the last one recorded for that app id
+in that table, so a batch Spark replays after a crash changes nothing, table by table. A
+snapshot append is skipped when the pipeline's own newest commit there that carries
+snapshot rows is of this batch or a later one. Each commit also stores the batch's source
+offset as its ``userMetadata``, which is how ``verify`` knows which source position a
+table version corresponds to.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from sparkcdc.core.folders import ensure_writable, is_uri
 from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
+from sparkcdc.sinks.delta.appended import SNAPSHOT_ROWS, snapshot_appended
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
@@ -59,8 +64,6 @@ def folder_name(name: str) -> str:
 
 #: The table property naming the pipeline whose rows alone the table holds (appends safe).
 APPENDS_FOR = "sparkcdc.appends-for"
-#: The transaction app id suffix of a batch's snapshot append.
-SNAPSHOT_APP = ":snapshot"
 #: The transaction app id suffix of a batch's truncate.
 TRUNCATE_APP = ":truncate"
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
@@ -84,6 +87,9 @@ class DeltaSink(Sink):
         self.tables: dict[TableId, SinkTable] = {}
         self.paths: Mapping[TableId, str] = {}
         self._appends: dict[TableId, bool] = {}
+        #: Per target, the last batch whose snapshot rows are known to be in it (-1: none),
+        #: where this process created it or found out (sinks/delta/appended.py).
+        self._appended: dict[TableId, int] = {}
 
     @property
     def upsert(self) -> bool:
@@ -143,6 +149,7 @@ class DeltaSink(Sink):
         builder.execute()
         if self.upsert and self.pipeline_id is not None:
             self._appends[table.source] = True
+            self._appended[table.source] = -1
 
     def evolve(
         self,
@@ -321,6 +328,7 @@ class DeltaSink(Sink):
             fs.delete(hadoop_path, True)
         jvm.org.apache.spark.sql.delta.DeltaLog.invalidateCache(spark._jsparkSession, hadoop_path)
         self._appends.pop(table.source, None)
+        self._appended.pop(table.source, None)
 
     def release(self, spark: Any, table: SinkTable) -> None:
         """Unsets the ``sparkcdc.appends-for`` mark: later snapshot rows are merged."""
@@ -328,6 +336,7 @@ class DeltaSink(Sink):
 
         path = self.target_path(table.source)
         self._appends.pop(table.source, None)
+        self._appended.pop(table.source, None)
         if DeltaTable.isDeltaTable(spark, path):
             spark.sql(
                 f"ALTER TABLE delta.{quoted(path)} UNSET TBLPROPERTIES IF EXISTS "
@@ -343,31 +352,55 @@ class DeltaSink(Sink):
         """Snapshot rows are appended when the target holds only this pipeline's rows (their
         keys cannot be there yet); the log's changes are merged. A MERGE costs a join with
         the target, so a snapshot merged batch by batch grows with the table squared."""
-        if table.source in batch.uncounted:  # all snapshot rows, appendable (asked before)
-            self._append_snapshot(table, changes, batch, offset=True)
-            return
-        snapshot = batch.snapshot_rows(table.source)
-        if not snapshot or not self._appendable(spark, table, batch.pipeline):
+        uncounted = table.source in batch.uncounted  # all snapshot rows, appendable
+        snapshot = None if uncounted else batch.snapshot_rows(table.source)
+        if not uncounted and (not snapshot or not self._appendable(spark, table, batch.pipeline)):
             with _commit_options(spark, batch):
                 self._merge(spark, table, changes, batch)
             return
         total = batch.row_counts.get(table.source, 0) if batch.row_counts else None
-        merged = total is None or total > snapshot
+        merged = not uncounted and (total is None or snapshot is None or total > snapshot)
         # the append's commit names no source offset when a MERGE follows: verify reads the
         # offset of the table's last complete batch
-        self._append_snapshot(table, changes, batch, offset=not merged)
+        if not self._append_snapshot(spark, table, changes, batch, offset=not merged):
+            # whether they are in already is not known: merged, which is idempotent, and
+            # marked as carrying them
+            with _commit_options(spark, batch, snapshot_rows=True):
+                self._merge(spark, table, changes, batch)
+            self._appended[table.source] = batch.batch_id
+            return
         if merged:
             with _commit_options(spark, batch):
                 self._merge(spark, table, changes.where(~batch.is_snapshot_row()), batch)
 
     def _append_snapshot(
-        self, table: SinkTable, changes: Any, batch: MicroBatch, offset: bool
-    ) -> None:
+        self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch, offset: bool
+    ) -> bool:
+        """Appends the batch's snapshot rows unless they are in the target already (a
+        replay). False when that cannot be told (sinks/delta/appended.py): nothing is
+        written. No transaction id: Delta would compute the table's state to check it."""
+        path = self.target_path(table.source)
+        last = self._appended.pop(table.source, None)  # unknown while the write runs
+        if last is None:
+            known = snapshot_appended(spark, path, batch.pipeline, batch.batch_id)
+            if known is None:
+                log.warning(
+                    "delta sink: the history of %s does not say whether batch %d's snapshot "
+                    "rows are in it; they are merged",
+                    path,
+                    batch.batch_id,
+                )
+                return False
+            last = batch.batch_id if known else batch.batch_id - 1
+        if last >= batch.batch_id:
+            log.info("delta sink: batch %d's snapshot rows are in %s already", batch.batch_id, path)
+            self._appended[table.source] = last
+            return True
         rows = changes.where(batch.is_snapshot_row()).select(*[quoted(c) for c in table.columns])
-        options = _write_options(batch, app=SNAPSHOT_APP, offset=offset)
-        rows.write.format("delta").mode("append").options(**options).save(
-            self.target_path(table.source)
-        )
+        metadata = _metadata(batch, offset)
+        rows.write.format("delta").mode("append").option("userMetadata", metadata).save(path)
+        self._appended[table.source] = batch.batch_id
+        return True
 
     def _appendable(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
         """Whether the target holds this pipeline's rows only: marked for it (table property
@@ -402,12 +435,14 @@ class DeltaSink(Sink):
         kept = batch.kept_columns.get(table.source, ())
         last = last_change_per_key(changes, table.key, table.columns, kept, batch.is_reread_row())
         matches = F.expr(" AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in table.key))
-        first = table.key[0]
-        bounds = key_bounds(changes, first, table.schema[first].dataType)
-        if bounds is not None:
-            matches = matches & bounds
-        values: dict[str, Any] = {quoted(c): f"s.{quoted(c)}" for c in table.columns}
         path = self.target_path(table.source)
+        small = _size_in_bytes(spark, path) < REWRITE_BELOW_BYTES
+        if not small:  # a small target's few files are read whole: a bound spares nothing
+            first = table.key[0]
+            bounds = key_bounds(changes, first, table.schema[first].dataType)
+            if bounds is not None:
+                matches = matches & bounds
+        values: dict[str, Any] = {quoted(c): f"s.{quoted(c)}" for c in table.columns}
         target = DeltaTable.forPath(spark, path)
         merge = target.alias("t").merge(last.alias("s"), matches)
         merge = merge.whenMatchedDelete(condition=f"s.{DELETED}")
@@ -421,7 +456,6 @@ class DeltaSink(Sink):
                 )
         merge = merge.whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
         merge = merge.whenNotMatchedInsert(condition=f"NOT s.{DELETED}", values=values)
-        small = _size_in_bytes(spark, path) < REWRITE_BELOW_BYTES
         with _session_setting(spark, _MERGE_DELETION_VECTORS, "false" if small else None):
             merge.execute()
 
@@ -506,44 +540,46 @@ def _session_setting(spark: Any, key: str, value: str | None) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
-def _metadata(batch: MicroBatch, offset: bool) -> str:
+def _metadata(batch: MicroBatch, offset: bool, snapshot_rows: bool = False) -> str:
     """A commit's ``userMetadata``: the pipeline, the batch and (``offset``) its source
-    offset, which ``verify`` reads back."""
-    return json.dumps(
-        {
-            "pipeline": batch.pipeline,
-            "batch_id": batch.batch_id,
-            "source_offset": batch.source_offset if offset else None,
-        }
-    )
+    offset, which ``verify`` reads back; a MERGE that carries the batch's snapshot rows
+    says so (sinks/delta/appended.py)."""
+    metadata: dict[str, Any] = {
+        "pipeline": batch.pipeline,
+        "batch_id": batch.batch_id,
+        "source_offset": batch.source_offset if offset else None,
+    }
+    if snapshot_rows:
+        metadata[SNAPSHOT_ROWS] = True
+    return json.dumps(metadata)
 
 
-def _write_options(batch: MicroBatch, app: str = "", offset: bool = True) -> dict[str, str]:
-    """A Delta append's writer options that make it idempotent and record the offset:
+def _write_options(batch: MicroBatch) -> dict[str, str]:
+    """A history append's writer options that make it idempotent and record the offset:
     what :func:`_commit_options` sets for a MERGE, as options of the one write (no session
     setting, which writes of other targets in other threads would see)."""
     return {
-        "txnAppId": batch.pipeline + app,
+        "txnAppId": batch.pipeline,
         "txnVersion": str(batch.batch_id),
-        "userMetadata": _metadata(batch, offset),
+        "userMetadata": _metadata(batch, offset=True),
     }
 
 
 @contextmanager
 def _commit_options(
-    spark: Any, batch: MicroBatch, app: str = "", offset: bool = True
+    spark: Any, batch: MicroBatch, app: str = "", offset: bool = True, snapshot_rows: bool = False
 ) -> Iterator[None]:
     """Session settings that make the next Delta commit idempotent and record the offset.
 
     Delta reads them for MERGE and DELETE, which take no writer options; they are unset
     right after, so no other commit picks them up by accident, and ``spark`` is the
     session of one thread's writes (spark/concurrent_writes.py). ``app`` suffixes the
-    transaction's app id: a batch's snapshot append and its MERGE are two commits, each
-    skipped on replay.
+    transaction's app id: a batch's truncate and its MERGE are two commits, each skipped
+    on replay.
     """
     spark.conf.set(_TXN_APP, batch.pipeline + app)
     spark.conf.set(_TXN_VERSION, str(batch.batch_id))
-    spark.conf.set(_USER_METADATA, _metadata(batch, offset))
+    spark.conf.set(_USER_METADATA, _metadata(batch, offset, snapshot_rows))
     try:
         yield
     finally:
