@@ -411,13 +411,16 @@ class DeltaSink(Sink):
         if known is not None:
             return known
         path = self.target_path(table.source)
-        ((properties, files),) = (
-            spark.sql(f"DESCRIBE DETAIL delta.{quoted(path)}")
-            .select("properties", "numFiles")
-            .collect()
-        )
-        owner = (properties or {}).get(APPENDS_FOR)
-        if owner != pipeline and files == 0:
+        # the table's properties alone come from its metadata; DESCRIBE DETAIL's file
+        # count computes the table's state (3 Spark jobs), needed only when not marked
+        properties = dict(spark.sql(f"SHOW TBLPROPERTIES delta.{quoted(path)}").collect())
+        owner = properties.get(APPENDS_FOR)
+        if owner == pipeline:
+            self._appends[table.source] = True
+            return True
+        detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted(path)}")
+        ((files,),) = detail.select("numFiles").collect()
+        if files == 0:
             spark.sql(
                 f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES "
                 f"({sql_string(APPENDS_FOR)} = {sql_string(pipeline)})"
