@@ -3,11 +3,14 @@ against what a Spark user does instead, on the same table in one run.
 
     .venv/bin/python -m benchmarks.pipeline [--rows N] [--max-rows-per-trigger N]
     .venv/bin/python -m benchmarks.pipeline --sink postgres   # JDBC target
+    .venv/bin/python -m benchmarks.pipeline --sink mariadb    # JDBC target
 
 With ``--sink postgres`` all write into a private PostgreSQL: the baselines are Spark's
 JDBC writer (``write.jdbc``, ``batchsize`` 10000) and the C clients piped into each other
 (``mariadb --batch --quick`` | ``psql -c "COPY ... FROM STDIN"`` into a table with the
-same primary key as the pipeline's), the pipeline with its JDBC sink.
+same primary key as the pipeline's), the pipeline with its JDBC sink. ``--sink mariadb``
+does the same into a second private MariaDB: the C clients' baseline loads with
+``mariadb -e "LOAD DATA LOCAL INFILE '/dev/stdin' ..."``.
 
 Loads ``bench.orders`` (docs/stack-notes.md's table) into a private MariaDB, then, in one
 SparkSession (``local[--cores]``):
@@ -24,6 +27,7 @@ table's history tells how the pipeline wrote (appends of snapshot rows vs MERGEs
 from __future__ import annotations
 
 import argparse
+import secrets
 import tempfile
 import time
 from collections.abc import Sequence
@@ -127,6 +131,63 @@ def baseline_copy(db: EmbeddedMariaDB, pg: Any, database: str) -> float:
     return time.perf_counter() - started
 
 
+def baseline_mariadb(
+    spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, url: str, user: str, password: str
+) -> float:
+    """Seconds of ``spark.read.format("jdbc")`` -> ``write.jdbc`` into the MariaDB at ``url``."""
+    started = time.perf_counter()
+    (
+        jdbc_read(spark, db, rows, partitions)
+        .write.format("jdbc")
+        .option("url", url)
+        .option("driver", "org.mariadb.jdbc.Driver")
+        .option("user", user)
+        .option("password", password)
+        .option("dbtable", "baseline_orders")
+        .option("batchsize", "10000")
+        .save()
+    )
+    return time.perf_counter() - started
+
+
+def baseline_load_data(db: EmbeddedMariaDB, target: EmbeddedMariaDB, database: str) -> float:
+    """Seconds of the C client's dump piped into ``LOAD DATA LOCAL INFILE`` on ``target``
+    (``mariadb --batch`` prints tab-separated text with backslash escapes, LOAD DATA's
+    default format)."""
+    import os
+    import subprocess
+
+    target.execute(
+        "CREATE TABLE copy_orders (id BIGINT PRIMARY KEY, order_date DATE, "
+        "order_time DATETIME(6), quantity INT, product_id INT, price DECIMAL(10,2), "
+        "purchaser LONGTEXT)",
+        database=database,
+    )
+    options = db.source_options()
+    dump = [
+        "mariadb", "--batch", "--quick", "--skip-column-names",
+        f"--host={db.host}", f"--port={db.port}", f"--user={options['username']}",
+        f"--database={DATABASE}", "-e", f"SELECT {ORDERS_COLUMNS} FROM {TABLE}",
+    ]  # fmt: skip
+    load = [
+        "mariadb", "--local-infile=1", f"--host={target.host}", f"--port={target.port}",
+        f"--user={target.root.user}", f"--database={database}",
+        "-e", "LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE copy_orders",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    reader = subprocess.Popen(
+        dump, stdout=subprocess.PIPE, env={**os.environ, "MYSQL_PWD": options["password"]}
+    )
+    subprocess.run(
+        load, stdin=reader.stdout, env={**os.environ, "MYSQL_PWD": target.root.password}, check=True
+    )
+    assert reader.stdout is not None
+    reader.stdout.close()
+    if reader.wait() != 0:
+        raise RuntimeError(f"mariadb exited with {reader.returncode}")
+    return time.perf_counter() - started
+
+
 def pipeline(
     spark: Any, db: EmbeddedMariaDB, folder: Path, max_rows: int | None, sink: str = ""
 ) -> float:
@@ -173,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--max-rows-per-trigger", type=int, default=None, help="the pipeline's read limit"
     )
-    parser.add_argument("--sink", choices=("delta", "postgres"), default="delta")
+    parser.add_argument("--sink", choices=("delta", "postgres", "mariadb"), default="delta")
     parser.add_argument("--buffer-pool", default="2G")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -194,14 +255,20 @@ def main(argv: Sequence[str] | None = None) -> None:
                     jdbc, copy, ours, written = _into_postgres(spark, db, Path(tmp), args, memory)
                     setup.append(("pipeline's PostgreSQL table", f"{written:,} rows"))
                     baselines.append(Figure("mariadb --batch | psql COPY", args.rows, copy))
+                elif args.sink == "mariadb":
+                    jdbc, copy, ours, written = _into_mariadb(spark, db, Path(tmp), args, memory)
+                    setup.append(("pipeline's MariaDB table", f"{written:,} rows"))
+                    baselines.append(
+                        Figure("mariadb --batch | mariadb LOAD DATA LOCAL", args.rows, copy)
+                    )
                 else:
                     jdbc, ours, written, how = _into_delta(spark, db, Path(tmp), args, memory)
                     setup.append(("pipeline's Delta table", f"{written:,} rows; {how}"))
                 print_kv("Set-up", setup)
                 if written != args.rows:
                     print(f"WARNING: the pipeline wrote {written:,} rows, not {args.rows:,}")
-                target = "PostgreSQL" if args.sink == "postgres" else "Delta"
-                writer = "write.jdbc" if args.sink == "postgres" else "delta"
+                target = {"postgres": "PostgreSQL", "mariadb": "MariaDB"}.get(args.sink, "Delta")
+                writer = "delta" if args.sink == "delta" else "write.jdbc"
                 base = Figure(
                     f"spark.read.format('jdbc') ({args.jdbc_partitions} partitions) -> {writer}",
                     args.rows,
@@ -259,6 +326,33 @@ def _into_postgres(
         return jdbc, copy, ours, int(written)
     finally:
         pg.stop()
+
+
+def _into_mariadb(
+    spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
+) -> tuple[float, float, float, int]:
+    target = start_mariadb(args.buffer_pool)  # its own server, as a PostgreSQL target is
+    try:
+        database = target.create_database("bench_target")
+        user, password = "bench_sink", "Bench-" + secrets.token_hex(8)
+        target.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
+        target.execute(f"GRANT ALL ON *.* TO '{user}'@'%'")
+        # the jdbc:mysql scheme makes Spark quote with backticks (its MySQL dialect)
+        url = f"jdbc:mysql://{target.host}:{target.port}/{database}?permitMysqlScheme"
+        with memory.phase("baseline: jdbc -> write.jdbc"):
+            jdbc = baseline_mariadb(spark, db, args.rows, args.jdbc_partitions, url, user, password)
+        with memory.phase("baseline: mariadb | mariadb LOAD DATA"):
+            copy = baseline_load_data(db, target, database)
+        sink = (
+            f"  type: jdbc\n  url: mariadb://{target.host}:{target.port}/{database}\n"
+            f'  username: {user}\n  password: "{password}"'
+        )
+        with memory.phase("sparkcdc pipeline -> mariadb"):
+            ours = pipeline(spark, db, folder, args.max_rows_per_trigger, sink)
+        ((written,),) = target.execute(f"SELECT count(*) FROM {TABLE}", database=database)
+        return jdbc, copy, ours, int(written)
+    finally:
+        target.stop()
 
 
 if __name__ == "__main__":

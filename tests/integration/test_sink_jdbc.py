@@ -4,6 +4,8 @@ source type round-tripping, and a consistent snapshot for ``verify``."""
 
 from __future__ import annotations
 
+import logging
+import math
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -67,8 +69,10 @@ def target(request: pytest.FixtureRequest) -> TargetDb:
         return postgres_target(
             request.getfixturevalue("postgres"), request.getfixturevalue("pg_db")
         )
-    mariadb: EmbeddedMariaDB = request.getfixturevalue("mariadb")
-    db = request.getfixturevalue("mysql_db")
+    return mariadb_target(request.getfixturevalue("mariadb"), request.getfixturevalue("mysql_db"))
+
+
+def mariadb_target(mariadb: EmbeddedMariaDB, db: str) -> TargetDb:
     mariadb.execute(
         f"CREATE OR REPLACE USER '{MARIADB_SINK_USER}'@'%%' IDENTIFIED BY %s",
         (MARIADB_SINK_PASSWORD,),
@@ -196,13 +200,16 @@ def test_changes_land_once_in_created_targets(spark: Any, target: TargetDb) -> N
         sink.close()
 
 
-def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
-    spark: Any, target: TargetDb
+def test_snapshot_rows_are_bulk_loaded(
+    spark: Any, target: TargetDb, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Snapshot rows (inserts at the batch's snapshot version) go in with COPY on
-    PostgreSQL when the target holds the pipeline's rows only, every type intact, next to
-    the batch's log changes; a key someone else put there fails the batch instead of
-    being overwritten; a target with other rows is upserted."""
+    """Snapshot rows (inserts at the batch's snapshot version) are bulk-loaded, every type
+    intact, next to the batch's log changes: on PostgreSQL with COPY into a target that
+    holds the pipeline's rows only, where a key someone else put there fails the batch
+    instead of being overwritten, and a target with other rows is upserted; on MariaDB
+    with LOAD DATA LOCAL into any target, where a load that meets a key already there is
+    undone and its rows upserted."""
+    caplog.set_level(logging.INFO, logger="sparkcdc.sinks.jdbc")
     schema = schema_of(ORDERS_SCHEMA)
     table = SinkTable(ORDERS, schema, ("id",))
     sink = target.sink()
@@ -222,9 +229,17 @@ def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
             snapshot_counts={ORDERS: snapshot},
         )
 
+    def applied(batch_id: int) -> str:
+        return next(
+            r.getMessage().split("applied ")[1]
+            for r in caplog.records
+            if r.getMessage().startswith(f"jdbc sink: pipeline p1 batch {batch_id} applied")
+        )
+
     try:
         first = [(*order(i, f"s{i}"), "insert", 100) for i in range(1, 6)]
         sink.write(batch(0, first, 100))
+        assert applied(0) == "(shop.orders: 5 copied, 0 upserted, 0 deleted)"
         second = [
             (*order(1, "s1"), "update_preimage", 150),  # a log change of a copied key
             (*order(1, "s1-new"), "update_postimage", 150),
@@ -232,6 +247,7 @@ def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
             *[(*order(i, f"s{i}"), "insert", 200) for i in range(6, 9)],  # snapshot rows
         ]
         sink.write(batch(1, second, 200))
+        assert applied(1) == "(shop.orders: 3 copied, 1 upserted, 1 deleted)"
         got = {r[0]: tuple(r) for r in target.rows("orders")}
         assert {k: v[1] for k, v in got.items()} == {
             1: "s1-new",
@@ -255,14 +271,17 @@ def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
         target.query(
             f"INSERT INTO {'orders' if marked else '`orders`'} (id, name) VALUES (9, 'theirs')"
         )
-        third = [(*order(9, "s9"), "insert", 300)]
+        third = [(*order(9, "s9"), "insert", 300), (*order(10, "s10"), "insert", 300)]
         if marked:
             with pytest.raises(Exception, match="duplicate key"):
                 sink.write(batch(2, third, 300))
             assert target.offsets() == [("p1", 1, '{"pos": 1}')]  # nothing of it stayed
         else:
             sink.write(batch(2, third, 300))
+            assert "took 1 of 2 rows with 1 warnings (1062: Duplicate entry '9'" in caplog.text
+            assert applied(2) == "(shop.orders: 0 copied, 2 upserted, 0 deleted)"
             assert {r[0]: r[1] for r in target.rows("orders")}[9] == "s9"
+            assert target.offsets() == [("p1", 2, '{"pos": 2}')]
     finally:
         sink.close()
 
@@ -280,14 +299,14 @@ def test_snapshot_rows_are_bulk_loaded_into_targets_the_pipeline_owns(
 
 
 def test_a_batch_read_once_is_checked_before_its_commit_and_a_replay_reads_nothing(
-    spark: Any, postgres: Any, pg_db: str
+    spark: Any, target: TargetDb
 ) -> None:
     """A batch of one table's snapshot rows the pipeline did not count
-    (``MicroBatch.uncounted``) is read once into ``COPY``: the sink hands the DataFrame it
-    read to its end to ``read_through`` (its plan holds the counts) before it commits,
-    so a check that fails there leaves nothing written; a replay the target already has
-    reads nothing and says so (None)."""
-    target = postgres_target(postgres, pg_db)
+    (``MicroBatch.uncounted``) is read once into the bulk load: the sink hands the
+    DataFrame it read to its end to ``read_through`` (its plan holds the counts) before it
+    commits, so a check that fails there leaves nothing written; a replay the target
+    already has reads nothing and says so (None). A load MariaDB refused (a key already
+    there) says None too: the rows are read again, upserted and counted again."""
     schema = schema_of(ORDERS_SCHEMA)
     table = SinkTable(ORDERS, schema, ("id",))
     sink = target.sink()
@@ -326,7 +345,19 @@ def test_a_batch_read_once_is_checked_before_its_commit_and_a_replay_reads_nothi
         sink.write(replay)
         assert replay.read_frames == [None]
         assert sink.writes_snapshot_once(spark, table, "p1")
-        assert not sink.writes_snapshot_once(spark, table, "p2")  # p1's rows are there
+        # PostgreSQL: p1's rows are there; MariaDB's load takes any target
+        assert sink.writes_snapshot_once(spark, table, "p2") == (target.family == "mysql")
+        if target.family == "mysql":
+            table_sql = "`orders`"
+            target.query(f"INSERT INTO {table_sql} (id, name) VALUES (5, 'theirs')")
+            refused = batch(1, 4, seen.append)
+            sink.write(refused)
+            assert refused.read_frames[-1] is None  # counted again
+            assert [(r[0], r[1]) for r in target.rows("orders")][3:] == [
+                (4, "s4"),
+                (5, "s5"),
+                (6, "s6"),
+            ]
     finally:
         sink.close()
 
@@ -382,6 +413,66 @@ def test_copied_snapshot_rows_keep_every_value(spark: Any, postgres: Any, pg_db:
     want = {r["id"]: repr(tuple(r)) for r in rows.select(*schema.names).collect()}
     got = {r["id"]: repr(tuple(r)) for r in snap.rows.collect()}
     assert got == want
+
+
+def test_rows_loaded_into_mariadb_equal_rows_upserted(
+    spark: Any, mariadb: EmbeddedMariaDB, mysql_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Snapshot rows bulk-loaded into MariaDB (``csv_blocks`` + ``LOAD DATA LOCAL``) come
+    back exactly as the same rows upserted do, and as Spark had them: empty strings vs
+    NULL, quotes, line breaks and backslashes, the largest float, decimal extremes, year 1
+    and 9999, every byte (MariaDB stores no NaN, infinity or -0.0: those rows use finite
+    values, and -0.0 comes back as 0.0 either way).
+    The load announced LOCAL files but the connection sends none outside it."""
+    caplog.set_level(logging.INFO, logger="sparkcdc.sinks.jdbc")
+    target = mariadb_target(mariadb, mysql_db)
+    edge_rows = [tuple(_finite(v) for v in r) for r in EDGE_ROWS]
+    schema = schema_of(EDGES_SCHEMA)
+    edges = TableId("shop", "edges")
+    table = SinkTable(edges, schema, ("id",))
+    read: dict[str, Any] = {}
+    for name, version in (("loaded", 7), ("upserted", 8)):  # 8: log inserts, not snapshot rows
+        rows = changelog(spark, schema, [(*r, "insert", version) for r in edge_rows])
+        sink = target.sink(pipeline=name, **{"table-name": name})
+        sink.open(spark, [table])
+        try:
+            sink.write(
+                MicroBatch(
+                    name,
+                    0,
+                    {edges: rows},
+                    "o0",
+                    row_counts={edges: len(edge_rows)},
+                    snapshot_version=7,
+                    snapshot_counts={edges: len(edge_rows) if version == 7 else 0},
+                )
+            )
+            read[name] = {
+                r["id"]: repr(tuple(r)) for r in sink.snapshot(spark, table).rows.collect()
+            }
+            with pytest.raises(RuntimeError, match="local_infile option is false"):
+                sink._connection().cursor().execute(  # a server asking for a file gets none
+                    f"LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE `{name}`"
+                )
+        finally:
+            sink.close()
+    assert "edges: 5 copied, 0 upserted" in caplog.text
+    assert "edges: 0 copied, 5 upserted" in caplog.text
+    assert read["loaded"] == read["upserted"]
+    # MariaDB stores -0.0 as 0 (upserted or loaded)
+    unsigned = [
+        (*(v + 0.0 if isinstance(v, float) else v for v in r), "insert", 7) for r in edge_rows
+    ]
+    expected = changelog(spark, schema, unsigned).select(*schema.names)
+    want = {r["id"]: repr(tuple(r)) for r in expected.collect()}
+    assert read["loaded"] == want
+
+
+def _finite(value: Any) -> Any:
+    """NaN and the infinities as finite doubles (what MariaDB can store)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0.5 if math.isnan(value) else math.copysign(3e38, value)  # fits a FLOAT
+    return value
 
 
 def spark_row(values: tuple[Any, ...]) -> tuple[Any, ...]:

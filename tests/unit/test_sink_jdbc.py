@@ -25,6 +25,7 @@ from sparkcdc.core.errors import OptionError, SchemaError
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig, JdbcUrl, TableName
+from sparkcdc.sinks.jdbc.csv_blocks import CsvForm
 from sparkcdc.sinks.jdbc.dialects import MySqlDialect, PostgresDialect, Target
 
 PASSWORD = "s3cr3t-Pa55w0rd!"
@@ -182,6 +183,63 @@ def test_mysql_sql_and_key_column_sizes() -> None:
     assert "VARCHAR(768)" in my.create_table_sql(key_only)
     assert my.upsert_sql(key_only, 1).endswith("ON DUPLICATE KEY UPDATE `k` = VALUES(`k`)")
     assert pg_key_only_does_nothing(key_only)
+
+
+def test_mysql_load_statement_unhexes_binary_and_quotes_names_and_file() -> None:
+    _, my = dialects()
+    odd = Target(
+        TableId("a", "b"),
+        "s`1",
+        "t%x",
+        struct(("id", LongType()), ("r`aw", BinaryType()), ("n", StringType())),
+        ("id",),
+    )
+    sql = my._load_sql(odd, "/tmp/sparkcdc-load-a'b%/0.csv")
+    assert sql == (
+        "LOAD DATA LOCAL INFILE '/tmp/sparkcdc-load-a''b%%/0.csv' IGNORE INTO TABLE "
+        "`s``1`.`t%%x` CHARACTER SET utf8mb4 FIELDS TERMINATED BY ',' OPTIONALLY "
+        "ENCLOSED BY '\"' ESCAPED BY '' LINES TERMINATED BY '\\n' (`id`, @c1, `n`) "
+        "SET `r``aw` = UNHEX(@c1)"
+    )
+    assert (sql % ()).startswith("LOAD DATA LOCAL INFILE '/tmp/sparkcdc-load-a''b%/0.csv'")
+
+
+def test_csv_forms_tell_null_from_empty_and_write_what_each_target_reads() -> None:
+    """The CSV text per target family (``csv_blocks``' executor side): NULL unquoted
+    (empty for PostgreSQL, the word for MySQL, where the quoted word stays a string),
+    quotes doubled, instants in UTC (with ``Z``, or naive), booleans, 32-bit floats."""
+    import pyarrow as pa
+
+    from sparkcdc.sinks.jdbc.csv_blocks import MYSQL_CSV, POSTGRES_CSV, _write_csv
+
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array(['a "q",\\', "", None, "NULL"]),
+            pa.array([0, 1_700_000_000_123_456, None, -1], pa.timestamp("us", "Europe/Paris")),
+            pa.array([True, False, None, True]),
+            pa.array([3.4028234663852886e38, 0.1, None, -0.0], pa.float32()),
+        ],
+        ["c0", "c1", "c2", "c3"],
+    )
+
+    def text(form: CsvForm) -> list[str]:
+        (block,) = list(_write_csv(iter([batch]), form))
+        assert block.column(1).to_pylist() == [4]
+        written: bytes = block.column(0)[0].as_py()
+        return written.decode().splitlines()
+
+    assert text(MYSQL_CSV) == [
+        '"a ""q"",\\","1970-01-01 00:00:00.000000","1","3.4028234663852886e+38"',
+        '"","2023-11-14 22:13:20.123456","0","0.10000000149011612"',
+        "NULL,NULL,NULL,NULL",
+        '"NULL","1969-12-31 23:59:59.999999","1","-0"',
+    ]
+    assert text(POSTGRES_CSV) == [
+        '"a ""q"",\\","1970-01-01 00:00:00.000000Z","true","3.4028235e+38"',
+        '"","2023-11-14 22:13:20.123456Z","false","0.1"',
+        ",,,",
+        '"NULL","1969-12-31 23:59:59.999999Z","true","-0"',
+    ]
 
 
 def test_an_upsert_of_rows_read_again_leaves_kept_columns_alone() -> None:

@@ -29,9 +29,14 @@ binary                    bytea                LONGBLOB; key columns VARBINARY(n
 
 from __future__ import annotations
 
+import itertools
+import logging
+import os
 import re
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
@@ -40,6 +45,7 @@ from sparkcdc.core.errors import SchemaError, SparkCdcError
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.jdbc.config import MAX_IDENTIFIER, JdbcSinkConfig
+from sparkcdc.sinks.jdbc.csv_blocks import MYSQL_CSV, POSTGRES_CSV, CsvForm
 
 UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -51,6 +57,15 @@ Converter = Callable[[Any], Any]
 #: MySQL/MariaDB client and server errors of a connection gone or refused: can't connect,
 #: gone away, lost during a query, server shutdown, killed, closed for inactivity.
 _MYSQL_LOST = frozenset({1053, 1927, 2003, 2006, 2013, 4031})
+#: MySQL/MariaDB errors refusing LOAD DATA LOCAL (``local_infile`` off; MySQL 8.0's own).
+_LOAD_REFUSED = frozenset({1148, 3948, 4166})
+
+#: CSV bytes one ``LOAD DATA`` statement takes: each of the two temporary files holds this
+#: much at most, and the last load, which nothing overlaps, is this big at most.
+LOAD_BYTES = 16 << 20
+
+log = logging.getLogger(__name__)
+
 #: Connect failures that waiting does not cure.
 _REFUSED_LOGIN = re.compile(r"authentication|access denied|does not exist|unknown database", re.I)
 
@@ -95,9 +110,13 @@ class Dialect(ABC):
     family: str
     #: Parameters one statement may carry (PostgreSQL's protocol limit is 65535).
     max_parameters: int = 60_000
-    #: Whether snapshot rows can be bulk-loaded (:meth:`copy_csv`) into a target that
-    #: holds this pipeline's rows only.
+    #: Whether snapshot rows can be bulk-loaded (:meth:`copy_csv`).
     copies_csv: bool = False
+    #: Whether the bulk load needs a target that holds this pipeline's rows only (a key
+    #: already there fails it), or takes any target (it finds such keys itself).
+    loads_owned_only: bool = True
+    #: The CSV the bulk load reads.
+    csv_form: CsvForm = POSTGRES_CSV
 
     def __init__(self, config: JdbcSinkConfig) -> None:
         self.config = config
@@ -227,9 +246,11 @@ class Dialect(ABC):
         table = self.table_sql(target.qualifier, target.name)
         return f"DELETE FROM {table} WHERE {left} IN ({items})"
 
-    def copy_csv(self, cur: Any, target: Target, blocks: Iterator[tuple[bytes, int]]) -> int:
-        """Bulk-load ``blocks`` (CSV text of all columns, rows each: ``csv_blocks``) into
-        ``target``; how many rows. Only where :attr:`copies_csv`."""
+    def copy_csv(self, cur: Any, target: Target, blocks: Iterator[tuple[bytes, int]]) -> int | None:
+        """Bulk-load ``blocks`` (CSV text of all columns in :attr:`csv_form`, rows each:
+        ``csv_blocks``) into ``target``; how many rows, or None when the target refused
+        some and nothing of them stayed (they are to be upserted). Only where
+        :attr:`copies_csv`."""
         raise NotImplementedError(f"{self.family} targets have no bulk load")
 
     def owner(self, cur: Any, target: Target) -> str | None:
@@ -449,7 +470,7 @@ class PostgresDialect(Dialect):
             "ON CONFLICT (pipeline) DO NOTHING"
         )
 
-    def copy_csv(self, cur: Any, target: Target, blocks: Iterator[tuple[bytes, int]]) -> int:
+    def copy_csv(self, cur: Any, target: Target, blocks: Iterator[tuple[bytes, int]]) -> int | None:
         from psycopg import sql
 
         # composed, not formatted: COPY takes no parameters, so '%' must stay single
@@ -551,11 +572,16 @@ class MySqlDialect(Dialect):
         "NO_AUTO_VALUE_ON_ZERO,ERROR_FOR_DIVISION_BY_ZERO'"
     )
     TRANSACTIONAL_ENGINES = frozenset({"innodb", "rocksdb", "ndbcluster", "ndb"})
+    loads_owned_only = False
+    csv_form = MYSQL_CSV
 
     def __init__(self, config: JdbcSinkConfig) -> None:
         super().__init__(config)
         #: MariaDB's NO PAD binary collation keeps 'a' and 'a ' apart, as the source may.
         self.key_collation = "utf8mb4_nopad_bin"
+        #: Set from the server's ``local_infile`` at each connection (MariaDB's default is
+        #: ON, MySQL 8's OFF): LOAD DATA LOCAL bulk-loads snapshot rows only where allowed.
+        self.copies_csv = False
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``").replace("%", "%%") + "`"
@@ -577,14 +603,17 @@ class MySqlDialect(Dialect):
                 charset="utf8mb4",
                 autocommit=False,
                 connect_timeout=30,
+                local_infile=True,  # announced to the server; allowed per statement (_load)
             )
         except pymysql.Error as exc:
             raise self.connection_error(exc) from None
+        files = _local_files(conn, False)
         with conn.cursor() as cur:
             cur.execute(self.SESSION)
-            cur.execute("SELECT VERSION()")
+            cur.execute("SELECT VERSION(), @@local_infile")
             row = cur.fetchone()
         version = str(row[0] if row else "")
+        self.copies_csv = files and bool(row and row[1])
         if "mariadb" not in version.lower():
             self.key_collation = "utf8mb4_0900_bin"  # MySQL 8's NO PAD binary collation
         return conn
@@ -703,6 +732,111 @@ class MySqlDialect(Dialect):
             f"VALUES {', '.join([one] * rows)} ON DUPLICATE KEY UPDATE {', '.join(updates)}"
         )
 
+    def copy_csv(self, cur: Any, target: Target, blocks: Iterator[tuple[bytes, int]]) -> int | None:
+        """``LOAD DATA LOCAL INFILE ... IGNORE`` after a savepoint, from temporary files of
+        up to :data:`LOAD_BYTES`: one is loaded (by a thread, the only user of the
+        connection meanwhile) while the next fills, so the server inserts while Spark
+        makes the next blocks. With LOCAL the server cannot stop the client's file, so it
+        turns every refusal into a warning: a load that skipped a row (its key is in the
+        target already) or warned about a value is rolled back to the savepoint, and None
+        returned. The sink upserts those rows then, which updates the keys that were there
+        and fails a value the target cannot take with the server's own error."""
+        cur.execute("SAVEPOINT sparkcdc_load", ())
+        with (
+            tempfile.TemporaryDirectory(prefix="sparkcdc-load-") as folder,
+            ThreadPoolExecutor(1, thread_name_prefix="sparkcdc-load") as loader,
+        ):
+            paths = [os.path.join(folder, f"{i}.csv") for i in range(2)]
+            loading: Future[bool] | None = None  # the one load running
+            count = filled = 0
+            file = open(paths[0], "wb")  # noqa: SIM115 (swapped between two files)
+            try:
+                for block, rows in itertools.chain(blocks, [(b"", -1)]):
+                    if rows >= 0:
+                        file.write(block)
+                        filled += rows
+                        if file.tell() < LOAD_BYTES:
+                            continue
+                    file.close()
+                    if loading is not None and not loading.result():
+                        return None  # refused: rolled back to the savepoint
+                    if filled:  # the other file is free again once its load is done
+                        path = file.name
+                        loading = loader.submit(self._load, cur, path, filled, target)
+                        count, filled = count + filled, 0
+                        file = open(paths[1 - paths.index(path)], "wb")  # noqa: SIM115
+                if loading is not None and not loading.result():
+                    return None
+            finally:
+                file.close()
+                # a failure here leaves the load running: the connection is its until it ends
+                if loading is not None:
+                    wait([loading])
+        cur.execute("RELEASE SAVEPOINT sparkcdc_load", ())
+        return count
+
+    def _load_sql(self, target: Target, path: str) -> str:
+        """The statement loading ``path`` (``csv_blocks`` in :data:`MYSQL_CSV`) into
+        ``target``: binary columns read as hex into variables and unhexed."""
+        items: list[str] = []
+        unhexed: list[str] = []
+        for i, field in enumerate(target.schema.fields):
+            column = self.quote(field.name)
+            if _is(field.dataType, "BinaryType"):
+                items.append(f"@c{i}")
+                unhexed.append(f"{column} = UNHEX(@c{i})")
+            else:
+                items.append(column)
+        file = "'" + path.replace("\\", "\\\\").replace("'", "''").replace("%", "%%") + "'"
+        return (
+            f"LOAD DATA LOCAL INFILE {file} IGNORE INTO TABLE "
+            f"{self.table_sql(target.qualifier, target.name)} CHARACTER SET utf8mb4 "
+            "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' "
+            f"LINES TERMINATED BY '\\n' ({', '.join(items)})"
+            + (f" SET {', '.join(unhexed)}" if unhexed else "")
+        )
+
+    def _load(self, cur: Any, path: str, rows: int, target: Target) -> bool:
+        """Load the file at ``path`` (``rows`` rows); whether every row went in without a
+        warning (if not, the savepoint is restored)."""
+        import pymysql
+
+        statement = self._load_sql(target, path)
+        conn = cur.connection
+        _local_files(conn, True)  # only while this statement, which names our file, runs
+        try:
+            cur.execute(statement, ())
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            if code not in _LOAD_REFUSED:
+                raise
+            self.copies_csv = False  # local_infile was turned off since the connection began
+            cur.execute("ROLLBACK TO SAVEPOINT sparkcdc_load", ())
+            log.warning(
+                "jdbc sink: %s refused LOAD DATA LOCAL (%s); its rows are upserted instead",
+                target,
+                exc.args[1] if len(exc.args) > 1 else code,
+            )
+            return False
+        finally:
+            _local_files(conn, False)
+        if cur.rowcount == rows and not cur.warning_count:
+            return True
+        loaded, warnings = cur.rowcount, cur.warning_count
+        cur.execute("SHOW WARNINGS LIMIT 3", ())
+        found = "; ".join(f"{code}: {text}" for _, code, text in cur.fetchall())
+        cur.execute("ROLLBACK TO SAVEPOINT sparkcdc_load", ())
+        log.warning(
+            "jdbc sink: bulk load into %s took %d of %d rows with %d warnings (%s); the "
+            "batch's snapshot rows are upserted instead",
+            target,
+            loaded,
+            rows,
+            warnings,
+            found,
+        )
+        return False
+
     def insert_offsets_row_sql(self, table_sql: str) -> str:
         # INSERT IGNORE would also hide real errors; a no-op update does not.
         return (
@@ -738,6 +872,17 @@ class MySqlDialect(Dialect):
         if _is(field.dataType, "TimestampType"):
             return _utc
         return super().from_target(field)
+
+
+def _local_files(conn: Any, allowed: bool) -> bool:
+    """Let a PyMySQL connection send the local file the server asks for, or not; whether
+    it could be set. PyMySQL sends whatever file the server names, so the sink allows it
+    only while its own LOAD DATA runs (the connection announced LOCAL files when it was
+    opened). A PyMySQL without the flag gets no bulk load."""
+    if not hasattr(conn, "_local_infile"):
+        return False
+    conn._local_infile = allowed
+    return True
 
 
 def _int_to_bool(value: Any) -> bool | None:

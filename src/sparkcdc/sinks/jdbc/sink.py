@@ -8,11 +8,13 @@ Each micro-batch is applied in ONE target transaction, for all tables at once:
 2. per table, reduce the changes to the last change per key
    (:func:`~sparkcdc.sinks.reduce.last_change_per_key`), stream the keys to delete and
    then the rows to upsert to the driver with ``toLocalIterator`` (a batch never has to fit
-   in driver memory), and send them as multi-row deletes and upserts. On PostgreSQL the
-   batch's snapshot rows (keys the pipeline never emitted) skip the reduction and go in
-   with ``COPY`` when the target holds this pipeline's rows only (its comment names the
-   pipeline, set when the sink found it empty), as CSV blocks the executors write
-   (:mod:`~sparkcdc.sinks.jdbc.csv_blocks`). A batch of one table's snapshot rows only
+   in driver memory), and send them as multi-row deletes and upserts. The batch's
+   snapshot rows (keys the pipeline never emitted) skip the reduction and are
+   bulk-loaded as CSV blocks the executors write (:mod:`~sparkcdc.sinks.jdbc.csv_blocks`):
+   on PostgreSQL with ``COPY`` when the target holds this pipeline's rows only (its
+   comment names the pipeline, set when the sink found it empty); on MySQL/MariaDB with
+   ``LOAD DATA LOCAL`` into any target, undone to a savepoint and upserted instead when
+   the server skipped a row or warned. A batch of one table's snapshot rows only
    is read once, uncached (pipeline/one_pass.py): the blocks' DataFrame, read to its
    end, goes to ``MicroBatch.read_through`` (the DataFrame's plan holds the batch's
    counts, which the pipeline checks there, before the commit);
@@ -352,52 +354,58 @@ class JdbcSink(Sink):
     def _write_table(
         self, cur: Any, target: Target, changes: Any, batch: MicroBatch
     ) -> tuple[int, int, int]:
-        """One table's batch: its snapshot rows bulk-loaded when the target holds this
-        pipeline's rows only (their keys cannot be there yet, and a key that is there
-        anyway fails the batch on the target's key instead of being overwritten), the
-        rest applied as deletes and upserts. Returns (copied, deleted, upserted)."""
+        """One table's batch: its snapshot rows bulk-loaded where the target takes them
+        (:meth:`_loads`), the rest applied as deletes and upserts. A load the target
+        refused (MySQL: a key already there, a value it warned about) left nothing, and
+        the rows are upserted. Returns (copied, deleted, upserted)."""
         if target.source in batch.uncounted:  # snapshot rows only, read once (asked before)
-            if self.dialect.copies_csv and self._owns(cur, target, batch.pipeline):
-                return self._copy(cur, target, changes, batch), 0, 0
-            # rows came in since: merged, and counted again. Recorded before _apply runs:
-            # its first action (isEmpty) completes the observation with a part of the rows
+            if self._loads(cur, target, batch.pipeline):
+                copied = self._copy(cur, target, changes, batch)
+                if copied is not None:
+                    return copied, 0, 0
+            # rows came in since, or the load was refused: merged, and counted again.
+            # Recorded before _apply runs: its first action (isEmpty) completes the
+            # observation with a part of the rows
             batch.read_through(None)
             return (0, *self._apply(cur, target, changes, batch))
         snapshot = batch.snapshot_rows(target.source)
-        if (
-            not snapshot
-            or not self.dialect.copies_csv
-            or not self._owns(cur, target, batch.pipeline)
-        ):
+        if not snapshot or not self._loads(cur, target, batch.pipeline):
             return (0, *self._apply(cur, target, changes, batch))
         copied = self._copy(cur, target, changes, batch)
+        if copied is None:
+            return (0, *self._apply(cur, target, changes, batch))
         total = batch.row_counts.get(target.source, 0) if batch.row_counts else None
         if total is not None and total <= snapshot:
             return copied, 0, 0
         rest = changes.where(~batch.is_snapshot_row())
         return (copied, *self._apply(cur, target, rest, batch))
 
-    def _copy(self, cur: Any, target: Target, changes: Any, batch: MicroBatch) -> int:
-        """The batch's snapshot rows of ``target`` bulk-loaded (``COPY``); how many."""
-        rows = csv_blocks(changes.where(batch.is_snapshot_row()), target.schema.fields)
+    def _copy(self, cur: Any, target: Target, changes: Any, batch: MicroBatch) -> int | None:
+        """The batch's snapshot rows of ``target`` bulk-loaded (``COPY``, ``LOAD DATA``);
+        how many, or None when the target refused them (nothing of them stayed)."""
+        rows = csv_blocks(
+            changes.where(batch.is_snapshot_row()), target.schema.fields, self.dialect.csv_form
+        )
         uncounted = target.source in batch.uncounted
         if uncounted:
             batch.read_through(None)  # stays last if the read is cut short
-        # a task computes the next partition's blocks while COPY takes this one's
+        # a task computes the next partition's blocks while the target takes this one's
         blocks = rows.toLocalIterator(prefetchPartitions=True)
         copied = self.dialect.copy_csv(cur, target, ((bytes(b), n) for b, n in blocks))
-        if uncounted:
+        if uncounted and copied is not None:
             batch.read_through(rows)  # checked here, before the commit
         return copied
 
     def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
-        """A target that takes ``COPY`` (PostgreSQL) and holds ``pipeline``'s rows only,
-        or is empty (the batch's transaction marks it), takes a batch of snapshot rows
-        as CSV blocks read once with ``toLocalIterator``."""
+        """A target that takes the bulk load (:meth:`_loads`; on PostgreSQL one that holds
+        ``pipeline``'s rows only or is empty, which the batch's transaction marks) takes a
+        batch of snapshot rows as CSV blocks read once with ``toLocalIterator``."""
         del spark
         target = self._targets.get(table.source)
         if target is None or not self.dialect.copies_csv:
             return False
+        if not self.dialect.loads_owned_only:
+            return True
         known = self._owned.get(table.source)
         if known is not None:
             return known
@@ -413,6 +421,14 @@ class JdbcSink(Sink):
                 raise
             return False  # the batch is cached and counted; its write tries again
         return once
+
+    def _loads(self, cur: Any, target: Target, pipeline: str) -> bool:
+        """Whether the batch's snapshot rows of ``target`` go in with the bulk load: where
+        the dialect has one, into any target (MySQL/MariaDB, whose load finds keys already
+        there itself) or into a target holding ``pipeline``'s rows only (PostgreSQL)."""
+        if not self.dialect.copies_csv:
+            return False
+        return not self.dialect.loads_owned_only or self._owns(cur, target, pipeline)
 
     def _owns(self, cur: Any, target: Target, pipeline: str) -> bool:
         """Whether ``target`` holds ``pipeline``'s rows only: marked for it, or empty and
