@@ -16,7 +16,12 @@ from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
 from sparkcdc.pipeline.status import pipeline_status
-from tests.support.pipelines import committed_offsets, snapshot_done, wait_until
+from tests.support.pipelines import (
+    committed_offsets,
+    mariadb_sink_block,
+    snapshot_done,
+    wait_until,
+)
 from tests.support.postgres_writes import POSTGRES_WRITES
 from tests.support.random_writer import RandomWriter
 
@@ -234,16 +239,7 @@ def test_postgres_to_mariadb_with_concurrent_writes_then_verify(
     monkeypatch: Any,
 ) -> None:
     source_database(postgres, pg_db)
-    mariadb.execute("CREATE OR REPLACE USER 'pg_sink'@'%%' IDENTIFIED BY %s", ("sink-pw",))
-    mariadb.execute(f"GRANT ALL ON `{mysql_db}`.* TO 'pg_sink'@'%'")
-    monkeypatch.setenv("TARGET_PASSWORD", "sink-pw")
-    sink = f"""
-type: jdbc
-url: mariadb://{mariadb.host}:{mariadb.port}/{mysql_db}
-username: pg_sink
-password: ${{TARGET_PASSWORD}}
-table-name: "{{table}}"
-"""
+    sink = mariadb_sink_block(mariadb, mysql_db, monkeypatch)
     try:
         # evolve: a TRUNCATE empties the target (in the batch's transaction); a DROP
         # TABLE (no trace in the WAL: the table is gone from the catalog) drops it

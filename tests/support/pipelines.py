@@ -58,6 +58,19 @@ def postgres_sink_block(postgres: Any, database: str, monkeypatch: Any) -> str:
     )
 
 
+def mariadb_sink_block(mariadb: Any, database: str, monkeypatch: Any) -> str:
+    """A ``jdbc`` sink block into ``database`` on the harness's MariaDB, as a user of its
+    own (the password through the environment, as users are told to)."""
+    mariadb.execute("CREATE OR REPLACE USER 'mariadb_sink'@'%%' IDENTIFIED BY %s", ("sink-pw",))
+    mariadb.execute(f"GRANT ALL ON `{database}`.* TO 'mariadb_sink'@'%'")
+    monkeypatch.setenv("TARGET_PASSWORD", "sink-pw")
+    return (
+        f"type: jdbc\nurl: mariadb://{mariadb.host}:{mariadb.port}/{database}\n"
+        "username: mariadb_sink\npassword: ${TARGET_PASSWORD}\n"
+        'table-name: "{table}"'
+    )
+
+
 def sink_block(sink: str, postgres: Any, pg_db: str, monkeypatch: Any) -> str:
     """The sink block of tests run into either target: ``delta`` (a lake beside the
     pipeline file) or, for any other name, PostgreSQL (:func:`postgres_sink_block`)."""
