@@ -30,7 +30,8 @@ import argparse
 import secrets
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,18 +80,30 @@ def jdbc_read(spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int) -> An
     )
 
 
-def baseline_postgres(
-    spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, pg: Any, database: str
+@dataclass(frozen=True)
+class JdbcTarget:
+    """Where a JDBC baseline and the pipeline's ``jdbc`` sink write: a JDBC URL and driver
+    for Spark's writer, the sink's URL, and a login."""
+
+    jdbc_url: str
+    driver: str
+    sink_url: str
+    user: str
+    password: str
+
+
+def baseline_write_jdbc(
+    spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, target: JdbcTarget
 ) -> float:
-    """Seconds of ``spark.read.format("jdbc")`` -> ``write.jdbc`` into PostgreSQL."""
+    """Seconds of ``spark.read.format("jdbc")`` -> ``write.jdbc`` into ``target``."""
     started = time.perf_counter()
     (
         jdbc_read(spark, db, rows, partitions)
         .write.format("jdbc")
-        .option("url", f"jdbc:postgresql://{pg.host}:{pg.port}/{database}")
-        .option("driver", "org.postgresql.Driver")
-        .option("user", pg.user)
-        .option("password", pg.password)
+        .option("url", target.jdbc_url)
+        .option("driver", target.driver)
+        .option("user", target.user)
+        .option("password", target.password)
         .option("dbtable", "baseline_orders")
         .option("batchsize", "10000")
         .save()
@@ -101,86 +114,54 @@ def baseline_postgres(
 def baseline_copy(db: EmbeddedMariaDB, pg: Any, database: str) -> float:
     """Seconds of the C clients' dump piped into ``COPY`` (the table has no NULLs, so
     ``mariadb --batch``'s escapes are PostgreSQL's text format)."""
-    import os
-    import subprocess
-
     pg.execute(
         "CREATE TABLE copy_orders (id bigint PRIMARY KEY, order_date date, "
         "order_time timestamp, quantity integer, product_id integer, price numeric(10,2), "
         "purchaser text)",
         dbname=database,
     )
-    options = db.source_options()
-    dump = [
-        "mariadb", "--batch", "--quick", "--skip-column-names",
-        f"--host={db.host}", f"--port={db.port}", f"--user={options['username']}",
-        f"--database={DATABASE}", "-e", f"SELECT {ORDERS_COLUMNS} FROM {TABLE}",
-    ]  # fmt: skip
     load = [
         "psql", "-q", "-v", "ON_ERROR_STOP=1", f"--host={pg.host}", f"--port={pg.port}",
         f"--username={pg.user}", f"--dbname={database}", "-c", "COPY copy_orders FROM STDIN",
     ]  # fmt: skip
-    env = {**os.environ, "MYSQL_PWD": options["password"], "PGPASSWORD": pg.password}
-    started = time.perf_counter()
-    reader = subprocess.Popen(dump, stdout=subprocess.PIPE, env=env)
-    subprocess.run(load, stdin=reader.stdout, env=env, check=True)
-    assert reader.stdout is not None
-    reader.stdout.close()
-    if reader.wait() != 0:
-        raise RuntimeError(f"mariadb exited with {reader.returncode}")
-    return time.perf_counter() - started
-
-
-def baseline_mariadb(
-    spark: Any, db: EmbeddedMariaDB, rows: int, partitions: int, url: str, user: str, password: str
-) -> float:
-    """Seconds of ``spark.read.format("jdbc")`` -> ``write.jdbc`` into the MariaDB at ``url``."""
-    started = time.perf_counter()
-    (
-        jdbc_read(spark, db, rows, partitions)
-        .write.format("jdbc")
-        .option("url", url)
-        .option("driver", "org.mariadb.jdbc.Driver")
-        .option("user", user)
-        .option("password", password)
-        .option("dbtable", "baseline_orders")
-        .option("batchsize", "10000")
-        .save()
-    )
-    return time.perf_counter() - started
+    return dump_into(db, load, {"PGPASSWORD": pg.password})
 
 
 def baseline_load_data(db: EmbeddedMariaDB, target: EmbeddedMariaDB, database: str) -> float:
     """Seconds of the C client's dump piped into ``LOAD DATA LOCAL INFILE`` on ``target``
     (``mariadb --batch`` prints tab-separated text with backslash escapes, LOAD DATA's
     default format)."""
-    import os
-    import subprocess
-
     target.execute(
         "CREATE TABLE copy_orders (id BIGINT PRIMARY KEY, order_date DATE, "
         "order_time DATETIME(6), quantity INT, product_id INT, price DECIMAL(10,2), "
         "purchaser LONGTEXT)",
         database=database,
     )
+    load = [
+        "mariadb", "--local-infile=1", f"--host={target.host}", f"--port={target.port}",
+        f"--user={target.root.user}", f"--database={database}",
+        "-e", "LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE copy_orders",
+    ]  # fmt: skip
+    return dump_into(db, load, {"MYSQL_PWD": target.root.password})
+
+
+def dump_into(db: EmbeddedMariaDB, load: list[str], load_env: dict[str, str]) -> float:
+    """Seconds of ``mariadb --batch --quick`` dumping the table into the command ``load``
+    (run with ``load_env`` added to the environment)."""
+    import os
+    import subprocess
+
     options = db.source_options()
     dump = [
         "mariadb", "--batch", "--quick", "--skip-column-names",
         f"--host={db.host}", f"--port={db.port}", f"--user={options['username']}",
         f"--database={DATABASE}", "-e", f"SELECT {ORDERS_COLUMNS} FROM {TABLE}",
     ]  # fmt: skip
-    load = [
-        "mariadb", "--local-infile=1", f"--host={target.host}", f"--port={target.port}",
-        f"--user={target.root.user}", f"--database={database}",
-        "-e", "LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE copy_orders",
-    ]  # fmt: skip
     started = time.perf_counter()
     reader = subprocess.Popen(
         dump, stdout=subprocess.PIPE, env={**os.environ, "MYSQL_PWD": options["password"]}
     )
-    subprocess.run(
-        load, stdin=reader.stdout, env={**os.environ, "MYSQL_PWD": target.root.password}, check=True
-    )
+    subprocess.run(load, stdin=reader.stdout, env={**os.environ, **load_env}, check=True)
     assert reader.stdout is not None
     reader.stdout.close()
     if reader.wait() != 0:
@@ -304,6 +285,30 @@ def _into_delta(
     return jdbc, ours, written, history(spark, lake)
 
 
+def _into_jdbc(
+    spark: Any,
+    db: EmbeddedMariaDB,
+    folder: Path,
+    args: argparse.Namespace,
+    memory: Any,
+    target: JdbcTarget,
+    clients: tuple[str, Callable[[], float]],
+) -> tuple[float, float, float]:
+    """Seconds of ``write.jdbc``, of the C clients (``clients``: name, run) and of the
+    pipeline, into ``target``."""
+    with memory.phase("baseline: jdbc -> write.jdbc"):
+        jdbc = baseline_write_jdbc(spark, db, args.rows, args.jdbc_partitions, target)
+    with memory.phase(f"baseline: {clients[0]}"):
+        copy = clients[1]()
+    sink = (
+        f"  type: jdbc\n  url: {target.sink_url}\n"
+        f'  username: {target.user}\n  password: "{target.password}"'
+    )
+    with memory.phase(f"sparkcdc pipeline -> {args.sink}"):
+        ours = pipeline(spark, db, folder, args.max_rows_per_trigger, sink)
+    return jdbc, copy, ours
+
+
 def _into_postgres(
     spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
 ) -> tuple[float, float, float, int]:
@@ -312,16 +317,15 @@ def _into_postgres(
     pg = EmbeddedPostgres().start()
     try:
         database = pg.create_database("bench_target")
-        with memory.phase("baseline: jdbc -> write.jdbc"):
-            jdbc = baseline_postgres(spark, db, args.rows, args.jdbc_partitions, pg, database)
-        with memory.phase("baseline: mariadb | psql COPY"):
-            copy = baseline_copy(db, pg, database)
-        sink = (
-            f"  type: jdbc\n  url: postgresql://{pg.host}:{pg.port}/{database}\n"
-            f'  username: {pg.user}\n  password: "{pg.password}"'
+        target = JdbcTarget(
+            f"jdbc:postgresql://{pg.host}:{pg.port}/{database}",
+            "org.postgresql.Driver",
+            f"postgresql://{pg.host}:{pg.port}/{database}",
+            pg.user,
+            pg.password,
         )
-        with memory.phase("sparkcdc pipeline -> postgres"):
-            ours = pipeline(spark, db, folder, args.max_rows_per_trigger, sink)
+        clients = ("mariadb | psql COPY", lambda: baseline_copy(db, pg, database))
+        jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, target, clients)
         ((written,),) = pg.execute(f"SELECT count(*) FROM {TABLE}", dbname=database)
         return jdbc, copy, ours, int(written)
     finally:
@@ -337,18 +341,19 @@ def _into_mariadb(
         user, password = "bench_sink", "Bench-" + secrets.token_hex(8)
         target.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
         target.execute(f"GRANT ALL ON *.* TO '{user}'@'%'")
-        # the jdbc:mysql scheme makes Spark quote with backticks (its MySQL dialect)
-        url = f"jdbc:mysql://{target.host}:{target.port}/{database}?permitMysqlScheme"
-        with memory.phase("baseline: jdbc -> write.jdbc"):
-            jdbc = baseline_mariadb(spark, db, args.rows, args.jdbc_partitions, url, user, password)
-        with memory.phase("baseline: mariadb | mariadb LOAD DATA"):
-            copy = baseline_load_data(db, target, database)
-        sink = (
-            f"  type: jdbc\n  url: mariadb://{target.host}:{target.port}/{database}\n"
-            f'  username: {user}\n  password: "{password}"'
+        jdbc_target = JdbcTarget(
+            # the jdbc:mysql scheme makes Spark quote with backticks (its MySQL dialect)
+            f"jdbc:mysql://{target.host}:{target.port}/{database}?permitMysqlScheme",
+            "org.mariadb.jdbc.Driver",
+            f"mariadb://{target.host}:{target.port}/{database}",
+            user,
+            password,
         )
-        with memory.phase("sparkcdc pipeline -> mariadb"):
-            ours = pipeline(spark, db, folder, args.max_rows_per_trigger, sink)
+        clients = (
+            "mariadb | mariadb LOAD DATA",
+            lambda: baseline_load_data(db, target, database),
+        )
+        jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, jdbc_target, clients)
         ((written,),) = target.execute(f"SELECT count(*) FROM {TABLE}", database=database)
         return jdbc, copy, ours, int(written)
     finally:
