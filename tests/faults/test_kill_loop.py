@@ -114,7 +114,6 @@ def upsert_topic_rows(spark: Any, kafka: Any, table: str) -> dict[Any, tuple[Any
 def test_sigkill_again_and_again_loses_and_repeats_nothing(
     spark: Any,
     mariadb: EmbeddedMariaDB,
-    mysql_db: str,
     orders: str,
     postgres: EmbeddedPostgres,
     pg_db: str,
@@ -132,8 +131,9 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
             f"type: kafka\nproperties.bootstrap.servers: {kafka.bootstrap_servers}\n"
             f'value.format: upsert\ntopic-pattern: "{topic}.{{table}}"'
         )
-    elif sink == "jdbc-mariadb":
-        block = mariadb_sink_block(mariadb, mysql_db, monkeypatch)
+    elif sink == "jdbc-mariadb":  # a database of its own: not the source's tables
+        target_db = mariadb.create_database(f"target_{orders}"[:64])
+        block = mariadb_sink_block(mariadb, target_db, monkeypatch)
     else:
         block = postgres_sink_block(postgres, pg_db, monkeypatch)
     pipeline = pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", block, max_rows=1000)
@@ -167,9 +167,12 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
         assert final["signals"]["file"] == size, "a signal was not consumed"
     assert not any("again" in t for t in final["tables"].values()), "a re-read did not end"
 
-    pg = {"kafka-upsert": (kafka, topic), "jdbc-mariadb": (mariadb, mysql_db)}.get(
-        sink, (postgres, pg_db)
-    )
+    if sink == "kafka-upsert":
+        pg: tuple[Any, str] = (kafka, topic)
+    elif sink == "jdbc-mariadb":
+        pg = (mariadb, target_db)
+    else:
+        pg = (postgres, pg_db)
     checked = 0
     for table in ("orders", "audit"):
         source = table_state(mariadb, orders, table)
