@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.embedded.process import log_tail, process_state
 from sparkcdc.spark.class_archive import JAVA_OPTIONS_ENV
 from tests.support.runs import kill_leftover_runs
 
@@ -48,6 +49,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if any(d in Path(str(item.fspath)).parents for d in SERVICE_DIRS):
             item.add_marker(pytest.mark.integration)
+
+
+#: The session's servers whose state and log tail a failed test's report shows.
+SERVER_FIXTURES = ("mariadb", "postgres", "kafka")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test's report carries the state and log tail of each session server it
+    used: their folders (and logs) are deleted when the session ends, and a server that
+    died or stopped answering mid-test is otherwise a guess."""
+    report = yield
+    if report.failed:
+        used = getattr(item, "funcargs", {})
+        for name in SERVER_FIXTURES:
+            server = used.get(name)
+            if server is not None:
+                state = process_state(getattr(server, "_process", None))
+                report.sections.append(
+                    (f"{name} server ({state}): {server.log}", log_tail(server.log, 60))
+                )
+    return report
 
 
 def _unique(request: pytest.FixtureRequest, prefix: str) -> str:

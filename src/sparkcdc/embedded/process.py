@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -17,12 +18,49 @@ class ServiceError(RuntimeError):
     """An embedded server could not be started or stopped; the message carries its log tail."""
 
 
+#: The lowest port :func:`free_port` hands out.
+_FIRST_PORT = 10_000
+_PORTS = random.Random()  # its own: tests seeding ``random`` must not make workers agree
+
+
 def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that is free right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    """A TCP port on 127.0.0.1 free right now, below the kernel's ephemeral range when
+    there is room there: a port from that range is also what every outgoing connection
+    takes as its local end, so one could take a server's port between this check and
+    the server's bind, or while a server restarted on the same port is down."""
+    first_ephemeral = _ephemeral_ports()[0]
+    for _ in range(100):
+        if first_ephemeral <= _FIRST_PORT:
+            break
+        port = _PORTS.randrange(_FIRST_PORT, first_ephemeral)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # the OS picks one
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        picked: int = sock.getsockname()[1]
+        return picked
+
+
+def _ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range of local ports for outgoing connections (Linux's default when
+    it cannot be read)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def process_state(process: subprocess.Popen[bytes] | None) -> str:
+    """Whether a server process is running, for a failed test's report."""
+    if process is None:
+        return "not started (or stopped)"
+    code = process.poll()
+    return "running" if code is None else f"exited with code {code}"
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
