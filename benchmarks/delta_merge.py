@@ -37,6 +37,8 @@ from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
 
 TABLE = TableId("bench", "orders")
+#: The batches' pipeline id; a target the sink creates for it is marked as its own.
+PIPELINE = "bench-merge"
 
 
 def orders_schema() -> Any:
@@ -80,18 +82,39 @@ def orders_rows(spark: Any, ids: Any, version: int) -> Any:
     )
 
 
+def as_changes(rows: Any, change_type: str, batch_id: int) -> Any:
+    """``rows`` as changes of ``change_type`` (the change columns a batch carries)."""
+    from pyspark.sql import functions as F
+
+    return rows.select(
+        "*",
+        F.lit(change_type).alias("_change_type"),
+        F.lit(1_000_000 + batch_id).cast("long").alias("_commit_version"),
+        F.current_timestamp().alias("_commit_timestamp"),
+    )
+
+
 class Target:
     """One target table of ``size`` rows and the batches written into it."""
 
     def __init__(
-        self, spark: Any, folder: Path, size: int, append_rows: int, options: dict[str, str]
+        self,
+        spark: Any,
+        folder: Path,
+        size: int,
+        append_rows: int,
+        options: dict[str, str],
+        pipeline_id: str | None = None,
     ) -> None:
         self.spark = spark
         self.size = size
         self.next_id = size + 1
         self.batch_id = 0
         self.sink = DeltaSink(
-            DeltaSinkConfig.from_options({"path": str(folder), "table-name": f"t{size}", **options})
+            DeltaSinkConfig.from_options(
+                {"path": str(folder), "table-name": f"t{size}", **options}
+            ),
+            pipeline_id,
         )
         self.table = SinkTable(TABLE, orders_schema(), ("id",))
         self.sink.open(spark, [self.table])
@@ -100,25 +123,22 @@ class Target:
         for first in range(1, size + 1, append_rows):
             last = min(size, first + append_rows - 1)
             ids = spark.range(first, last + 1, numPartitions=2)
-            orders_rows(spark, ids, 0).write.format("delta").mode("append").save(self.path)
+            rows = orders_rows(spark, ids, 0)
+            if not self.sink.upsert:  # a history: its rows are changes
+                rows = as_changes(rows, "insert", 0)
+            rows.write.format("delta").mode("append").save(self.path)
         self.load_seconds = time.perf_counter() - started
 
     def write(self, ids: list[int], change_type: str) -> float:
         """One batch of ``change_type`` changes of ``ids`` through the sink; its seconds."""
-        from pyspark.sql import functions as F
 
         self.batch_id += 1
         frame = self.spark.createDataFrame([(i,) for i in ids], "id long")
-        rows = orders_rows(self.spark, frame, self.batch_id).select(
-            "*",
-            F.lit(change_type).alias("_change_type"),
-            F.lit(1_000_000 + self.batch_id).cast("long").alias("_commit_version"),
-            F.current_timestamp().alias("_commit_timestamp"),
-        )
+        rows = as_changes(orders_rows(self.spark, frame, self.batch_id), change_type, self.batch_id)
         rows = rows.cache()
         rows.count()
         batch = MicroBatch(
-            pipeline="bench-merge",
+            pipeline=PIPELINE,
             batch_id=self.batch_id,
             changes={TABLE: rows},
             row_counts={TABLE: len(ids)},
@@ -166,6 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--append-rows", type=int, default=80_000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument(
+        "--history",
+        action="store_true",
+        help="history targets ('changelog-mode: append'): appends with and without "
+        "Delta transaction ids instead of MERGEs",
+    )
+    parser.add_argument(
         "-o",
         dest="options",
         action="append",
@@ -188,6 +214,14 @@ def main(argv: list[str] | None = None) -> None:
             [("median seconds", f"{baseline:.3f}")],
         )
         for size in sizes:
+            if args.history:
+                rows = measure_history(spark, folder, size, args, options, baseline)
+                print_kv(
+                    f"History target of {size:,} rows; batches of {args.changes} changes "
+                    f"appended, median of {args.rounds}",
+                    rows,
+                )
+                continue
             target = Target(spark, folder, size, args.append_rows, options)
             rows = measure(target, pick, args.changes, args.rounds, baseline)
             rows.append(("target files after", str(target.files())))
@@ -232,6 +266,40 @@ def measure(
                 f"{m.get('numTargetRowsCopied', '?')}",
             )
         )
+    return rows
+
+
+def measure_history(
+    spark: Any,
+    folder: Path,
+    size: int,
+    args: argparse.Namespace,
+    options: dict[str, str],
+    baseline: float,
+) -> list[tuple[str, str]]:
+    """Batches appended to two history targets of ``size`` rows, alternated: one the sink
+    created for the pipeline (its appends carry no transaction id; a replay is told from
+    the pipeline's commits) and one it did not (Delta's ``txnAppId``/``txnVersion``)."""
+    history = {**options, "changelog-mode": "append"}
+    targets = {
+        "own target, no transaction id": Target(
+            spark, folder / "own", size, args.append_rows, history, PIPELINE
+        ),
+        "other target, transaction ids": Target(
+            spark, folder / "ids", size, args.append_rows, history
+        ),
+    }
+    times: dict[str, list[float]] = {k: [] for k in targets}
+    for target in targets.values():
+        target.write(target_tail(target, args.changes), "insert")  # warm-up
+    for round_ in range(args.rounds):
+        order = list(targets.items())
+        for kind, target in order if round_ % 2 else order[::-1]:
+            times[kind].append(target.write(target_tail(target, args.changes), "insert"))
+    rows = []
+    for kind, seconds in times.items():
+        median = statistics.median(seconds)
+        rows.append((kind, f"{median:.3f} s ({median / baseline:.1f}x plain append)"))
     return rows
 
 

@@ -68,7 +68,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if server is not None:
                 state = process_state(getattr(server, "_process", None))
                 report.sections.append(
-                    (f"{name} server ({state}): {server.log}", log_tail(server.log, 60))
+                    (f"{name} server ({state}): {server.log}", log_tail(server.log, 25))
                 )
     return report
 

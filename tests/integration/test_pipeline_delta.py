@@ -23,6 +23,7 @@ from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import PipelineRun, prepare
 from sparkcdc.sinks.base import MicroBatch
+from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.verify.run import verify_tables
 from tests.integration.test_mysql_source import orders
 from tests.support.mariadb_writes import mariadb_writer, table_state
@@ -115,6 +116,59 @@ def test_a_replayed_batch_changes_nothing(
     assert sorted(delta_rows(spark, path)) == [1, 2]
     run.sink.write(MicroBatch("p:1", 1, {table.source: replay}, None))  # the next one
     assert sorted(delta_rows(spark, path)) == [2]
+
+
+def test_a_history_target_appends_without_transaction_ids_and_skips_replays(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """A history target (``changelog-mode: append``) of this pipeline alone: its appends
+    carry no Delta transaction id (checking one computes the table's state), and a
+    replayed batch is told from the pipeline's own commits, by the sink that wrote it and
+    by a new one (a restart). A history cleaned up past the pipeline's commits cannot
+    tell: the batch fails, saying what to do, and nothing is appended twice."""
+    definition = load_pipeline(
+        pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK + "changelog-mode: append\n")
+    )
+    run = prepare(definition, spark=spark)
+    assert isinstance(run.sink, DeltaSink)
+    source, pipeline = run.tables[0].source, run.sink.pipeline_id
+    assert pipeline is not None  # the checkpoint's query id, known before the first batch
+    schema = (
+        "id long, name string, qty int, _change_type string, _commit_version long,"
+        " _commit_timestamp timestamp"
+    )
+    first = spark.createDataFrame([(1, "a", 1, "insert", 10, None)], schema)
+    second = spark.createDataFrame(
+        [(1, "a", 1, "update_preimage", 11, None), (1, "b", 1, "update_postimage", 11, None)],
+        schema,
+    )
+    path = scratch / "lake" / orders / "orders"
+
+    def changes() -> list[tuple[Any, ...]]:
+        rows = spark.read.format("delta").load(str(path)).collect()
+        return sorted((r["_commit_version"], r["_change_type"]) for r in rows)
+
+    once = [(10, "insert"), (11, "update_postimage"), (11, "update_preimage")]
+    run.sink.write(MicroBatch(pipeline, 0, {source: first}, None))
+    run.sink.write(MicroBatch(pipeline, 0, {source: first}, None))  # a replay
+    run.sink.write(MicroBatch(pipeline, 1, {source: second}, None))
+    restarted = prepare(definition, spark=spark)  # knows only the target's history
+    restarted.sink.write(MicroBatch(pipeline, 1, {source: second}, None))
+    assert changes() == once
+    commits = sorted((path / "_delta_log").glob("*.json"))
+    assert not any('"txn"' in c.read_text() for c in commits), "a transaction id was written"
+
+    # others' commits until Delta checkpoints, then the log before it cleaned up
+    for n in range(12):
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('other.writer' = '{n}')")
+    for commit in commits:
+        commit.unlink()
+        commit.with_suffix(".crc").unlink(missing_ok=True)
+    cleaned = prepare(definition, spark=spark)
+    with pytest.raises(Exception, match="cannot tell whether batch 1's changes") as failed:
+        cleaned.sink.write(MicroBatch(pipeline, 1, {source: second}, None))
+    assert "UNSET TBLPROPERTIES ('sparkcdc.appends-for')" in str(failed.value)
+    assert changes() == once
 
 
 @pytest.mark.timeout(900)

@@ -1,5 +1,5 @@
-"""Whether a batch's snapshot rows are in a Delta target already, told by the pipeline's
-own commits instead of Delta's transaction ids.
+"""Whether a batch's snapshot rows (or a history target's changes) are in a Delta target
+already, told by the pipeline's own commits instead of Delta's transaction ids.
 
 Delta makes a write idempotent with ``txnAppId``/``txnVersion``: it skips a write whose
 version is not above the one its log records for the app id. To know that version it
@@ -7,7 +7,9 @@ computes the table's whole state (Delta 4.4's ``Snapshot.transactions``: a log r
 an aggregation, two or three Spark jobs), even for an append, which needs no state at all:
 measured on a warm 2-core machine, an append of 300 rows took 1.9 s with the ids and 0.6 s
 without. A MERGE computes that state anyway (to find the files it touches), so the sink's
-MERGEs keep the ids; its snapshot appends do not.
+MERGEs keep the ids; its snapshot appends, and a history target's appends
+(``changelog-mode: append``), do not. In a history target every commit of the pipeline's is
+an append, so the same walk tells a replayed batch.
 
 A snapshot append goes only into a target that holds this pipeline's rows alone
 (``sparkcdc.appends-for``), and every commit of the pipeline names the pipeline and its
@@ -60,11 +62,15 @@ def appended_through(
     return None
 
 
-def snapshot_appended(spark: Any, path: str, pipeline: str, batch_id: int) -> bool | None:
+def snapshot_appended(
+    spark: Any, path: str, pipeline: str, batch_id: int, whole: bool = False
+) -> bool | None:
     """:func:`appended_through` of the Delta table at ``path`` (its newest
-    :data:`HISTORY_ROWS` commits; Delta reads their commit files, no table state)."""
+    :data:`HISTORY_ROWS` commits, or its ``whole`` history; Delta reads their commit
+    files, no table state)."""
+    limit = "" if whole else f" LIMIT {HISTORY_ROWS}"
     rows = (
-        spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)} LIMIT {HISTORY_ROWS}")
+        spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)}{limit}")
         .select("version", "operation", "userMetadata")
         .collect()
     )

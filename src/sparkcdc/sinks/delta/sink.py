@@ -143,11 +143,12 @@ class DeltaSink(Sink):
         if any(_UNSTORABLE & set(f.name) for f in schema.fields):
             for key, value in _COLUMN_MAPPING.items():
                 builder = builder.property(key, value)
-        if self.upsert and self.pipeline_id is not None:
-            # new, so this pipeline's rows alone: its snapshot rows are appended
+        if self.pipeline_id is not None:
+            # new, so this pipeline's rows alone: its snapshot rows (a history target's
+            # every row) are appended without a Delta transaction id
             builder = builder.property(APPENDS_FOR, self.pipeline_id)
         builder.execute()
-        if self.upsert and self.pipeline_id is not None:
+        if self.pipeline_id is not None:
             self._appends[table.source] = True
             self._appended[table.source] = -1
 
@@ -298,7 +299,7 @@ class DeltaSink(Sink):
             if self.upsert:
                 self._upsert(session, table, changes, batch)
             else:
-                self._append(table, changes, batch)
+                self._append(session, table, changes, batch)
 
         threads = self.config.concurrent_writes
         write_concurrently(spark, pending, threads, write_table, self._sessions, self.stopping)
@@ -362,9 +363,16 @@ class DeltaSink(Sink):
         merged = not uncounted and (total is None or snapshot is None or total > snapshot)
         # the append's commit names no source offset when a MERGE follows: verify reads the
         # offset of the table's last complete batch
-        if not self._append_snapshot(spark, table, changes, batch, offset=not merged):
+        rows = changes.where(batch.is_snapshot_row()).select(*[quoted(c) for c in table.columns])
+        if not self._append_once(spark, table, rows, batch, offset=not merged):
             # whether they are in already is not known: merged, which is idempotent, and
             # marked as carrying them
+            log.warning(
+                "delta sink: the history of %s does not say whether batch %d's snapshot "
+                "rows are in it; they are merged",
+                self.target_path(table.source),
+                batch.batch_id,
+            )
             with _commit_options(spark, batch, snapshot_rows=True):
                 self._merge(spark, table, changes, batch)
             self._appended[table.source] = batch.batch_id
@@ -373,30 +381,31 @@ class DeltaSink(Sink):
             with _commit_options(spark, batch):
                 self._merge(spark, table, changes.where(~batch.is_snapshot_row()), batch)
 
-    def _append_snapshot(
-        self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch, offset: bool
+    def _append_once(
+        self,
+        spark: Any,
+        table: SinkTable,
+        rows: Any,
+        batch: MicroBatch,
+        offset: bool,
+        whole_history: bool = False,
     ) -> bool:
-        """Appends the batch's snapshot rows unless they are in the target already (a
-        replay). False when that cannot be told (sinks/delta/appended.py): nothing is
-        written. No transaction id: Delta would compute the table's state to check it."""
+        """Appends ``rows`` (the batch's snapshot rows, or a history target's changes)
+        unless the batch appended them already (a replay). False when that cannot be told
+        from the newest commits, or the ``whole_history`` (sinks/delta/appended.py):
+        nothing is written. No transaction id: Delta would compute the table's state to
+        check it."""
         path = self.target_path(table.source)
         last = self._appended.pop(table.source, None)  # unknown while the write runs
         if last is None:
-            known = snapshot_appended(spark, path, batch.pipeline, batch.batch_id)
+            known = snapshot_appended(spark, path, batch.pipeline, batch.batch_id, whole_history)
             if known is None:
-                log.warning(
-                    "delta sink: the history of %s does not say whether batch %d's snapshot "
-                    "rows are in it; they are merged",
-                    path,
-                    batch.batch_id,
-                )
                 return False
             last = batch.batch_id if known else batch.batch_id - 1
         if last >= batch.batch_id:
-            log.info("delta sink: batch %d's snapshot rows are in %s already", batch.batch_id, path)
+            log.info("delta sink: batch %d's rows are in %s already", batch.batch_id, path)
             self._appended[table.source] = last
             return True
-        rows = changes.where(batch.is_snapshot_row()).select(*[quoted(c) for c in table.columns])
         metadata = _metadata(batch, offset)
         rows.write.format("delta").mode("append").option("userMetadata", metadata).save(path)
         self._appended[table.source] = batch.batch_id
@@ -406,7 +415,7 @@ class DeltaSink(Sink):
         """Whether the target holds this pipeline's rows only: marked for it (table property
         ``sparkcdc.appends-for``), or empty and marked now. Otherwise (a target written
         before this checkpoint was made) snapshot rows are merged, as their keys may be
-        there."""
+        there, and a history target's appends carry Delta's transaction ids."""
         known = self._appends.get(table.source)
         if known is not None:
             return known
@@ -462,10 +471,30 @@ class DeltaSink(Sink):
         with _session_setting(spark, _MERGE_DELETION_VECTORS, "false" if small else None):
             merge.execute()
 
-    def _append(self, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+    def _append(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+        """A history target's changes, appended. Into a target of this pipeline alone
+        without a transaction id, a replay told by the pipeline's own commits, as for
+        snapshot rows; into any other with Delta's ``txnAppId``/``txnVersion``. When the
+        whole history cannot tell (cleaned up past the pipeline's last commit), the batch
+        fails: appending could duplicate it, and the transaction id would not know about
+        the appends made without one."""
         rows = changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
-        rows.write.format("delta").mode("append").options(**_write_options(batch)).save(
-            self.target_path(table.source)
+        path = self.target_path(table.source)
+        if not self._appendable(spark, table, batch.pipeline):
+            rows.write.format("delta").mode("append").options(**_write_options(batch)).save(path)
+            return
+        if self._append_once(spark, table, rows, batch, offset=True):
+            return
+        if self._append_once(spark, table, rows, batch, offset=True, whole_history=True):
+            return
+        raise SparkCdcError(
+            f"cannot tell whether batch {batch.batch_id}'s changes are in {path} already: its "
+            f"history no longer shows a commit of pipeline '{batch.pipeline}' (cleaned up "
+            "since its last one), and appending could write them twice. If the table holds "
+            "none of them (their _commit_version values are those of the checkpoint's "
+            f"offsets/{batch.batch_id}), run ALTER TABLE delta.{quoted(path)} UNSET "
+            f"TBLPROPERTIES ('{APPENDS_FOR}') and run again: the batch is then appended "
+            "under a Delta transaction id"
         )
 
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
