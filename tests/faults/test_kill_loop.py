@@ -5,8 +5,10 @@ killed); then ``--available-now`` and the targets must equal the source, with ``
 agreeing, and every signal consumed.
 
 Sinks: Delta, PostgreSQL (JDBC) and a Kafka upsert topic (at-least-once, read back as a
-table). Short form in CI (``SPARKCDC_FAULT_KILLS``, default 2 kills per sink); the long
-form runs by hand: ``make faults`` (50 kills per sink). Each run prints its figures.
+table); the long form adds a MariaDB (JDBC) target and a Delta history target (replayed
+into a table, and no change in it twice). Short form in CI (``SPARKCDC_FAULT_KILLS``,
+default 2 kills per sink); the long form runs by hand: ``make faults`` (50 kills per
+sink). Each run prints its figures.
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ __all__ = ["orders"]  # the fixture, re-used
 
 KILLS = int(os.environ.get("SPARKCDC_FAULT_KILLS", "2"))
 #: The kill loop's targets. A MariaDB target (its snapshot rows bulk-loaded with LOAD DATA
-#: LOCAL, the rest upserted, as into PostgreSQL) runs in the long form only: the short
-#: form's time goes to the other three.
+#: LOCAL, the rest upserted, as into PostgreSQL) and a Delta history target (every change
+#: appended, a replay told from the pipeline's own commits) run in the long form only: the
+#: short form's time goes to the other three.
 KILL_LOOP_SINKS = ["delta", "jdbc-postgres", "kafka-upsert"] + (
-    ["jdbc-mariadb"] if KILLS > 2 else []
+    ["jdbc-mariadb", "delta-history"] if KILLS > 2 else []
 )
 
 
@@ -80,6 +83,8 @@ def target_rows(
         found = spark.read.format("delta").load(str(scratch / "lake" / db / table)).collect()
     elif sink == "kafka-upsert":
         return upsert_topic_rows(spark, pg, table)
+    elif sink == "delta-history":
+        return history_rows(spark, scratch / "lake" / db / table)
     elif sink == "jdbc-mariadb":
         mariadb, target_db = pg
         found = mariadb.execute(f"SELECT * FROM `{table}`", database=target_db)
@@ -90,6 +95,26 @@ def target_rows(
     keyed = {r[0]: tuple(r) for r in found}
     assert len(keyed) == len(found), f"duplicate keys in the target of {table}"
     return keyed
+
+
+def history_rows(spark: Any, path: Path) -> dict[Any, tuple[Any, ...]]:
+    """A history target (``changelog-mode: append``) replayed into a table: per key its
+    last change by ``_commit_version`` (an update's post-image after its pre-image, which
+    share one), gone for a delete. Every change is in it once: a batch appended twice
+    would repeat its rows whole (versions are unique per row image, a snapshot row's
+    key once per version)."""
+    changes = spark.read.format("delta").load(str(path)).collect()
+    seen = [(r[0], r["_commit_version"], r["_change_type"]) for r in changes]
+    assert len(set(seen)) == len(seen), f"changes appended twice into {path.name}"
+    gone = {"delete", "update_preimage"}
+    last = sorted(changes, key=lambda r: (r["_commit_version"], r["_change_type"] not in gone))
+    rows: dict[Any, tuple[Any, ...]] = {}
+    for change in last:
+        if change["_change_type"] in gone:
+            rows.pop(change[0], None)
+        else:
+            rows[change[0]] = tuple(change)[:-3]  # without the change columns
+    return rows
 
 
 def upsert_topic_rows(spark: Any, kafka: Any, table: str) -> dict[Any, tuple[Any, ...]]:
@@ -126,6 +151,8 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
     rng = random.Random(KILLS * 7919 + len(sink))
     if sink == "delta":
         block = "type: delta\npath: lake"
+    elif sink == "delta-history":
+        block = "type: delta\npath: lake\nchangelog-mode: append"
     elif sink == "kafka-upsert":  # at-least-once: an upsert topic still reads back exactly
         block = (
             f"type: kafka\nproperties.bootstrap.servers: {kafka.bootstrap_servers}\n"
@@ -178,7 +205,7 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
         source = table_state(mariadb, orders, table)
         assert target_rows(sink, spark, scratch, pg, orders, table) == source, table
         checked += len(source)
-    if sink != "kafka-upsert":  # a topic is not a table verify can read
+    if sink not in ("kafka-upsert", "delta-history"):  # verify reads mirrors only
         verdicts = verify_pipeline(load_pipeline(pipeline), spark)
         assert [v.status for v in verdicts] == ["equal", "equal"]
     print(
