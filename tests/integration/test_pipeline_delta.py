@@ -61,7 +61,7 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
     spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
 ) -> None:
     definition = load_pipeline(
-        pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", DELTA_SINK)
+        pipeline_file(scratch, mariadb, f"{orders}.(orders|audit)", DELTA_SINK, max_rows=1000)
     )
     run: PipelineRun = prepare(definition, spark=spark)
     writer = mariadb_writer(mariadb, orders, seed=11, key_space=7000)
