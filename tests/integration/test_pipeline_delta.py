@@ -303,9 +303,12 @@ def test_sigterm_while_the_pipeline_starts_stops_it_cleanly(
     assert "pipeline stopped" in output, output
 
 
-def test_append_mode_keeps_every_change(
+def test_append_mode_keeps_every_change_and_verifies_its_replay(
     spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
 ) -> None:
+    """A history target keeps every change; ``verify`` replays it (per key the last
+    change) against the source, and reports a change held twice even where the replay
+    is equal."""
     sink = DELTA_SINK + "changelog-mode: append\n"
     pipeline = pipeline_file(
         scratch, mariadb, f"{orders}.orders", sink, trigger="available-now", max_rows=100_000
@@ -330,6 +333,24 @@ def test_append_mode_keeps_every_change(
         (3, 77, "update_postimage"),
         (6, 2, "delete"),
     ]
+    verdicts = verify_tables(spark, definition, second.sink, second.targets)
+    assert [v.status for v in verdicts] == ["equal"]
+
+    # the last batch's changes appended again, and a later change of key 3 the source lacks
+    later = history.where("_change_type != 'insert'").collect()
+    moved = [r.asDict() for r in later if r["_change_type"] == "update_postimage"]
+    for row in moved:
+        row.update(qty=78, _commit_version=row["_commit_version"] + 1)
+    extra = spark.createDataFrame(later + [tuple(r.values()) for r in moved], history.schema)
+    extra.write.format("delta").mode("append").save(str(scratch / "lake" / orders / "orders"))
+    (verdict,) = verify_tables(spark, definition, second.sink, second.targets)
+    assert verdict.status == "different"
+    assert verdict.comparison is not None
+    assert verdict.comparison.repeated_changes == 3
+    assert (verdict.comparison.differing_keys, verdict.comparison.samples) == (
+        1,
+        [((3,), "values differ")],
+    )
 
 
 def test_the_demo_runs_end_to_end(scratch: Path) -> None:

@@ -210,6 +210,7 @@ def verdict_json(verdict: TableVerdict) -> dict[str, Any]:
         "differing_chunks": None if c is None else c.mismatched_chunks,
         "differing_keys": None if c is None else c.differing_keys,
         "samples": [] if c is None else [f"{key} {why}" for key, why in c.samples[:5]],
+        "repeated_changes": None if c is None else c.repeated_changes,
     }
 
 
@@ -250,6 +251,8 @@ def verdict_table(verdicts: Sequence[TableVerdict]) -> Table:
         samples = ""
         if c is not None and c.samples:
             samples = "; ".join(f"{key} {why}" for key, why in c.samples[:5])
+        if c is not None and c.repeated_changes:
+            samples += f" ({c.repeated_changes} changes held more than once)"
         table.add_row(
             str(v.table),
             f"[{colours[v.status]}]{v.status}[/]",

@@ -142,12 +142,18 @@ class MicroBatch:
 
 @dataclass(frozen=True)
 class TargetSnapshot:
-    """A target table's rows together with the source offset they correspond to."""
+    """A target table's rows together with the source offset they correspond to (a
+    history target's rows are its changes replayed: per key the last one, if not a
+    delete)."""
 
     #: Spark DataFrame with the table's columns (upsert targets) as of ``source_offset``.
     rows: Any
     #: JSON text of the source offset of the last batch applied, or None if nothing was.
     source_offset: str | None
+    #: Changes a history target holds more than once (the same key, version and change
+    #: type): a batch appended twice. Its replay (``rows``) can still equal the source, so
+    #: verify counts them apart and reports the target different.
+    repeated_changes: int = 0
 
 
 class Sink(ABC):

@@ -28,10 +28,12 @@ class Comparison:
     differing_keys: int
     #: Up to SAMPLE_KEYS differing keys: (key values, what differs).
     samples: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)
+    #: Changes a history target holds more than once (``TargetSnapshot.repeated_changes``).
+    repeated_changes: int = 0
 
     @property
     def equal(self) -> bool:
-        return self.mismatched_chunks == 0
+        return self.mismatched_chunks == 0 and self.repeated_changes == 0
 
 
 def compare_tables(

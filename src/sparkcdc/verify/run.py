@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS
@@ -77,6 +77,8 @@ def verify_tables(
             (frame,) = frames.values()
             columns = tuple(c for c in columns if c in frame.columns)
         comparison = compare_tables(source, snapshot.rows, table.key, columns)
+        if snapshot.repeated_changes:
+            comparison = replace(comparison, repeated_changes=snapshot.repeated_changes)
         status = "equal" if comparison.equal else "different"
         verdicts.append(TableVerdict(table.source, status, position, comparison))
     return verdicts

@@ -37,6 +37,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.delta.appended import SNAPSHOT_ROWS, snapshot_appended
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
+from sparkcdc.sinks.delta.history import repeated_changes, replayed
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.snapshot.schema_change import ColumnMoves
@@ -498,11 +499,9 @@ class DeltaSink(Sink):
         )
 
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
-        if not self.upsert:
-            raise SparkCdcError(
-                "verify compares tables that mirror the source: the delta sink is in "
-                "'changelog-mode: append' (a history of changes, not a copy)"
-            )
+        """The target as of its newest version and the offset of the pipeline's last
+        commit; a history target's changes replayed (sinks/delta/history.py), with the
+        changes it holds more than once counted."""
         path = self.target_path(table.source)
         history = (
             spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)}")
@@ -518,6 +517,12 @@ class DeltaSink(Sink):
         offsets = [m["source_offset"] for m in ours if m.get("source_offset")]
         offset = offsets[0] if offsets else None
         rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
+        if not self.upsert:
+            return TargetSnapshot(
+                replayed(rows, table.key, table.columns),
+                offset,
+                repeated_changes(rows, table.key),
+            )
         return TargetSnapshot(rows.select(*[quoted(c) for c in table.columns]), offset)
 
 
