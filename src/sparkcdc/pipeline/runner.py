@@ -38,6 +38,7 @@ from sparkcdc.pipeline.shaped_evolution import joined_target
 from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.table_drops import follow_drops, new_drops
+from sparkcdc.pipeline.table_tasks import tasks_for
 from sparkcdc.pipeline.tables import captured_tables
 from sparkcdc.pipeline.targets import Target, kept_columns
 from sparkcdc.pipeline.truncates import follow_truncates, new_truncates
@@ -593,7 +594,10 @@ class PipelineRun:
         def typed(source: TableId) -> Any:
             table = by_source[source]
             unpacked = unpack_table(frame, source.database, source.table, table.schema)
-            return unpacked.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+            changes = unpacked.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+            # as many tasks as its own rows need, not one per partition of the whole batch
+            # (pipeline/table_tasks.py)
+            return changes.coalesce(tasks_for(tally.rows.get(source, 0)))
 
         return LazyTables(by_source, typed), tally
 
