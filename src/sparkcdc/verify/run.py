@@ -55,7 +55,7 @@ def verify_tables(
         if snapshot.source_offset is None:
             verdicts.append(TableVerdict(table.source, "empty", "-"))
             continue
-        offset = _later(dialect, json.loads(snapshot.source_offset), committed)
+        offset = later_offset(dialect, json.loads(snapshot.source_offset), committed)
         at = dialect.log_position(offset)  # on the server connected now (failover)
         log, position = at.to_json(), str(at)
         progress = offset.get("tables", {})
@@ -84,9 +84,15 @@ def verify_tables(
     return verdicts
 
 
-def _later(dialect: Any, written: dict[str, Any], committed: str | None) -> dict[str, Any]:
+def later_offset(dialect: Any, written: dict[str, Any], committed: str | None) -> dict[str, Any]:
     """The offset to verify a target at: the end of the last batch that wrote it, or of
-    the last batch Spark committed when that is later. The batches in between had no rows
+    the last batch Spark committed when that is as late or later. At the same log
+    position the committed batch is the one to take: a batch that read the last, empty
+    chunk of an emptied table (a TRUNCATE) ends the table's snapshot without a row for
+    its target, and without moving the log, so the target's own offset still says the
+    table is being read (only a written batch Spark has not committed yet, in a running
+    pipeline, is further along; verify then says ``snapshotting`` until it is). The
+    batches in between had no rows
     for the target (a sink writes a target when a batch has rows for it), so the target
     is as of that later offset too. It matters on PostgreSQL: the slot releases WAL a few
     batches behind Spark's commits, so a target idle since could no longer be read as of
@@ -96,7 +102,7 @@ def _later(dialect: Any, written: dict[str, Any], committed: str | None) -> dict
     if committed is None:
         return written
     later: dict[str, Any] = json.loads(committed)
-    if dialect.log_position(later) > dialect.log_position(written):
+    if dialect.log_position(later) >= dialect.log_position(written):
         return later
     return written
 
