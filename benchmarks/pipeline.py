@@ -20,13 +20,18 @@ SparkSession (``local[--cores]``):
 * the pipeline: ``sparkcdc run --available-now`` (in process: ``prepare``, ``start``,
   ``wait``) of the same table into a new Delta table, default options but the read limit.
 
-Both write the same rows; the figure is rows/s and the ratio to the baseline. The Delta
+Both write the same rows; the figure is rows/s and the ratio to the baseline. Every path
+runs ``--rounds`` times (default 2), each time into new targets, and the figures are the
+last round's: in the first, whichever path runs first also warms the JVM (Delta's and
+Parquet's writers compiled) for the others, which made the JDBC baseline look up to 3x
+slower than when warm. Each round's seconds are printed too. The Delta
 table's history tells how the pipeline wrote (appends of snapshot rows vs MERGEs).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import secrets
 import tempfile
 import time
@@ -207,6 +212,18 @@ def history(spark: Any, path: Path) -> str:
     return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
 
 
+@dataclass(frozen=True)
+class Round:
+    """Seconds of one round's paths, each writing a new target: the JDBC read's write, the
+    C clients' (JDBC targets only), the pipeline's; and what the pipeline's target holds."""
+
+    jdbc: float
+    clients: float | None
+    ours: float
+    written: int
+    how: str = ""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
@@ -217,6 +234,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--sink", choices=("delta", "postgres", "mariadb"), default="delta")
     parser.add_argument("--buffer-pool", default="2G")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="rounds of every path in the same session, each into new targets; the figures "
+        "are the last round's (the first warms the JVM for whichever path runs first)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     with ProcessSampler() as memory:
@@ -230,42 +254,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ("table", f"{DATABASE}.{TABLE}: {count:,} rows, {size:.0f} MiB"),
                 ("spark", f"local[{args.cores}], session start {session:.1f} s"),
             ]
+            into = {"postgres": _into_postgres, "mariadb": _into_mariadb}.get(
+                args.sink, _into_delta
+            )
             with tempfile.TemporaryDirectory() as tmp:
-                baselines = []
-                if args.sink == "postgres":
-                    jdbc, copy, ours, written = _into_postgres(spark, db, Path(tmp), args, memory)
-                    setup.append(("pipeline's PostgreSQL table", f"{written:,} rows"))
-                    baselines.append(Figure("mariadb --batch | psql COPY", args.rows, copy))
-                elif args.sink == "mariadb":
-                    jdbc, copy, ours, written = _into_mariadb(spark, db, Path(tmp), args, memory)
-                    setup.append(("pipeline's MariaDB table", f"{written:,} rows"))
-                    baselines.append(
-                        Figure("mariadb --batch | mariadb LOAD DATA LOCAL", args.rows, copy)
-                    )
-                else:
-                    jdbc, ours, written, how = _into_delta(spark, db, Path(tmp), args, memory)
-                    setup.append(("pipeline's Delta table", f"{written:,} rows; {how}"))
-                print_kv("Set-up", setup)
-                if written != args.rows:
-                    print(f"WARNING: the pipeline wrote {written:,} rows, not {args.rows:,}")
-                target = {"postgres": "PostgreSQL", "mariadb": "MariaDB"}.get(args.sink, "Delta")
-                writer = "delta" if args.sink == "delta" else "write.jdbc"
-                base = Figure(
-                    f"spark.read.format('jdbc') ({args.jdbc_partitions} partitions) -> {writer}",
-                    args.rows,
-                    jdbc,
-                )
-                print_figures(
-                    f"Initial load of {args.rows:,} rows into {target} (ratio: to the JDBC read)",
-                    [
-                        base,
-                        *baselines,
-                        Figure(
-                            f"sparkcdc pipeline --available-now -> {args.sink}", args.rows, ours
-                        ),
-                    ],
-                    base,
-                )
+                rounds = into(spark, db, Path(tmp), args, memory)
+            _print_rounds(args, setup, rounds)
             spark.stop()
         finally:
             db.stop()
@@ -273,16 +267,66 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"\nTotal wall time {time.perf_counter() - started:.0f} s")
 
 
+def _print_rounds(
+    args: argparse.Namespace, setup: list[tuple[str, str]], rounds: list[Round]
+) -> None:
+    """Every round's seconds and ratio, then the last round's figures."""
+    last = rounds[-1]
+    target = {"postgres": "PostgreSQL", "mariadb": "MariaDB"}.get(args.sink, "Delta")
+    setup.append((f"pipeline's {target} table", f"{last.written:,} rows{last.how}"))
+    for i, r in enumerate(rounds, 1):
+        clients = "" if r.clients is None else f", C clients {r.clients:.2f} s"
+        setup.append(
+            (
+                f"round {i}",
+                f"JDBC read {r.jdbc:.2f} s{clients}, pipeline {r.ours:.2f} s: "
+                f"{r.jdbc / r.ours:.2f} of the JDBC read's rate",
+            )
+        )
+    print_kv("Set-up", setup)
+    for r in rounds:
+        if r.written != args.rows:
+            print(f"WARNING: the pipeline wrote {r.written:,} rows, not {args.rows:,}")
+    writer = "delta" if args.sink == "delta" else "write.jdbc"
+    base = Figure(
+        f"spark.read.format('jdbc') ({args.jdbc_partitions} partitions) -> {writer}",
+        args.rows,
+        last.jdbc,
+    )
+    clients = {
+        "postgres": "mariadb --batch | psql COPY",
+        "mariadb": "mariadb --batch | mariadb LOAD DATA LOCAL",
+    }
+    baselines = []
+    if last.clients is not None:
+        baselines.append(Figure(clients[args.sink], args.rows, last.clients))
+    print_figures(
+        f"Initial load of {args.rows:,} rows into {target}, round {len(rounds)} of "
+        f"{len(rounds)} (ratio: to the JDBC read)",
+        [
+            base,
+            *baselines,
+            Figure(f"sparkcdc pipeline --available-now -> {args.sink}", args.rows, last.ours),
+        ],
+        base,
+    )
+
+
 def _into_delta(
     spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
-) -> tuple[float, float, int, str]:
-    with memory.phase("baseline: jdbc -> delta"):
-        jdbc = baseline(spark, db, args.rows, args.jdbc_partitions, folder / "jdbc")
-    with memory.phase("sparkcdc pipeline -> delta"):
-        ours = pipeline(spark, db, folder, args.max_rows_per_trigger)
-    lake = folder / "lake" / DATABASE / TABLE
-    written = spark.read.format("delta").load(str(lake)).count()
-    return jdbc, ours, written, history(spark, lake)
+) -> list[Round]:
+    rounds = []
+    for i in range(1, args.rounds + 1):
+        into = folder / f"round{i}"
+        into.mkdir()
+        with memory.phase(f"round {i}: baseline: jdbc -> delta"):
+            jdbc = baseline(spark, db, args.rows, args.jdbc_partitions, into / "jdbc")
+        with memory.phase(f"round {i}: sparkcdc pipeline -> delta"):
+            ours = pipeline(spark, db, into, args.max_rows_per_trigger)
+        lake = into / "lake" / DATABASE / TABLE
+        written = spark.read.format("delta").load(str(lake)).count()
+        rounds.append(Round(jdbc, None, ours, written, f"; {history(spark, lake)}"))
+    return rounds
 
 
 def _into_jdbc(
@@ -293,69 +337,78 @@ def _into_jdbc(
     memory: Any,
     target: JdbcTarget,
     clients: tuple[str, Callable[[], float]],
+    round: int,
 ) -> tuple[float, float, float]:
     """Seconds of ``write.jdbc``, of the C clients (``clients``: name, run) and of the
     pipeline, into ``target``."""
-    with memory.phase("baseline: jdbc -> write.jdbc"):
+    with memory.phase(f"round {round}: baseline: jdbc -> write.jdbc"):
         jdbc = baseline_write_jdbc(spark, db, args.rows, args.jdbc_partitions, target)
-    with memory.phase(f"baseline: {clients[0]}"):
+    with memory.phase(f"round {round}: baseline: {clients[0]}"):
         copy = clients[1]()
     sink = (
         f"  type: jdbc\n  url: {target.sink_url}\n"
         f'  username: {target.user}\n  password: "{target.password}"'
     )
-    with memory.phase(f"sparkcdc pipeline -> {args.sink}"):
-        ours = pipeline(spark, db, folder, args.max_rows_per_trigger, sink)
+    into = folder / f"round{round}"
+    into.mkdir()
+    with memory.phase(f"round {round}: sparkcdc pipeline -> {args.sink}"):
+        ours = pipeline(spark, db, into, args.max_rows_per_trigger, sink)
     return jdbc, copy, ours
 
 
 def _into_postgres(
     spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
-) -> tuple[float, float, float, int]:
+) -> list[Round]:
     from sparkcdc.embedded import EmbeddedPostgres
 
     pg = EmbeddedPostgres().start()
     try:
-        database = pg.create_database("bench_target")
-        target = JdbcTarget(
-            f"jdbc:postgresql://{pg.host}:{pg.port}/{database}",
-            "org.postgresql.Driver",
-            f"postgresql://{pg.host}:{pg.port}/{database}",
-            pg.user,
-            pg.password,
-        )
-        clients = ("mariadb | psql COPY", lambda: baseline_copy(db, pg, database))
-        jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, target, clients)
-        ((written,),) = pg.execute(f"SELECT count(*) FROM {TABLE}", dbname=database)
-        return jdbc, copy, ours, int(written)
+        rounds = []
+        for i in range(1, args.rounds + 1):
+            database = pg.create_database(f"bench_target{i}")
+            target = JdbcTarget(
+                f"jdbc:postgresql://{pg.host}:{pg.port}/{database}",
+                "org.postgresql.Driver",
+                f"postgresql://{pg.host}:{pg.port}/{database}",
+                pg.user,
+                pg.password,
+            )
+            clients = ("mariadb | psql COPY", functools.partial(baseline_copy, db, pg, database))
+            jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, target, clients, i)
+            ((written,),) = pg.execute(f"SELECT count(*) FROM {TABLE}", dbname=database)
+            rounds.append(Round(jdbc, copy, ours, int(written)))
+        return rounds
     finally:
         pg.stop()
 
 
 def _into_mariadb(
     spark: Any, db: EmbeddedMariaDB, folder: Path, args: argparse.Namespace, memory: Any
-) -> tuple[float, float, float, int]:
+) -> list[Round]:
     target = start_mariadb(args.buffer_pool)  # its own server, as a PostgreSQL target is
     try:
-        database = target.create_database("bench_target")
         user, password = "bench_sink", "Bench-" + secrets.token_hex(8)
         target.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
         target.execute(f"GRANT ALL ON *.* TO '{user}'@'%'")
-        jdbc_target = JdbcTarget(
-            # the jdbc:mysql scheme makes Spark quote with backticks (its MySQL dialect)
-            f"jdbc:mysql://{target.host}:{target.port}/{database}?permitMysqlScheme",
-            "org.mariadb.jdbc.Driver",
-            f"mariadb://{target.host}:{target.port}/{database}",
-            user,
-            password,
-        )
-        clients = (
-            "mariadb | mariadb LOAD DATA",
-            lambda: baseline_load_data(db, target, database),
-        )
-        jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, jdbc_target, clients)
-        ((written,),) = target.execute(f"SELECT count(*) FROM {TABLE}", database=database)
-        return jdbc, copy, ours, int(written)
+        rounds = []
+        for i in range(1, args.rounds + 1):
+            database = target.create_database(f"bench_target{i}")
+            jdbc_target = JdbcTarget(
+                # the jdbc:mysql scheme makes Spark quote with backticks (its MySQL dialect)
+                f"jdbc:mysql://{target.host}:{target.port}/{database}?permitMysqlScheme",
+                "org.mariadb.jdbc.Driver",
+                f"mariadb://{target.host}:{target.port}/{database}",
+                user,
+                password,
+            )
+            clients = (
+                "mariadb | mariadb LOAD DATA",
+                functools.partial(baseline_load_data, db, target, database),
+            )
+            jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, jdbc_target, clients, i)
+            ((written,),) = target.execute(f"SELECT count(*) FROM {TABLE}", database=database)
+            rounds.append(Round(jdbc, copy, ours, int(written)))
+        return rounds
     finally:
         target.stop()
 
