@@ -7,7 +7,8 @@ Loads ``bench.orders`` with ``--rows`` rows into a private MariaDB, starts a pip
 into Delta in this process (``prepare``, ``start``: its initial snapshot, then the binlog,
 a micro-batch every ``--trigger`` seconds), and a writer that changes ``--rate`` rows a
 second in autocommitted statements of ``--statement-rows`` rows: updates of recent rows
-(50 %), inserts of new keys (30 %), deletes of the oldest rows (20 %). After
+(50 %), inserts of new keys (30 %), deletes of the oldest rows (20 %), or the shares
+``--mix`` gives (``0,100,0``: inserts only, an events table's load). After
 ``--minutes`` the writer stops, the pipeline catches up and stops, and the Delta table is
 compared with the source (rows, and a checksum of every column).
 
@@ -50,8 +51,18 @@ class Writer:
     """Changes ``rate`` rows a second of ``orders`` in statements of ``size`` rows, in ticks
     of a tenth of a second; counts the rows each statement changed."""
 
-    def __init__(self, db: EmbeddedMariaDB, rows: int, rate: int, size: int) -> None:
+    def __init__(
+        self,
+        db: EmbeddedMariaDB,
+        rows: int,
+        rate: int,
+        size: int,
+        mix: tuple[int, int, int] = (50, 30, 20),
+    ) -> None:
         self.db, self.rate, self.size = db, rate, size
+        total = sum(mix)
+        #: a statement updates below the first share, inserts below the second, else deletes
+        self.shares = (mix[0] / total, (mix[0] + mix[1]) / total)
         self.low, self.high = 1, rows  # the keys present: low..high
         self.changed = 0
         self.stop = threading.Event()
@@ -67,14 +78,14 @@ class Writer:
         due = 0.0
         while not self.stop.is_set():
             roll = pick.random()
-            if roll < 0.5:  # recent rows: the newest 10 %
+            if roll < self.shares[0]:  # recent rows: the newest 10 %
                 span = max(self.size, (self.high - self.low) // 10)
                 first = pick.randint(max(self.low, self.high - span), self.high)
                 cur.execute(
                     f"UPDATE {TABLE} SET quantity = quantity + 1, price = price + 0.01 "
                     f"WHERE id BETWEEN {first} AND {first + self.size - 1}"
                 )
-            elif roll < 0.8:
+            elif roll < self.shares[1]:
                 first, self.high = self.high + 1, self.high + self.size
                 cur.execute(
                     f"INSERT INTO {TABLE} ({ORDERS_COLUMNS}) "
@@ -127,6 +138,19 @@ def checksum(frame: Any) -> tuple[int, int]:
     return int(rows), int(total or 0)
 
 
+def mix_of(text: str) -> tuple[int, int, int]:
+    """``--mix``: three non-negative shares, ``updates,inserts,deletes``."""
+    try:
+        updates, inserts, deletes = (int(p) for p in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected updates,inserts,deletes, got {text!r}"
+        ) from None
+    if min(updates, inserts, deletes) < 0 or updates + inserts + deletes == 0:
+        raise argparse.ArgumentTypeError(f"shares must be >= 0 and not all 0: {text!r}")
+    return updates, inserts, deletes
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30)
@@ -136,6 +160,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trigger", type=int, default=10, help="seconds between batches")
     parser.add_argument("--window", type=float, default=5, help="minutes per printed row")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument(
+        "--mix",
+        type=mix_of,
+        default=(50, 30, 20),
+        help="shares of update, insert and delete statements (default 50,30,20)",
+    )
     args = parser.parse_args(argv)
 
     from sparkcdc.pipeline.definition import load_pipeline
@@ -150,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
             spark.sparkContext.setLogLevel("ERROR")
             folder = Path(tmp)
             run = prepare(load_pipeline(pipeline_file(db, folder, args.trigger)), spark=spark)
-            writer = Writer(db, args.rows, args.rate, args.statement_rows)
+            writer = Writer(db, args.rows, args.rate, args.statement_rows, args.mix)
             windows: list[tuple[str, float, int, list[Any]]] = []
             with memory.phase("snapshot"):
                 run.start()

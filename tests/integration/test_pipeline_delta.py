@@ -178,7 +178,17 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
     """SIGKILL mid-snapshot, then Ctrl-C while the log streams under writes, then SIGTERM
     once caught up: each run resumes where the last left off, and the target equals the
     source. (Kills at random moments while streaming: tests/faults/test_kill_loop.py.)"""
-    pipeline = pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK, max_rows=600)
+    # every run writes Spark's event log (what its UI and history server show)
+    events = scratch / "events"
+    events.mkdir()
+    event_log = (
+        "  spark-conf:\n    spark.eventLog.enabled: 'true'\n"
+        f"    spark.eventLog.dir: {events}\n"
+        "    spark.eventLog.compress: 'false'\n"  # searched as text below
+    )
+    pipeline = pipeline_file(
+        scratch, mariadb, f"{orders}.orders", DELTA_SINK, max_rows=600, blocks=event_log
+    )
     checkpoint = scratch / "checkpoint"
     lake = scratch / "lake" / orders / "orders"
 
@@ -267,11 +277,19 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
         for noise in ("StackOverflowError", " ERROR ", "Traceback", "InterruptedException"):
             assert noise not in text, (log, text)
 
-    # the password is in the pipeline file only: not in any log, nor the checkpoint
+    # the password is in the pipeline file only: not in any log, the checkpoint, nor
+    # Spark's event logs (the source's options are in every query plan there)
     password = mariadb.source_options()["password"]
     state = [p for p in checkpoint.rglob("*") if p.is_file()]
     assert state
-    for path in [*spark_logs, *scratch.glob("run-*.log"), *state]:
+    event_logs = [p for p in events.rglob("events_*") if p.is_file()]
+    assert len(event_logs) >= 3, event_logs  # one per run
+    # they hold the batches' queries and plans (the target's path names the database)
+    assert any(
+        b"SparkListenerSQLExecutionStart" in p.read_bytes() and orders.encode() in p.read_bytes()
+        for p in event_logs
+    )
+    for path in [*spark_logs, *scratch.glob("run-*.log"), *state, *event_logs]:
         assert password.encode() not in path.read_bytes(), path
 
     assert delta_rows(spark, lake) == table_state(mariadb, orders, "orders")
@@ -454,6 +472,45 @@ def test_snapshot_rows_are_appended_only_into_a_target_of_this_pipeline_alone(
     assert "WRITE" not in operations(spark, target)[1:]  # only the stale rows' own write
     expected = {**table_state(mariadb, orders, "orders"), 10**9: (10**9, "not in source", 1)}
     assert delta_rows(spark, target) == expected
+
+
+def test_a_batch_of_inserts_alone_is_an_append_until_the_target_keeps_a_truncate(
+    spark: Any, mariadb: EmbeddedMariaDB, orders: str, scratch: Path
+) -> None:
+    """A batch whose changes of a table are all inserts has keys the target cannot hold
+    yet: appended, as snapshot rows are. A TRUNCATE the target keeps (``lenient``, the
+    default) leaves it rows the table no longer has, so an insert of such a key is
+    merged from then on, not appended twice."""
+    definition = load_pipeline(pipeline_file(scratch, mariadb, f"{orders}.orders", DELTA_SINK))
+    path = scratch / "lake" / orders / "orders"
+
+    def insert() -> None:
+        mariadb.execute(
+            "INSERT INTO orders (id, name, qty) VALUES (100001, 'new', 1), (100002, 'new', 2)",
+            database=orders,
+        )
+
+    run_until_caught_up(prepare(definition, spark=spark), mariadb, insert)
+    done = operations(spark, path)
+    assert "MERGE" not in done and done.count("WRITE") >= 5, done  # snapshot + inserts
+    assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
+    checked = prepare(definition, spark=spark)
+    verdicts = verify_tables(spark, definition, checked.sink, checked.targets)
+    assert [v.status for v in verdicts] == ["equal"]
+
+    kept = spark.read.format("delta").load(str(path)).count()
+
+    def truncate_and_insert_a_kept_key() -> None:
+        mariadb.execute("TRUNCATE TABLE orders", database=orders)
+        mariadb.execute(
+            "INSERT INTO orders (id, name, qty) VALUES (3, 'again', 9)", database=orders
+        )
+
+    run_until_caught_up(prepare(definition, spark=spark), mariadb, truncate_and_insert_a_kept_key)
+    assert "MERGE" in operations(spark, path)[len(done) :]
+    target = spark.read.format("delta").load(str(path))
+    assert target.count() == kept  # id 3 replaced, not added
+    assert [tuple(r) for r in target.where("id = 3").collect()] == [(3, "again", 9)]
 
 
 @pytest.mark.parametrize(

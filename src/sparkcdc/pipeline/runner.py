@@ -325,6 +325,11 @@ class PipelineRun:
                 row_counts={t.table.source: _summed(t, rows) for t in self.targets},
                 snapshot_version=version,
                 snapshot_counts={t.table.source: _summed(t, snapshot_rows) for t in self.targets},
+                insert_counts={
+                    t.table.source: tally.counts[t.table.source].inserts
+                    for t in self.targets
+                    if t.as_captured and t.table.source in tally.counts
+                },
                 kept_columns={
                     t.table.source: kept_columns(t) for t in self.targets if reread[t.table.source]
                 },

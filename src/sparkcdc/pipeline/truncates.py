@@ -11,7 +11,9 @@ batch, as ``schema.change.behavior`` says:
   the target also holds other tables' rows (a route); ``try_evolve`` goes on with a
   warning where the sink cannot;
 * ``lenient`` / ``ignore``: not applied (Flink CDC's behaviours do the same): the target
-  keeps the rows, and ``verify`` reports them;
+  keeps the rows, and ``verify`` reports them. The sink is told the target is no longer
+  the table's mirror (:meth:`Sink.release`): an insert of a key it keeps is merged, not
+  appended;
 * ``exception``: the pipeline stops, naming the statement.
 
 A sink's ``exclude.schema.changes: [truncate.table]`` makes it ``ignore``. Applying twice
@@ -74,6 +76,7 @@ def follow_truncates(
                 short,
                 behavior_here,
             )
+            sink.release(spark, target.table)  # no longer only rows of keys the table has
             continue
         try:
             if len(target.sources) > 1:
@@ -101,6 +104,7 @@ def follow_truncates(
                 short,
                 reason,
             )
+            sink.release(spark, target.table)
             continue
         log.info("TRUNCATE of %s (%s) applied: its target is empty", table, short)
         applied(table)

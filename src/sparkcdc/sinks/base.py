@@ -70,6 +70,11 @@ class MicroBatch:
     snapshot_version: int | None = None
     #: Of ``row_counts``, the snapshot rows per table (when counted).
     snapshot_counts: Mapping[TableId, int] | None = None
+    #: Of ``row_counts``, the log's inserts per target that mirrors one table as captured
+    #: (one source, no transform): there an insert's key cannot be in the target, since
+    #: the target held the table's rows as of the batch's start and the key was not in
+    #: the table until the insert (:meth:`inserts_only`). Other targets are left out.
+    insert_counts: Mapping[TableId, int] = field(default_factory=dict)
     #: Per target, the target's columns its rows do not carry (NULL in them): columns a
     #: schema change dropped or renamed away that ``lenient``/``ignore`` keep in the
     #: target, or that only other tables of a merged target have. A row read again
@@ -114,6 +119,22 @@ class MicroBatch:
         if self.snapshot_version is None or self.snapshot_counts is None:
             return None
         return self.snapshot_counts.get(table, 0)
+
+    def inserts_only(self, table: TableId) -> bool:
+        """Whether all of the target's rows in this batch are of keys it cannot hold yet:
+        snapshot rows and the log's inserts (``insert_counts``), nothing else. A sink
+        whose target holds this pipeline's rows only may append them. Every row is an
+        insert then (``_change_type``), and no key comes twice: a second insert of a key
+        needs a delete between, and a snapshot row's key was never emitted by the log."""
+        if self.row_counts is None or self.snapshot_counts is None:
+            return False
+        inserts = self.insert_counts.get(table)
+        rows = self.row_counts.get(table, 0)
+        return (
+            inserts is not None
+            and rows > 0
+            and rows == inserts + self.snapshot_counts.get(table, 0)
+        )
 
     def is_snapshot_row(self) -> Any:
         """A Spark column: whether a changelog row is a snapshot row of this batch."""
@@ -228,10 +249,11 @@ class Sink(ABC):
         )
 
     def release(self, spark: Any, table: SinkTable) -> None:
-        """The source table was dropped and its target keeps its rows: the target no longer
-        holds only rows this pipeline's snapshot has not written yet, so the snapshot rows
-        of a table created again under the name must be merged, not appended (a sink that
-        appends snapshot rows forgets that the target was its own)."""
+        """The target keeps rows its source table no longer has (the table was dropped, or
+        truncated, and the behaviour kept them): the target no longer mirrors the table, so
+        the snapshot rows of a table created again under the name, and inserts of keys it
+        may keep, must be merged, not appended (a sink that appends them forgets that the
+        target was its own)."""
         del spark, table
 
     def target_of(self, table: SinkTable) -> str | None:

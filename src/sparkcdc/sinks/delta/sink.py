@@ -352,25 +352,35 @@ class DeltaSink(Sink):
 
     def _upsert(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
         """Snapshot rows are appended when the target holds only this pipeline's rows (their
-        keys cannot be there yet); the log's changes are merged. A MERGE costs a join with
-        the target, so a snapshot merged batch by batch grows with the table squared."""
+        keys cannot be there yet), and so is a batch of the log's inserts alone
+        (``MicroBatch.inserts_only``); other changes are merged. A MERGE costs a join with
+        the target, so a snapshot merged batch by batch grows with the table squared, and
+        a MERGE of a few inserts costs several times their append."""
         uncounted = table.source in batch.uncounted  # all snapshot rows, appendable
+        inserted = not uncounted and batch.inserts_only(table.source)  # all new keys
         snapshot = None if uncounted else batch.snapshot_rows(table.source)
-        if not uncounted and (not snapshot or not self._appendable(spark, table, batch.pipeline)):
+        if not uncounted and (
+            not (snapshot or inserted) or not self._appendable(spark, table, batch.pipeline)
+        ):
             with _commit_options(spark, batch):
                 self._merge(spark, table, changes, batch)
             return
         total = batch.row_counts.get(table.source, 0) if batch.row_counts else None
-        merged = not uncounted and (total is None or snapshot is None or total > snapshot)
+        merged = (
+            not uncounted
+            and not inserted
+            and (total is None or snapshot is None or total > snapshot)
+        )
         # the append's commit names no source offset when a MERGE follows: verify reads the
         # offset of the table's last complete batch
-        rows = changes.where(batch.is_snapshot_row()).select(*[quoted(c) for c in table.columns])
+        appended = changes if inserted else changes.where(batch.is_snapshot_row())
+        rows = appended.select(*[quoted(c) for c in table.columns])
         if not self._append_once(spark, table, rows, batch, offset=not merged):
             # whether they are in already is not known: merged, which is idempotent, and
             # marked as carrying them
             log.warning(
-                "delta sink: the history of %s does not say whether batch %d's snapshot "
-                "rows are in it; they are merged",
+                "delta sink: the history of %s does not say whether batch %d's new rows "
+                "(snapshot rows, inserts) are in it; they are merged",
                 self.target_path(table.source),
                 batch.batch_id,
             )
