@@ -278,7 +278,7 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
             assert noise not in text, (log, text)
 
     # the password is in the pipeline file only: not in any log, the checkpoint, nor
-    # Spark's event logs (the source's options are in every query plan there)
+    # Spark's event logs (what its UI and history server show of every query)
     password = mariadb.source_options()["password"]
     state = [p for p in checkpoint.rglob("*") if p.is_file()]
     assert state

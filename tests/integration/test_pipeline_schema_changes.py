@@ -22,6 +22,7 @@ from tests.support.pipelines import (
     postgres_sink_block,
     run_until_caught_up,
     sink_block,
+    wait_until,
 )
 
 BIG = 2**40
@@ -104,8 +105,16 @@ def run_script(
     script: list[str],
 ) -> Any:
     run = prepare(load_pipeline(path), spark=spark)
+    checkpoint = run.definition.settings.checkpoint
+
+    def span_closed() -> bool:
+        # the snapshot's chunk span stays in the offset until a planning walk finds no
+        # change after it; a change before that re-reads the span (docs/schema-evolution.md,
+        # "Rows read again and kept columns"), which these scripts' expectations leave out
+        return not any("chunks" in t for t in committed_offsets(checkpoint)[-1]["tables"].values())
 
     def then() -> None:
+        wait_until(span_closed, "the snapshot's chunk span to close")
         for statement in script:
             mariadb.execute(statement, database=db)
 
