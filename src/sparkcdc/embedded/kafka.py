@@ -31,8 +31,18 @@ def _cluster_id() -> str:
 class EmbeddedKafka:
     """``kafka.Kafka`` as combined broker + controller on two free loopback ports."""
 
-    def __init__(self, base_dir: Path | None = None, *, heap: str = "512m") -> None:
+    def __init__(
+        self,
+        base_dir: Path | None = None,
+        *,
+        heap: str = "512m",
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
+        """``tls`` is a (certificate, key) PEM pair: the broker then also listens for TLS
+        clients on :attr:`ssl_bootstrap_servers` (the plain listener stays, for the harness)."""
         self._own_dir = base_dir is None
+        self.tls = tls
+        self.ssl_port = 0
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-kafka-"))
         self.heap = heap
         self.port = 0
@@ -43,6 +53,12 @@ class EmbeddedKafka:
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        if self.tls is None:
+            raise ServiceError("this broker was started without tls=(certificate, key)")
+        return f"127.0.0.1:{self.ssl_port}"
 
     @property
     def log(self) -> Path:
@@ -70,6 +86,7 @@ class EmbeddedKafka:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         if not self.port:
             self.port, self.controller_port = free_port(), free_port()
+            self.ssl_port = free_port() if self.tls is not None else 0
         started = self._started_lines()
         config = self.base_dir / "server.properties"
         config.write_text(
@@ -79,11 +96,13 @@ class EmbeddedKafka:
                     "node.id=1",
                     f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
                     f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
-                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
-                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    f"CONTROLLER://127.0.0.1:{self.controller_port}{self._ssl_listener()}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}{self._ssl_listener()}",
                     "controller.listener.names=CONTROLLER",
                     "inter.broker.listener.name=PLAINTEXT",
-                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
+                    "SSL:SSL",
+                    *self._ssl_settings(),
                     f"log.dirs={self.base_dir / 'data'}",
                     "num.partitions=1",
                     "offsets.topic.replication.factor=1",
@@ -126,6 +145,21 @@ class EmbeddedKafka:
             log=self.log,
         )
         return self
+
+    def _ssl_listener(self) -> str:
+        return f",SSL://127.0.0.1:{self.ssl_port}" if self.tls is not None else ""
+
+    def _ssl_settings(self) -> list[str]:
+        """The SSL listener's key and certificate, inline PEM (Kafka takes an unencrypted
+        key only inline); a properties file spells the PEM's line breaks ``\\n``."""
+        if self.tls is None:
+            return []
+        certificate, key = (p.read_text().strip().replace("\n", "\\n") for p in self.tls)
+        return [
+            "ssl.keystore.type=PEM",
+            f"ssl.keystore.certificate.chain={certificate}",
+            f"ssl.keystore.key={key}",
+        ]
 
     def _started_lines(self) -> int:
         if not self.log.exists():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -51,11 +52,17 @@ class EmbeddedPostgres:
     }
 
     def __init__(
-        self, base_dir: Path | None = None, settings: Mapping[str, str] | None = None
+        self,
+        base_dir: Path | None = None,
+        settings: Mapping[str, str] | None = None,
+        *,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         """``settings`` override :attr:`SETTINGS` (say ``wal_level: replica`` to test a
-        server that is not set up for CDC)."""
+        server that is not set up for CDC). ``tls`` is a (certificate, key) PEM pair: the
+        server then takes TCP clients over TLS only (``hostssl`` in ``pg_hba.conf``)."""
         self.settings = {**self.SETTINGS, **(settings or {})}
+        self.tls = tls
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-postgres-"))
         self.host = "127.0.0.1"
@@ -118,6 +125,8 @@ class EmbeddedPostgres:
             pwfile.unlink()
             if done.returncode != 0:
                 raise ServiceError(f"initdb failed:\n{done.stdout}\n{done.stderr}")
+        if self.tls is not None:
+            self._require_tls(*self.tls)
         if not self._port_chosen:
             self.port = free_port()
         self._port_chosen = True
@@ -142,6 +151,30 @@ class EmbeddedPostgres:
             log=self.log,
         )
         return self
+
+    def _require_tls(self, certificate: Path, key: Path) -> None:
+        """Serve TLS with copies of the files the server user owns (PostgreSQL refuses a
+        key others can read), and turn every TCP ``host`` line of pg_hba.conf into
+        ``hostssl``: a client asking for clear text is refused."""
+        folder = self.base_dir / "tls"
+        folder.mkdir(exist_ok=True)
+        copies = (folder / "server.pem", folder / "server.key")
+        for source, copy in zip((certificate, key), copies, strict=True):
+            shutil.copyfile(source, copy)
+            copy.chmod(0o600)
+            if os.geteuid() == 0:
+                entry = pwd.getpwnam("postgres")
+                os.chown(copy, entry.pw_uid, entry.pw_gid)
+                os.chown(folder, entry.pw_uid, entry.pw_gid)
+        self.settings = {
+            **self.settings,
+            "ssl": "on",
+            "ssl_cert_file": str(copies[0]),
+            "ssl_key_file": str(copies[1]),
+        }
+        hba = self.datadir / "pg_hba.conf"
+        lines = hba.read_text().splitlines()
+        hba.write_text("".join(re.sub(r"^host(\s)", r"hostssl\1", line) + "\n" for line in lines))
 
     def _accepts_queries(self) -> bool:
         try:

@@ -19,6 +19,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, build_config, parse_int, parse_options
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
+from sparkcdc.core.tls import MYSQL_TLS
 from sparkcdc.snapshot.options import (
     BASE_STARTUP_MODES,
     CHUNK_KEY_COLUMN,
@@ -72,9 +73,8 @@ METADATA_COLUMNS = (
     "binlog_pos",
     "binlog_gtid",
 )
-#: ``jdbc.properties.*`` keys we translate to the C client's TLS settings.
-TLS_PROPERTIES = ("sslMode", "sslCa", "sslCert", "sslKey")
-SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
+#: ``jdbc.properties.*`` modes, translated to the C client's and PyMySQL's TLS settings.
+SSL_MODES = MYSQL_TLS.modes
 
 
 def _server_ids(text: str) -> tuple[int, int]:
@@ -308,22 +308,7 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
         )
     check_shared(opts, "mysql-cdc")
     tables = capture_patterns(opts, ("database-name", "table-name"), "mysql-cdc")
-    # Spark lower-cases option keys: match the property names case-insensitively
-    canonical = {k.lower(): k for k in TLS_PROPERTIES}
-    tls = {
-        canonical.get(k.lower(), k): v for k, v in opts.groups.get("jdbc.properties.", {}).items()
-    }
-    unknown = [k for k in tls if k not in TLS_PROPERTIES]
-    if unknown:
-        raise OptionError(
-            f"mysql-cdc: unsupported option 'jdbc.properties.{unknown[0]}'. Supported: "
-            + ", ".join(f"jdbc.properties.{k}" for k in TLS_PROPERTIES)
-        )
-    if "sslMode" in tls and tls["sslMode"].lower() not in SSL_MODES:
-        raise OptionError(
-            f"mysql-cdc: option 'jdbc.properties.sslMode' has invalid value '{tls['sslMode']}'. "
-            f"Valid values: {', '.join(SSL_MODES)}"
-        )
+    tls = MYSQL_TLS.parse(opts.groups.get("jdbc.properties.", {}), "mysql-cdc")
     server_ids = opts["server-id"]
     if server_ids is None:  # Flink picks a random id in 5400-6400; we need a range per reader
         low = random.randint(5400, 6400)

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
-from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import (
     OptionSpec,
     build_config,
@@ -22,6 +21,7 @@ from sparkcdc.core.options import (
 )
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
+from sparkcdc.core.tls import POSTGRES_TLS
 from sparkcdc.snapshot.options import (
     BASE_STARTUP_MODES,
     CHUNK_KEY_COLUMN,
@@ -63,9 +63,8 @@ STARTUP_MODES = (*BASE_STARTUP_MODES, *POSTGRES_STARTUP_MODES)
 METADATA_COLUMNS = ("database_name", "schema_name", "table_name", "op_ts", "row_kind")
 DECIMAL_MODES = ("precise", "string")
 PUBLICATION_MODES = ("filtered", "disabled")
-#: ``jdbc.properties.*`` keys passed to libpq (PgJDBC's names, which are libpq's).
-TLS_PROPERTIES = ("sslmode", "sslrootcert", "sslcert", "sslkey")
-SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+#: ``jdbc.properties.sslmode`` values, passed to libpq (PgJDBC's names, which are libpq's).
+SSL_MODES = POSTGRES_TLS.modes
 #: PostgreSQL identifiers are at most 63 bytes; temporary copies of the slot add a suffix.
 MAX_SLOT_NAME = 40
 
@@ -287,18 +286,7 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> Postgres
     opts = parse_options(raw, SPECS, context="postgres-cdc")
     check_shared(opts, "postgres-cdc")
     tables = capture_patterns(opts, ("schema-name", "table-name"), "postgres-cdc")
-    tls = {k.lower(): v for k, v in opts.groups.get("jdbc.properties.", {}).items()}
-    unknown = [k for k in tls if k not in TLS_PROPERTIES]
-    if unknown:
-        raise OptionError(
-            f"postgres-cdc: unsupported option 'jdbc.properties.{unknown[0]}'. Supported: "
-            + ", ".join(f"jdbc.properties.{k}" for k in TLS_PROPERTIES)
-        )
-    if "sslmode" in tls and tls["sslmode"].lower() not in SSL_MODES:
-        raise OptionError(
-            f"postgres-cdc: option 'jdbc.properties.sslmode' has invalid value "
-            f"'{tls['sslmode']}'. Valid values: {', '.join(SSL_MODES)}"
-        )
+    tls = POSTGRES_TLS.parse(opts.groups.get("jdbc.properties.", {}), "postgres-cdc")
     publication = opts["publication.name"] or opts["slot.name"]
     return build_config(
         PostgresSourceConfig, SPECS, opts, tls=tls, publication_name=publication, tables=tables

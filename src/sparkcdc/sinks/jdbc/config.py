@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_int, parse_options
 from sparkcdc.core.secret import Secret
+from sparkcdc.core.tls import MYSQL_TLS, POSTGRES_TLS, PREFIX
+from sparkcdc.snapshot.options import code
 
 CONTEXT = "jdbc sink"
 
@@ -85,6 +87,18 @@ SPECS: tuple[OptionSpec, ...] = (
         default="sparkcdc_offsets",
         doc="one row per pipeline: its last applied batch id and source offset (may be "
         "`qualifier.name`)",
+    ),
+    OptionSpec(
+        PREFIX,
+        prefix=True,
+        doc="TLS to the target, named as the sources name it. PostgreSQL: "
+        f"`jdbc.properties.sslmode` ({code(POSTGRES_TLS.modes)}) with `.sslrootcert`, "
+        "`.sslcert`, `.sslkey` (libpq's meaning; without them libpq's default `prefer`). "
+        f"MySQL/MariaDB: `jdbc.properties.sslMode` ({code(MYSQL_TLS.modes)}; `required` when "
+        "another `ssl*` property is set, `preferred` acts as `required`) with `.sslCa`, "
+        "`.sslCert`, `.sslKey` (without them TLS when the server offers it, unverified). "
+        "Other properties are refused",
+        attr="tls",
     ),
 )
 
@@ -198,6 +212,8 @@ class JdbcSinkConfig:
     batch_size: int = 1000
     offsets_table: TableName = TableName(None, "sparkcdc_offsets")
     max_retries: int = 3
+    #: ``jdbc.properties.*`` TLS settings under their canonical names (:mod:`sparkcdc.core.tls`)
+    tls: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def family(self) -> str:
@@ -214,6 +230,9 @@ class JdbcSinkConfig:
         if "{" in parsed["offsets-table"]:
             raise _pattern_error("offsets-table", parsed["offsets-table"], "no placeholders here")
         password = parsed["password"]
+        tls = (MYSQL_TLS if url.family == "mysql" else POSTGRES_TLS).parse(
+            parsed.groups.get(PREFIX, {}), f"{CONTEXT} ({url.family} target)"
+        )
         return cls(
             url=url,
             username=parsed["username"],
@@ -222,4 +241,5 @@ class JdbcSinkConfig:
             batch_size=int(parsed["batch-size"]),
             offsets_table=offsets,
             max_retries=int(parsed["sink.max-retries"]),
+            tls=tls,
         )

@@ -35,7 +35,7 @@ import os
 import re
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 from sparkcdc.core.errors import SchemaError, SparkCdcError
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
+from sparkcdc.core.tls import mysql_ssl_context
 from sparkcdc.sinks.jdbc.config import MAX_IDENTIFIER, JdbcSinkConfig
 from sparkcdc.sinks.jdbc.csv_blocks import MYSQL_CSV, POSTGRES_CSV, CsvForm
 
@@ -67,7 +68,15 @@ LOAD_BYTES = 16 << 20
 log = logging.getLogger(__name__)
 
 #: Connect failures that waiting does not cure.
-_REFUSED_LOGIN = re.compile(r"authentication|access denied|does not exist|unknown database", re.I)
+#: A connect failure that waiting will not cure: a refused login, a missing database, a
+#: certificate check that failed, TLS asked of a server without it, a pg_hba.conf without
+#: an entry for us. (Not every "SSL" message: a TLS connection cut by a restart says
+#: "SSL SYSCALL error" and is worth retrying.)
+_REFUSED_LOGIN = re.compile(
+    r"authentication|access denied|does not exist|unknown database|certificate|pg_hba"
+    r"|does not support SSL|SSL is required",
+    re.I,
+)
 
 
 class SinkError(SparkCdcError):
@@ -328,6 +337,15 @@ class Dialect(ABC):
         return None
 
 
+def _pymysql_tls(tls: Mapping[str, str]) -> dict[str, Any]:
+    """PyMySQL's TLS arguments for the ``jdbc.properties.ssl*`` settings. Without any,
+    PyMySQL's own default stays: TLS when the server offers it, unverified."""
+    context = mysql_ssl_context(tls)
+    if context is not None:
+        return {"ssl": context}
+    return {"ssl_disabled": True} if tls else {}
+
+
 def _to_bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
@@ -373,6 +391,7 @@ class PostgresDialect(Dialect):
         import psycopg
 
         url = self.config.url
+        tls: dict[str, Any] = dict(self.config.tls)  # libpq's sslmode/sslrootcert/...
         try:
             conn = psycopg.connect(
                 host=url.host,
@@ -383,6 +402,7 @@ class PostgresDialect(Dialect):
                 autocommit=False,
                 options="-c TimeZone=UTC",
                 connect_timeout=30,
+                **tls,
             )
         except psycopg.Error as exc:
             raise self.connection_error(exc) from None
@@ -604,6 +624,7 @@ class MySqlDialect(Dialect):
                 autocommit=False,
                 connect_timeout=30,
                 local_infile=True,  # announced to the server; allowed per statement (_load)
+                **_pymysql_tls(self.config.tls),
             )
         except pymysql.Error as exc:
             raise self.connection_error(exc) from None

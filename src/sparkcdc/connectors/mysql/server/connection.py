@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.core.errors import SourceConfigurationError
+from sparkcdc.core.tls import mysql_ssl_context
 from sparkcdc.snapshot.retry import Retries
 
 T = TypeVar("T")
@@ -126,25 +126,6 @@ def open_with_retries(
         ) from None
 
 
-def replication_tls(config: MySqlSourceConfig) -> ssl.SSLContext | None:
-    """The ``jdbc.properties.ssl*`` settings as a TLS context for PyMySQL (binlog reads).
-
-    ``preferred`` cannot fall back per connection in PyMySQL; it is treated as ``required``
-    so the change stream is never read in clear text when TLS was asked for.
-    """
-    tls = config.tls
-    mode = tls.get("sslMode", "required" if tls else "disabled").lower()
-    if mode == "disabled":
-        return None
-    context = ssl.create_default_context(cafile=tls.get("sslCa"))
-    context.check_hostname = mode == "verify_identity"
-    verify = mode in ("verify_ca", "verify_identity")
-    context.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
-    if "sslCert" in tls:
-        context.load_cert_chain(tls["sslCert"], tls.get("sslKey"))
-    return context
-
-
 def replication_settings(config: MySqlSourceConfig) -> dict[str, Any]:
     """PyMySQL settings for python-mysql-replication's binlog connections.
 
@@ -153,7 +134,7 @@ def replication_settings(config: MySqlSourceConfig) -> dict[str, Any]:
     connection); ``ssl_disabled`` skips it when TLS is off, as the JDBC-style options say.
     """
     timeout = max(1, int(config.connect_timeout))
-    context = replication_tls(config)
+    context = mysql_ssl_context(config.tls)
     return {
         **({"ssl": context} if context is not None else {"ssl_disabled": True}),
         "host": config.hostname,
