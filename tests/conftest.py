@@ -21,6 +21,7 @@ from hypothesis import settings
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.embedded.process import log_tail, process_state
 from sparkcdc.spark.class_archive import JAVA_OPTIONS_ENV
+from tests.support.certificates import issue_certificates
 from tests.support.runs import kill_leftover_runs
 
 # Tests never assert on wall-clock time, and hypothesis's per-example deadline is one: two
@@ -148,3 +149,10 @@ def _no_run_left_behind() -> Iterator[None]:
 def scratch(tmp_path: Path) -> Path:
     """A per-test folder for checkpoints and tables."""
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A test CA, a server certificate for 127.0.0.1 it signed, and an unrelated CA
+    (tests/support/certificates.py), for the servers that take TLS clients only."""
+    return issue_certificates(tmp_path_factory.mktemp("tls"))

@@ -18,12 +18,6 @@ from sparkcdc.sinks.base import MicroBatch, SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 from sparkcdc.sinks.kafka.sink import KafkaSink
 from sparkcdc.spark.kafka.source import decode_changelog_json, read_kafka
-from tests.support.certificates import issue_certificates
-
-
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return issue_certificates(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")

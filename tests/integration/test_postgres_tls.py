@@ -19,16 +19,10 @@ from sparkcdc.sinks.base import MicroBatch, SinkTable
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import SinkError
 from sparkcdc.sinks.jdbc.sink import JdbcSink
-from tests.support.certificates import issue_certificates
 from tests.support.inprocess import run_batches
 
 DB = "tls_db"
 SLOT = "tls_slot"
-
-
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return issue_certificates(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")
