@@ -22,7 +22,7 @@ Then the same as pipelines into Delta (``prepare``, ``start``, ``wait`` in proce
 Delta table per source table): ``prepare`` (server checks, discovery, creating the
 targets), the first batch and the whole run, for the snapshot, for one UPDATE per table,
 and for one UPDATE of one table (what a batch costs the tables it does not change),
-against a pipeline of ``wide`` alone; the many tables once writing one target at a
+with the bytes of the targets' Delta commit files, against a pipeline of ``wide`` alone; the many tables once writing one target at a
 time (``concurrent-writes: 1``, the baseline) and once four at a time (the default).
 ``--sink kafka`` runs the pipelines into an embedded Kafka broker instead (one upsert topic
 per table; a batch is one Kafka write whatever its tables, so the baseline is ``wide``).
@@ -104,6 +104,12 @@ def largest_offset(checkpoint: Path) -> int:
     return max(p.stat().st_size for p in files)
 
 
+def delta_log_bytes(lake: Path) -> int:
+    """Bytes of every Delta commit file (``_delta_log/*.json``) under ``lake``: what the
+    targets' commits cost in storage, and what each MERGE's log replay reads."""
+    return sum(p.stat().st_size for p in lake.glob("**/_delta_log/*.json"))
+
+
 def describe(run: StreamRun, checkpoint: Path) -> str:
     plan = run.durations_ms.get("latestOffset", 0) / 1000
     execute = run.durations_ms.get("addBatch", 0) / 1000
@@ -174,6 +180,7 @@ pipeline:
         + (f"first batch {first.written - first.started:.1f} s · " if first else "")
         + f"{len(run.batches)} batches · largest offset "
         f"{largest_offset(folder / 'checkpoint'):,} bytes"
+        + ("" if kafka else f" · Delta commits {delta_log_bytes(folder / 'lake'):,} bytes")
     )
 
 

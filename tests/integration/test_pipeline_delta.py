@@ -4,6 +4,7 @@ replayed batches, SIGKILL of ``sparkcdc run`` during the snapshot, and clean sto
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -78,6 +79,11 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
         (f"{orders}.audit", "equal"),
         (f"{orders}.orders", "equal"),
     ]
+    for name in ("orders", "audit"):  # each commit records its own table's progress only
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{lake / name}`").collect()
+        metadata = [json.loads(h["userMetadata"]) for h in history if h["userMetadata"]]
+        recorded = [json.loads(m["source_offset"]) for m in metadata if m["source_offset"]]
+        assert recorded and all(set(o["tables"]) == {f"{orders}.{name}"} for o in recorded)
 
     # the source moves on: verify still compares at the target's position
     mariadb.execute("UPDATE orders SET qty = qty + 1", database=orders)

@@ -335,6 +335,9 @@ class PipelineRun:
                 },
                 uncounted=uncounted,
                 on_read=on_read,
+                sources={
+                    t.table.source: tuple(s.table.source for s in t.sources) for t in self.targets
+                },
             )
             if offset is not None:
                 truncated = new_truncates(previous, offset)

@@ -17,6 +17,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -43,6 +44,13 @@ class SinkTable:
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.schema.fields)
+
+
+@lru_cache(maxsize=2)
+def _parsed_offset(text: str) -> dict[str, Any]:
+    """A batch's offset, parsed once for all its targets (not once per target)."""
+    parsed: dict[str, Any] = json.loads(text)
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,26 @@ class MicroBatch:
     #: checks there, before the sink commits, that the rows were what the batch's offsets
     #: said (snapshot rows of one table only), so a wrong batch fails uncommitted.
     on_read: Callable[[Any], None] | None = None
+    #: The source tables each target is made of (a route merges several), when the
+    #: pipeline gives them: what a target records of the offset (:meth:`offset_of`).
+    sources: Mapping[TableId, tuple[TableId, ...]] = field(default_factory=dict)
+
+    def offset_of(self, target: TableId) -> str | None:
+        """The source offset as ``target``'s own commit records it: the log position and
+        the progress of the target's source tables only, which is all ``verify`` reads
+        of it. A pipeline of 1000 tables would otherwise write its whole offset (~1.2 MB,
+        every table's columns) into every commit of every target, and into each of
+        those commits' Spark SQL events. The whole offset when the sources are not given
+        or the offset has no per-table progress (a changelog source's)."""
+        sources = self.sources.get(target)
+        if self.source_offset is None or sources is None:
+            return self.source_offset
+        data = _parsed_offset(self.source_offset)
+        tables = data.get("tables")
+        if not isinstance(tables, dict):
+            return self.source_offset
+        keys = {s.key for s in sources}
+        return json.dumps({**data, "tables": {k: v for k, v in tables.items() if k in keys}})
 
     def has_changes(self, table: TableId) -> bool:
         if table in self.uncounted:

@@ -314,7 +314,7 @@ class DeltaSink(Sink):
                 f"the target of {table.source} is a history of changes ('changelog-mode: "
                 "append'); a truncate is not applied to it"
             )
-        with _commit_options(spark, batch, app=TRUNCATE_APP):
+        with _commit_options(spark, batch, table.source, app=TRUNCATE_APP):
             spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
 
     def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
@@ -362,7 +362,7 @@ class DeltaSink(Sink):
         if not uncounted and (
             not (snapshot or inserted) or not self._appendable(spark, table, batch.pipeline)
         ):
-            with _commit_options(spark, batch):
+            with _commit_options(spark, batch, table.source):
                 self._merge(spark, table, changes, batch)
             return
         total = batch.row_counts.get(table.source, 0) if batch.row_counts else None
@@ -384,12 +384,12 @@ class DeltaSink(Sink):
                 self.target_path(table.source),
                 batch.batch_id,
             )
-            with _commit_options(spark, batch, snapshot_rows=True):
+            with _commit_options(spark, batch, table.source, snapshot_rows=True):
                 self._merge(spark, table, changes, batch)
             self._appended[table.source] = batch.batch_id
             return
         if merged:
-            with _commit_options(spark, batch):
+            with _commit_options(spark, batch, table.source):
                 self._merge(spark, table, changes.where(~batch.is_snapshot_row()), batch)
 
     def _append_once(
@@ -417,7 +417,7 @@ class DeltaSink(Sink):
             log.info("delta sink: batch %d's rows are in %s already", batch.batch_id, path)
             self._appended[table.source] = last
             return True
-        metadata = _metadata(batch, offset)
+        metadata = _metadata(batch, table.source, offset)
         rows.write.format("delta").mode("append").option("userMetadata", metadata).save(path)
         self._appended[table.source] = batch.batch_id
         return True
@@ -492,7 +492,8 @@ class DeltaSink(Sink):
         rows = changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
         path = self.target_path(table.source)
         if not self._appendable(spark, table, batch.pipeline):
-            rows.write.format("delta").mode("append").options(**_write_options(batch)).save(path)
+            options = _write_options(batch, table.source)
+            rows.write.format("delta").mode("append").options(**options).save(path)
             return
         if self._append_once(spark, table, rows, batch, offset=True):
             return
@@ -587,34 +588,40 @@ def _session_setting(spark: Any, key: str, value: str | None) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
-def _metadata(batch: MicroBatch, offset: bool, snapshot_rows: bool = False) -> str:
+def _metadata(batch: MicroBatch, target: TableId, offset: bool, snapshot_rows: bool = False) -> str:
     """A commit's ``userMetadata``: the pipeline, the batch and (``offset``) its source
-    offset, which ``verify`` reads back; a MERGE that carries the batch's snapshot rows
-    says so (sinks/delta/appended.py)."""
+    offset as ``target`` records it (:meth:`MicroBatch.offset_of`), which ``verify``
+    reads back; a MERGE that carries the batch's snapshot rows says so
+    (sinks/delta/appended.py)."""
     metadata: dict[str, Any] = {
         "pipeline": batch.pipeline,
         "batch_id": batch.batch_id,
-        "source_offset": batch.source_offset if offset else None,
+        "source_offset": batch.offset_of(target) if offset else None,
     }
     if snapshot_rows:
         metadata[SNAPSHOT_ROWS] = True
     return json.dumps(metadata)
 
 
-def _write_options(batch: MicroBatch) -> dict[str, str]:
+def _write_options(batch: MicroBatch, target: TableId) -> dict[str, str]:
     """A history append's writer options that make it idempotent and record the offset:
     what :func:`_commit_options` sets for a MERGE, as options of the one write (no session
     setting, which writes of other targets in other threads would see)."""
     return {
         "txnAppId": batch.pipeline,
         "txnVersion": str(batch.batch_id),
-        "userMetadata": _metadata(batch, offset=True),
+        "userMetadata": _metadata(batch, target, offset=True),
     }
 
 
 @contextmanager
 def _commit_options(
-    spark: Any, batch: MicroBatch, app: str = "", offset: bool = True, snapshot_rows: bool = False
+    spark: Any,
+    batch: MicroBatch,
+    target: TableId,
+    app: str = "",
+    offset: bool = True,
+    snapshot_rows: bool = False,
 ) -> Iterator[None]:
     """Session settings that make the next Delta commit idempotent and record the offset.
 
@@ -626,7 +633,7 @@ def _commit_options(
     """
     spark.conf.set(_TXN_APP, batch.pipeline + app)
     spark.conf.set(_TXN_VERSION, str(batch.batch_id))
-    spark.conf.set(_USER_METADATA, _metadata(batch, offset, snapshot_rows))
+    spark.conf.set(_USER_METADATA, _metadata(batch, target, offset, snapshot_rows))
     try:
         yield
     finally:
