@@ -1,23 +1,32 @@
-"""The Kafka sink over TLS: a broker whose listener speaks TLS only gets the pipeline's
-records when the producer settings (``properties.security.protocol`` and the truststore)
-say so and the broker's certificate checks out; a broker signed by an unknown CA is a
-clear failure of the batch, not a silent loss."""
+"""Kafka over TLS: a broker whose listener speaks TLS only gets the pipeline's records
+when the producer settings (``properties.security.protocol`` and the truststore) say so
+and the broker's certificate checks out; a broker signed by an unknown CA is a clear
+failure of the batch, not a silent loss. The signal channel reads such a broker with
+``signal.consumer.*``."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedKafka
 from sparkcdc.sinks.base import MicroBatch, SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 from sparkcdc.sinks.kafka.sink import KafkaSink
+from sparkcdc.snapshot.driver import IncrementalSource
+from sparkcdc.spark.kafka.signals import KafkaSignals
 from sparkcdc.spark.kafka.source import decode_changelog_json, read_kafka
+from tests.support.fake_dialect import FakeDatabase, FakeSettings
+from tests.support.kafka_topics import create_topic, produce
+
+A = TableId("db", "a")
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +99,44 @@ def test_the_sink_produces_over_verified_tls_and_refuses_an_unknown_ca(
     assert (
         read_kafka(spark, tls_kafka.bootstrap_servers, "shop.secure", streaming=False).count() == 3
     )
+
+
+def test_the_signal_channel_reads_a_tls_broker_with_signal_consumer_settings(
+    tls_kafka: EmbeddedKafka, certificates: Path
+) -> None:
+    """``signal.consumer.*`` reaches the librdkafka consumer of the signal topic: a signal
+    is read through the TLS-only listener; the Java client's names are refused, saying so."""
+    topic = "signals-over-tls"
+    create_topic(tls_kafka.bootstrap_servers, topic)
+    settings = {"security.protocol": "SSL", "ssl.ca.location": str(certificates / "ca.pem")}
+    db = FakeDatabase([], {A: {k: (k, 0) for k in range(40)}}, FakeSettings(chunk_size=8))
+    stream = IncrementalSource(db)
+    channel = KafkaSignals(tls_kafka.ssl_bootstrap_servers, topic, "me", 30.0, settings)
+    stream.channels.append(channel)
+    try:
+        offset = stream.latest_offset(stream.initial_offset(), None)
+        produce(tls_kafka.bootstrap_servers, topic, [("me", execute_snapshot_of("db.a"))])
+        end = stream.latest_offset(offset, None)
+    finally:
+        channel.close()
+    again = stream._offset(end).tables[A].again
+    assert again is not None and again.signal == "resnap@kafka:0:0"
+
+    java = KafkaSignals(
+        tls_kafka.ssl_bootstrap_servers,
+        topic,
+        None,
+        5.0,
+        {"security.protocol": "SSL", "ssl.truststore.location": "/x.jks"},
+    )
+    with pytest.raises(SparkCdcError, match=r"signal.consumer.*ssl\.truststore\.location"):
+        java.read(None)
+    clear = KafkaSignals(tls_kafka.ssl_bootstrap_servers, topic, None, 3.0)  # no TLS
+    with pytest.raises(SparkCdcError, match=r"cannot reach the brokers.*signal\.consumer"):
+        clear.read(None)
+    clear.close()
+
+
+def execute_snapshot_of(table: str) -> str:
+    data = {"data-collections": [table], "type": "incremental"}
+    return json.dumps({"id": "resnap", "type": "execute-snapshot", "data": data})

@@ -170,6 +170,7 @@ EVERY_OPTION = {
     "maxRowsPerTrigger": "37",
     "scan.snapshot.position": '{"file": "binlog.000002", "pos": 4, "gtid": null}',
     "jdbc.properties.sslMode": "required",
+    "signal.consumer.security.protocol": "SSL",
 }
 
 

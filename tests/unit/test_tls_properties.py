@@ -71,3 +71,24 @@ def test_mysql_modes_become_a_context_that_never_falls_back_to_clear_text() -> N
     assert identity is not None and identity.check_hostname
     key_only = mysql_ssl_context({"sslKey": "/never-read.key"})  # read only with sslCert
     assert key_only is not None  # another ssl* property alone means 'required'
+
+
+def test_signal_consumer_settings_reach_both_connectors_configs() -> None:
+    from sparkcdc.connectors.registry import connector
+
+    common = {
+        "hostname": "h",
+        "username": "u",
+        "password": "p",
+        "signal.kafka.topic": "signals",
+        "signal.kafka.bootstrap.servers": "b:9093",
+        "signal.consumer.security.protocol": "SSL",
+        "signal.consumer.ssl.ca.location": "/ca.pem",
+    }
+    specific = {
+        "mysql": {"database-name": "d", "table-name": "t"},
+        "postgres": {"database-name": "d", "schema-name": "s", "table-name": "t", "slot.name": "x"},
+    }
+    for name, options in specific.items():
+        config = connector(name).parse_config({**common, **options})
+        assert config.signal_consumer == {"security.protocol": "SSL", "ssl.ca.location": "/ca.pem"}

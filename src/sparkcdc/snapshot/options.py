@@ -319,6 +319,14 @@ SIGNAL_KAFKA_KEY = OptionSpec(
     "topic, as Debezium's connectors do by their topic prefix)",
     attr="signal_kafka_key",
 )
+SIGNAL_CONSUMER = OptionSpec(
+    "signal.consumer.",
+    prefix=True,
+    doc="settings of the consumer that reads `signal.kafka.topic` (Debezium's pass-through "
+    "`signal.consumer.*`), in librdkafka's names, e.g. `signal.consumer.security.protocol: "
+    "SSL` with `signal.consumer.ssl.ca.location` for a TLS broker, or SASL's settings",
+    attr="signal_consumer",
+)
 #: What a stream does at a TRUNCATE of a captured table.
 TRUNCATE_MODES = ("fail", "skip")
 TRUNCATE_HANDLING = OptionSpec(
@@ -381,6 +389,7 @@ SHARED_SPECS: tuple[OptionSpec, ...] = (
     SIGNAL_KAFKA_TOPIC,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_KEY,
+    SIGNAL_CONSUMER,
     PAUSE_FILE,
     ENVELOPE,
     MAX_ROWS_PER_TRIGGER,
@@ -410,6 +419,8 @@ class SourceConfig:
     signal_kafka_topic: str | None
     signal_kafka_servers: str | None
     signal_kafka_key: str | None
+    #: librdkafka settings of the signal topic's consumer (``signal.consumer.*``).
+    signal_consumer: Mapping[str, str]
     pause_file: str | None
 
 

@@ -62,6 +62,7 @@ class CdcDataSource(DataSource):
                     config.signal_kafka_topic,
                     config.signal_kafka_key,
                     config.connect_timeout,
+                    config.signal_consumer,
                 )
             )
         return source

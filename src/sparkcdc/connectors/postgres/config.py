@@ -38,6 +38,7 @@ from sparkcdc.snapshot.options import (
     PAUSE_FILE,
     ROWS_PER_BATCH,
     ROWS_PER_PARTITION,
+    SIGNAL_CONSUMER,
     SIGNAL_FILE,
     SIGNAL_KAFKA_KEY,
     SIGNAL_KAFKA_SERVERS,
@@ -189,6 +190,7 @@ SPECS: tuple[OptionSpec, ...] = (
     SIGNAL_KAFKA_TOPIC,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_KEY,
+    SIGNAL_CONSUMER,
     PAUSE_FILE,
     ENVELOPE,
     OptionSpec(

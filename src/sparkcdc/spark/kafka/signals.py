@@ -12,6 +12,7 @@ may share the topic, as Debezium's connectors share one by their topic prefix.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.core.errors import SparkCdcError
@@ -21,8 +22,18 @@ from sparkcdc.snapshot.signal import Received, received
 class KafkaSignals:
     name = "kafka"
 
-    def __init__(self, servers: str, topic: str, key: str | None, timeout: float) -> None:
+    def __init__(
+        self,
+        servers: str,
+        topic: str,
+        key: str | None,
+        timeout: float,
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
+        """``settings``: librdkafka settings of the consumer (``signal.consumer.*``: TLS,
+        SASL); the brokers and the never-committing group stay ours."""
         self.servers, self.topic, self.key, self.timeout = servers, topic, key, timeout
+        self.settings = dict(settings or {})
         self._consumer: Any = None
 
     def read(self, position: Any) -> tuple[list[Received], dict[str, int]]:
@@ -69,10 +80,18 @@ class KafkaSignals:
         return found
 
     def _ends(self) -> dict[int, int]:
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
         consumer = self._connected()
-        metadata = consumer.list_topics(self.topic, timeout=self.timeout)
+        try:
+            metadata = consumer.list_topics(self.topic, timeout=self.timeout)
+        except KafkaException as exc:
+            raise SparkCdcError(
+                f"signal topic {self.topic!r}: cannot reach the brokers {self.servers} "
+                f"within {self.timeout:.0f} s ('connect.timeout'): {exc.args[0]}. Check "
+                "'signal.kafka.bootstrap.servers'; a broker that takes TLS or SASL clients "
+                "only needs 'signal.consumer.security.protocol' and its settings"
+            ) from None
         topic = metadata.topics.get(self.topic)
         if topic is None or topic.error is not None:
             problem = topic.error if topic is not None else "not found"
@@ -89,18 +108,35 @@ class KafkaSignals:
 
     def _connected(self) -> Any:
         if self._consumer is None:
-            from confluent_kafka import Consumer
+            from confluent_kafka import Consumer, KafkaException
 
-            self._consumer = Consumer(
-                {
-                    "bootstrap.servers": self.servers,
-                    "group.id": "sparkcdc-signals",  # required; never committed
-                    "enable.auto.commit": False,
-                    "enable.partition.eof": False,
-                    "socket.timeout.ms": int(self.timeout * 1000),
-                }
-            )
+            try:
+                self._consumer = Consumer(
+                    {
+                        "group.id": "sparkcdc-signals",  # required; never committed
+                        "enable.partition.eof": False,
+                        "socket.timeout.ms": int(self.timeout * 1000),
+                        **self.settings,
+                        "bootstrap.servers": self.servers,
+                        "enable.auto.commit": False,
+                    }
+                )
+            except KafkaException as exc:
+                raise SparkCdcError(
+                    f"signal topic {self.topic!r}: the Kafka client refused the "
+                    f"'signal.consumer.*' settings: {self._scrubbed(str(exc))} (librdkafka's "
+                    "names, e.g. 'ssl.ca.location', not the Java client's "
+                    "'ssl.truststore.location')"
+                ) from None
         return self._consumer
+
+    def _scrubbed(self, message: str) -> str:
+        """``message`` without the values of secret settings (SASL passwords, key
+        passwords), which a refused value's message may quote."""
+        for name, value in self.settings.items():
+            if value and any(word in name for word in ("password", "secret")):
+                message = message.replace(value, "******")
+        return message
 
     def close(self) -> None:
         if self._consumer is not None:
