@@ -43,7 +43,9 @@ SPECS = (
     OptionSpec(
         "properties.",
         prefix=True,
-        doc="Kafka producer settings, e.g. `properties.acks`",
+        doc="Kafka producer settings (the Java client's names), e.g. `properties.acks`; TLS: "
+        "`properties.security.protocol: SSL` with `properties.ssl.truststore.type: PEM` and "
+        "`properties.ssl.truststore.location` ([docs/kafka.md](docs/kafka.md))",
     ),
 )
 
