@@ -22,8 +22,9 @@ Then the same as pipelines into Delta (``prepare``, ``start``, ``wait`` in proce
 Delta table per source table): ``prepare`` (server checks, discovery, creating the
 targets), the first batch and the whole run, for the snapshot, for one UPDATE per table,
 and for one UPDATE of one table (what a batch costs the tables it does not change),
-with the bytes of the targets' Delta commit files, against a pipeline of ``wide`` alone; the many tables once writing one target at a
-time (``concurrent-writes: 1``, the baseline) and once four at a time (the default).
+with the bytes of the targets' Delta commit files, against a pipeline of ``wide`` alone;
+the many tables once writing one target at a time (``concurrent-writes: 1``, the
+baseline) and once four at a time (the default).
 ``--sink kafka`` runs the pipelines into an embedded Kafka broker instead (one upsert topic
 per table; a batch is one Kafka write whatever its tables, so the baseline is ``wide``).
 """
