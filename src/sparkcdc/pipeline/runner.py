@@ -32,6 +32,7 @@ from sparkcdc.pipeline.lazy_tables import LazyTables
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.one_pass import chunks_of_one_table, metrics_in, observed
 from sparkcdc.pipeline.plan import plan, targets_of
+from sparkcdc.pipeline.query_status import between_triggers
 from sparkcdc.pipeline.run_state import RunState, load_run_state, save_run_state
 from sparkcdc.pipeline.schema_follow import follow_changes
 from sparkcdc.pipeline.shaped_evolution import joined_target
@@ -218,10 +219,11 @@ class PipelineRun:
 
     def _idle(self) -> bool:
         """No batch runs: none is written (nor waits for Spark's commit), and Spark is
-        between triggers (a trigger planned after the pause file plans nothing)."""
+        between triggers (a trigger planned after the pause file plans nothing), its
+        sources initialized (a run stopped right after it started waits for that)."""
         if self._writing.is_set() or not self._committed():
             return False
-        return not self.query.status["isTriggerActive"]
+        return between_triggers(self.query.status)
 
     def _trigger_not_due(self, margin: float = 0.1) -> bool:
         """Spark starts a trigger at every multiple of the interval since the epoch; one
