@@ -61,6 +61,7 @@ from tests.support.pipelines import (
     committed_offsets,
     master_position,
     pipeline_file,
+    reads_done,
     sink_block,
     snapshot_done,
     wait_until,
@@ -392,7 +393,8 @@ def test_random_ddl_and_dml_during_the_snapshot_and_while_streaming(
         def caught_up() -> bool:
             assert run.active, f"the pipeline stopped: {run.query.exception()} ({seed=})"
             offsets = committed_offsets(checkpoint)
-            return any(at_or_after(o, file, pos) and snapshot_done(o) for o in offsets)
+            # a column added with a default re-reads the table: wait for all of the re-read
+            return any(at_or_after(o, file, pos) and reads_done(o) for o in offsets)
 
         wait_until(caught_up, "the pipeline to catch up")
     finally:

@@ -93,6 +93,15 @@ def snapshot_done(offset: dict[str, Any]) -> bool:
     return all(state.get("done") for state in offset["tables"].values())
 
 
+def reads_done(offset: dict[str, Any]) -> bool:
+    """Every table's snapshot is done and no re-read of one runs (a re-read that a signal
+    or a column's server-filled values started: ``again``, done in the batch that reads its
+    last chunk): the target has every row the table had at the offset's position."""
+    return snapshot_done(offset) and all(
+        state.get("again", {"done": True}).get("done") for state in offset["tables"].values()
+    )
+
+
 def at_or_after(offset: dict[str, Any], file: str, pos: int) -> bool:
     log = offset["log"]
     return (log["file"], int(log["pos"])) >= (file, pos)
