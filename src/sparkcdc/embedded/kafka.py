@@ -21,11 +21,16 @@ from sparkcdc.embedded.process import (
 from sparkcdc.spark.jars import jar_files, jars_root
 
 
-def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars)."""
+def cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars),
+    never starting with "-" (as Kafka's own ``Uuid.randomUuid``): the storage tool's
+    argument parser takes such a value for an option and refuses the format."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class EmbeddedKafka:
@@ -48,7 +53,7 @@ class EmbeddedKafka:
         self.port = 0
         self.controller_port = 0
         self._process: subprocess.Popen[bytes] | None = None
-        self._cluster = _cluster_id()  # kept: a restart formats (ignored) with the same id
+        self._cluster = cluster_id()  # kept: a restart formats (ignored) with the same id
 
     @property
     def bootstrap_servers(self) -> str:
