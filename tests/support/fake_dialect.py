@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.core.errors import ChunkCrossedChange
+from sparkcdc.core.errors import ChunkCrossedChange, lost_log
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import ChunkRows
@@ -68,6 +68,7 @@ class FakeSettings:
     envelope: bool = False
     signal_file: str | None = None
     pause_file: str | None = None
+    truncate_handling: str = "fail"
 
 
 def key_of(row: Row) -> Any:
@@ -94,6 +95,9 @@ class FakeDatabase(Dialect[Count, FakeTable]):
     origin: str | None = None
     #: Readers of one batch the database tells apart (MySQL's server ids); None: any.
     readers: int | None = None
+    #: The log before this change index is gone (a purged binlog): reads from a position
+    #: before it fail.
+    purged: int = 0
     format_name = "fake-cdc"
 
     @property
@@ -169,6 +173,8 @@ class FakeDatabase(Dialect[Count, FakeTable]):
 
     def ensure_available(self, position: Count) -> None:
         assert 0 <= position.n <= self.now
+        if position.n < self.purged:
+            raise lost_log(f"the log before change {self.purged} was purged")
 
     def key_stats(self, table: FakeTable) -> KeyStats:
         keys = sorted(self.state(table.table_id, self.now))
@@ -229,6 +235,7 @@ class FakeDatabase(Dialect[Count, FakeTable]):
         reader: int,
         arrow_columns: Mapping[TableId, Sequence[pa.DataType]],
     ) -> FakeLog:
+        self.ensure_available(start)
         return FakeLog(
             [
                 _block(c, 2 * i + 1)

@@ -62,3 +62,15 @@ def test_tables_are_checked_before_the_signal_is_written(
     assert "captured: shop.items, shop.orders" in err and "no re-read needed" in err
     assert main(["snapshot", str(path), "--stop", "--table", "shop.ordrs"]) == 2
     assert [s["id"] for s in signals(path)] == ["a", "b"]
+
+
+def test_recover_needs_a_committed_batch_and_writes_nothing_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sparkcdc recover`` on a pipeline that has committed nothing has no position to
+    lose: it says so, before connecting anywhere, and writes no signal."""
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(PIPELINE)
+    assert main(["recover", str(path)]) == 2
+    assert "has committed no batch" in capsys.readouterr().err
+    assert not load_pipeline(path).signal_file.exists()

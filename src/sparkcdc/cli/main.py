@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 import sparkcdc
-from sparkcdc.cli import signals
+from sparkcdc.cli import recover, signals
 from sparkcdc.core.errors import SparkCdcError
 
 
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("pipeline", help="the pipeline YAML file")
     verify.add_argument("--json", action="store_true", help="print JSON (for scripts)")
     signals.add_parser(commands)
+    recover.add_parser(commands)
     check = commands.add_parser("validate", help="check a pipeline file without running it")
     check.add_argument("pipeline", help="the pipeline YAML file")
     check.add_argument(
@@ -87,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo(extra)
         if args.command == "snapshot":
             return signals.send(args)
+        if args.command == "recover":
+            return recover.recover(args)
         if args.command in ("run", "status", "verify", "validate"):
             from sparkcdc.cli import commands as cmd
 

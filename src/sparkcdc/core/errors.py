@@ -26,6 +26,30 @@ class SourceUnavailableError(SparkCdcError):
 class PositionLostError(SparkCdcError):
     """A recorded log position no longer exists on the server (binlog purged)."""
 
+    #: What was lost, without the way out (:func:`lost_log`).
+    what: str | None = None
+
+
+#: Where a message names the pipeline's file; a pipeline run puts its own path there.
+PIPELINE_FILE = "<pipeline file>"
+
+#: What to do when the log from a stream's position is gone (docs/design.md, "A lost log").
+LOST_LOG_WAY_OUT = (
+    "To go on without a new checkpoint, read again the tables the lost changes can have "
+    f"touched: for a pipeline, run `sparkcdc recover {PIPELINE_FILE}`, then run the pipeline "
+    "again (their targets are emptied and filled again; the other tables go on); for a "
+    "stream of your own, append a `recover-lost-log` signal to its `signal.file` "
+    "(docs/signals.md). Or start from a new checkpoint (a new snapshot of every table)"
+)
+
+
+def lost_log(what: str) -> PositionLostError:
+    """The error for a stream whose log from its position is gone: ``what`` was lost, and
+    the way out."""
+    error = PositionLostError(f"{what}. {LOST_LOG_WAY_OUT}")
+    error.what = what
+    return error
+
 
 #: Starts the message of :class:`RestartForSchemaError`: how a pipeline runner recognises
 #: it in the error Spark reports (it arrives as text through the JVM).

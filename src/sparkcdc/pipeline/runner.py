@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
-from sparkcdc.core.errors import RESTART_FOR_SCHEMA, SparkCdcError
+from sparkcdc.core.errors import PIPELINE_FILE, RESTART_FOR_SCHEMA, SparkCdcError
 from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
@@ -29,6 +29,7 @@ from sparkcdc.pipeline.checkpoint import batch_offset, ensure_query_id, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.lazy_tables import LazyTables
+from sparkcdc.pipeline.log_recovery import follow_recoveries, new_recoveries
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.one_pass import chunks_of_one_table, metrics_in, observed
 from sparkcdc.pipeline.plan import plan, targets_of
@@ -193,10 +194,14 @@ class PipelineRun:
             self.stop()
         error = self.query.exception()
         if error is not None and not (self._pausing and RESTART_FOR_SCHEMA in str(error)):
+            text = failure_text(str(error))
+            if PIPELINE_FILE in text:  # the way out names a command on this pipeline's file
+                text = text.replace(PIPELINE_FILE, str(self.definition.path))
+            else:
+                text += "\nFix the cause and run it again: it resumes from its checkpoint"
             raise PipelineFailedError(
-                f"pipeline '{self.definition.settings.name}' failed: {failure_text(str(error))}"
-                "\nFix the cause and run it again: it resumes from its checkpoint (Spark's log "
-                "has the whole error)"
+                f"pipeline '{self.definition.settings.name}' failed: {text} (Spark's log has "
+                "the whole error)"
             )
 
     def _between_batches(
@@ -357,6 +362,16 @@ class PipelineRun:
                 dropped = new_drops(previous, offset)
                 if dropped:
                     self._follow_drops(dropped, batch)
+                recovered = new_recoveries(previous, offset)
+                if recovered:
+                    follow_recoveries(
+                        self.spark,
+                        recovered,
+                        self.targets,
+                        self.sink,
+                        batch,
+                        self.metrics.truncate_applied,
+                    )
             self.sink.write(batch)
             if alone is not None:
                 tally = self._counted_once(

@@ -24,7 +24,12 @@ from typing import Any, Generic
 import pyarrow as pa
 
 from sparkcdc.core.changes import ChangeType
-from sparkcdc.core.errors import ChunkCrossedChange, RestartForSchemaError, SchemaError
+from sparkcdc.core.errors import (
+    ChunkCrossedChange,
+    PositionLostError,
+    RestartForSchemaError,
+    SchemaError,
+)
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import (
@@ -41,9 +46,11 @@ from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.planner import ChunkPlanner
 from sparkcdc.snapshot.progress import TABLE_DROPPED, ChunkSpan, Resnapshot, TableProgress
+from sparkcdc.snapshot.recovery import recovered
 from sparkcdc.snapshot.schema_change import SchemaChange
 from sparkcdc.snapshot.signal import (
     PAUSE,
+    RECOVER,
     RESUME,
     STOP,
     Signal,
@@ -117,6 +124,7 @@ class IncrementalSource(Generic[P, T]):
         self._plans: dict[tuple[TableId, str, str], list[Chunk]] = {}
         self._orders: dict[TableId, KeyOrder] = {}
         self._checked_start = False
+        self._checked_replay = False
         #: A one-table stream's columns as its first planned offset had them: a later
         #: offset with other columns stops the query for a restart.
         self._stream_fields: list[pa.Field] | None = None
@@ -233,10 +241,13 @@ class IncrementalSource(Generic[P, T]):
         normalised to the fixed cap would read ever longer windows as the run goes on. The
         run still ends: chunks run out, then the log stops at the cap.
         """
-        offset = self._forget_dropped(self._signalled(self._offset(start)))
+        signalled, recovery = self._signalled(self._offset(start))
+        offset = self._forget_dropped(signalled)
         position = offset.log
         progress = dict(offset.tables)
         restarted = not self._checked_start
+        if recovery is not None:
+            return self._recovery_batch(offset, recovery, self._lost(position))
         if restarted:  # a restart from a checkpoint: is its log still there?
             self.dialect.ensure_available(position)
             self._checked_start = True
@@ -347,16 +358,18 @@ class IncrementalSource(Generic[P, T]):
             log.info("re-read of %s (signal %s) done", table_id, again.signal)
         return chunks, dataclasses.replace(progress, again=moved)
 
-    def _signalled(self, offset: SourceOffset[P]) -> SourceOffset[P]:
+    def _signalled(self, offset: SourceOffset[P]) -> tuple[SourceOffset[P], str | None]:
         """``offset`` with the signals written since it applied (``signal.file``), and
-        without the re-reads its batch finished. A signal is consumed by the batch whose end
-        offset moves past its line: exactly once across restarts, and read again if the
-        stream stops before Spark commits that batch."""
+        without the re-reads its batch finished; and the name of a ``recover-lost-log``
+        signal among them (:meth:`_recovery_batch`), if any. A signal is consumed by the
+        batch whose end offset moves past its line: exactly once across restarts, and read
+        again if the stream stops before Spark commits that batch."""
         tables = {
             t: dataclasses.replace(p, again=None) if p.again is not None and p.again.done else p
             for t, p in offset.tables.items()
         }
         paused, positions = offset.paused, dict(offset.signals)
+        recovery = None
         for channel in self.channels:
             found, position = channel.read(positions.get(channel.name))
             if position != positions.get(channel.name):
@@ -365,11 +378,101 @@ class IncrementalSource(Generic[P, T]):
                 if one.signal is None:
                     log.error("%s skipped: %s", one.where, one.problem)
                     continue
+                if one.signal.type == RECOVER:
+                    recovery = f"{one.signal.id}@{channel.name}:{one.mark}"
+                    continue
                 try:
                     paused = self._apply(one.signal, f"{channel.name}:{one.mark}", tables, paused)
                 except SignalError as exc:
                     log.error("%s skipped: %s", one.where, exc)
-        return dataclasses.replace(offset, tables=tables, signals=positions, paused=paused)
+        signalled = dataclasses.replace(offset, tables=tables, signals=positions, paused=paused)
+        return signalled, recovery
+
+    def _replay_readable(
+        self,
+        first: SourceOffset[P],
+        last: SourceOffset[P],
+        before: Mapping[TableId, TableProgress],
+    ) -> bool:
+        """Whether a batch planned before a restart (Spark replays it first, before it
+        plans anything) can be read: its log from ``first`` on (chunks alone need the log
+        around ``last``, where they are normalised to). When that log is lost, a
+        ``recover-lost-log`` signal written after the batch was planned makes the batch
+        read nothing: the batch after it is the recovery (:meth:`_recovery_batch`), which
+        reads again every table the batch would have touched (``last``'s), so no row of
+        it is missed. Without the signal the restart stops, saying what was lost and the
+        way out."""
+        reads_log = any(p.started or p.done for p in before.values())
+        lost = self._lost(first.log if reads_log else last.log)
+        if lost is None:
+            return True
+        for channel in self.channels:  # not consumed here: the recovery batch does that
+            found, _ = channel.read(last.signals.get(channel.name))
+            signal = next((f.signal for f in found if f.signal and f.signal.type == RECOVER), None)
+            if signal is not None:
+                log.warning(
+                    "the batch planned before the restart (up to %s) reads nothing: %s. The "
+                    "next batch takes signal %r (recover-lost-log)",
+                    last.log,
+                    lost.what or lost,
+                    signal.id,
+                )
+                return False
+        raise lost
+
+    def _lost(self, position: P) -> PositionLostError | None:
+        """Why the log from ``position`` can no longer be read, or None when it can."""
+        try:
+            self.dialect.ensure_available(position)
+        except PositionLostError as exc:
+            return exc
+        return None
+
+    def _recovery_batch(
+        self, offset: SourceOffset[P], signal: str, lost: PositionLostError | None
+    ) -> Offset:
+        """The batch of a ``recover-lost-log`` signal (snapshot/recovery.py): no rows; the
+        log goes on from its position now, with the tables discovered there, as a new
+        stream starts; every table whose rows the stream had emitted starts its snapshot
+        again, marked so the consumer empties its copy first (no row says what the lost
+        log deleted, hence ``truncate.handling.mode: skip``, as for a TRUNCATE); a table
+        the server no longer has is marked dropped.
+
+        The signal is obeyed even where the log from ``offset`` is still there (``lost``
+        None): a batch planned before a restart whose own log was lost read nothing
+        (:meth:`_replay_readable`), and its end, this ``offset``, may be readable again.
+        ``sparkcdc recover`` writes the signal only when the log is lost."""
+        if getattr(self.settings, "truncate_handling", "fail") == "fail":
+            raise SchemaError(
+                f"signal {signal!r} (recover-lost-log): no row says which rows the lost log "
+                "deleted, so the consumer must empty its copies of the tables read again "
+                "(their entries in the batch's end offset say 'log_lost'). Set option "
+                "'truncate.handling.mode' to 'skip' to take that on (a pipeline does it "
+                "itself), or start from a new checkpoint"
+            )
+        before = self._tables_at(offset)
+        position = self._columns_at_position()  # discovers the tables there
+        what = f"recovery from {offset.log}, going on from {position}"
+        mark = {"signal": signal, "at": position.to_json()}
+        result = recovered(
+            offset.tables, before, self.tables, self.dialect.table_to_json, mark, what
+        )
+        for table_id in result.gone:
+            self._forget(table_id)
+        for table_id in result.read_again:
+            self._planners.pop(table_id, None)  # fresh key statistics
+        self._checked_start = True
+        log.warning(
+            "signal %r: %s (%s). Read again, their copies emptied first: %s; not begun, "
+            "nothing lost: %s; gone from the server: %s",
+            signal,
+            what,
+            "its log is still on the server" if lost is None else lost.what or lost,
+            ", ".join(str(t) for t in result.read_again) or "none",
+            ", ".join(str(t) for t in result.untouched) or "none",
+            ", ".join(str(t) for t in result.gone) or "none",
+        )
+        return self._json(dataclasses.replace(offset, log=position, tables=result.tables))
 
     @property
     def channels(self) -> list[SignalChannel]:
@@ -720,6 +823,10 @@ class IncrementalSource(Generic[P, T]):
         changed = any(p.schema != before[t].schema for t, p in after.items() if t in before)
         if changed:  # a schema change's own batch: its range holds nothing else
             return specs
+        if not self._checked_start and not self._checked_replay:
+            self._checked_replay = True
+            if not self._replay_readable(first, last, before):
+                return specs
         # the positions are of the server connected now (carried over from another one
         # by ``_offset`` when the checkpoint was made elsewhere)
         origin = self.dialect.log_origin()

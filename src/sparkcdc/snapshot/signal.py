@@ -15,6 +15,10 @@
   ``filter`` is refused: sparkcdc does not put user SQL into its reads.
 * ``stop-snapshot``: stop the listed re-reads (all of them without ``data-collections``).
 * ``pause-snapshot`` / ``resume-snapshot``: hold every re-read where it is, and go on.
+* ``recover-lost-log`` (sparkcdc's own): the log from the stream's position is gone (a
+  purged binlog, a dropped slot); go on from the log's position now and read again every
+  table the lost changes can have touched (docs/design.md, "A lost log"). It names no
+  tables: which ones is the offset's to say.
 
 Only ``incremental`` snapshots exist here (Debezium's ``blocking`` kind stops the log).
 Parsing is pure: which tables a name matches is decided against the captured tables.
@@ -37,7 +41,8 @@ from sparkcdc.core.table import TableId
 
 EXECUTE, STOP = "execute-snapshot", "stop-snapshot"
 PAUSE, RESUME = "pause-snapshot", "resume-snapshot"
-TYPES = (EXECUTE, STOP, PAUSE, RESUME)
+RECOVER = "recover-lost-log"
+TYPES = (EXECUTE, STOP, PAUSE, RESUME, RECOVER)
 
 
 class SignalError(SparkCdcError):
@@ -152,6 +157,12 @@ def parse_signal(data: Any) -> Signal:
         raise SignalError(f"signal {sid!r}: 'data-collections' must be a list of table names")
     if kind == EXECUTE and not collections:
         raise SignalError(f"signal {sid!r}: execute-snapshot needs 'data-collections'")
+    if kind == RECOVER and (collections or body.get("additional-conditions")):
+        raise SignalError(
+            f"signal {sid!r}: recover-lost-log reads again every table the lost log can have "
+            "touched, which the stream's offset says; it takes no 'data-collections' or "
+            "'additional-conditions'"
+        )
     return Signal(sid, kind, tuple(collections), _ranges(sid, body.get("additional-conditions")))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from sparkcdc.connectors.mysql.binlog.gtid import MariaDbGtidPosition
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
 from sparkcdc.connectors.mysql.server.connection import query
-from sparkcdc.core.errors import PositionLostError, SourceConfigurationError, SparkCdcError
+from sparkcdc.core.errors import SourceConfigurationError, SparkCdcError, lost_log
 
 
 def current_position(conn: Any) -> BinlogPosition:
@@ -101,12 +101,12 @@ def ensure_available(conn: Any, position: BinlogPosition) -> None:
     oldest = files[0][0] if files else "(none)"
     if files and file_index(position.file) > file_index(files[-1][0]):
         return  # not written yet: harmless, the stream waits for it
-    raise PositionLostError(
+    raise lost_log(
         f"binlog file {position.file} (position {position.pos}"
         + (f", GTID {position.gtid}" if position.gtid else "")
         + f") has been purged from the server; the oldest binlog is {oldest}. The changes in "
-        "between are lost to CDC: restart the query with a new checkpoint (a fresh snapshot), "
-        "and keep binlogs longer (expire_logs_days / binlog_expire_logs_seconds)"
+        "between are lost to CDC; keep binlogs longer (binlog_expire_logs_seconds, "
+        "expire_logs_days) than a stream may stay stopped"
     )
 
 

@@ -30,7 +30,7 @@ from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import replication_settings, retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import binlog_converter, restore_empty_sets
-from sparkcdc.core.errors import PositionLostError, SchemaError
+from sparkcdc.core.errors import SchemaError, lost_log
 from sparkcdc.core.rows import BlockKind, ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 
@@ -339,9 +339,9 @@ def read_change_blocks(
             yield ChangeBlock(table_id, kind, images, base, timestamp, file, event_start, gtid)
     except OperationalError as exc:
         if exc.args and exc.args[0] == ER_BINLOG_READ:
-            raise PositionLostError(
+            raise lost_log(
                 f"cannot read the binlog from {start}: {exc.args[-1]}. The binlog was purged "
-                "or the position is invalid; restart with a new checkpoint"
+                "or the position is invalid"
             ) from None
         raise
     finally:

@@ -20,7 +20,7 @@ from sparkcdc.connectors.postgres.wal.decode import Located, WalDecoder
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text, lsn_to_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.slot import PEEK, copy_slot
-from sparkcdc.core.errors import PositionLostError
+from sparkcdc.core.errors import lost_log
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
 
@@ -41,11 +41,11 @@ def read_located(
         slot = copy_slot(conn, config)
         copied = _copy_state(conn, slot)
         if copied > start.lsn:
-            raise PositionLostError(
+            raise lost_log(
                 f"replication slot '{config.slot_name}' is at {lsn_to_text(copied)}, past "
                 f"{start.text} where this read starts: the WAL in between is released (was "
-                "the slot advanced by hand, or used by another stream?). Start from a new "
-                "checkpoint"
+                "the slot dropped and made again, advanced by hand, or used by another "
+                "stream?)"
             )
         conn.commit()
         decoder = WalDecoder(tables, start.lsn, end, start.count, config.decimal_mode)

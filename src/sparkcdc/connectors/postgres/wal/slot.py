@@ -31,7 +31,7 @@ from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.server.sql import quote
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text, lsn_to_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
-from sparkcdc.core.errors import PositionLostError, SourceConfigurationError
+from sparkcdc.core.errors import SourceConfigurationError, lost_log
 
 log = logging.getLogger(__name__)
 
@@ -181,11 +181,11 @@ def slot_state(conn: Any, config: PostgresSourceConfig) -> SlotState | None:
             f"database '{config.database}' used by this stream only; pick another name"
         )
     if status == "lost" or confirmed is None:
-        raise PositionLostError(
+        raise lost_log(
             f"replication slot '{config.slot_name}' has lost WAL it needed "
-            "(max_slot_wal_keep_size): the stream cannot resume exactly. Drop the slot "
-            f"(SELECT pg_drop_replication_slot('{config.slot_name}')) and start the stream "
-            "again from a new checkpoint"
+            "(max_slot_wal_keep_size): the stream cannot resume exactly, and the slot must "
+            f"be dropped first (SELECT pg_drop_replication_slot('{config.slot_name}'); the "
+            "stream makes a new one when it starts)"
         )
     return SlotState(lsn_from_text(confirmed), lsn_from_text(restart), status)
 
@@ -194,17 +194,16 @@ def ensure_readable(conn: Any, config: PostgresSourceConfig, position: LsnPositi
     """The slot still has the WAL from ``position`` on (a restart, or verify)."""
     state = slot_state(conn, config)
     if state is None:
-        raise PositionLostError(
+        raise lost_log(
             f"replication slot '{config.slot_name}' is gone, and with it the WAL from "
-            f"{position.text} on: the stream cannot resume exactly. Start it again from a new "
-            "checkpoint (a new snapshot)"
+            f"{position.text} on: the stream cannot resume exactly"
         )
     if state.confirmed > position.lsn:
-        raise PositionLostError(
+        raise lost_log(
             f"replication slot '{config.slot_name}' has moved to {lsn_to_text(state.confirmed)}, "
-            f"past {position.text} where this read starts: the WAL in between is released. "
-            "Was the slot advanced by hand or used by another stream? Start from a new "
-            "checkpoint (or, for verify, run it again)"
+            f"past {position.text} where this read starts: the WAL in between is released "
+            "(was the slot dropped and made again, advanced by hand, or used by another "
+            "stream? For verify, run it again)"
         )
 
 
@@ -230,9 +229,14 @@ def copy_slot(conn: Any, config: PostgresSourceConfig) -> str:
 
 
 def advance(conn: Any, config: PostgresSourceConfig, lsn: int) -> None:
-    """Release the WAL before ``lsn`` (transactions committing before it are done)."""
+    """Release the WAL before ``lsn`` (transactions committing before it are done). A slot
+    already past ``lsn`` is left alone: after a lost log's recovery (docs/design.md, "A
+    lost log") the slot was made anew, past the positions of the batches committed before
+    it, and PostgreSQL refuses to move a slot back."""
+    text = lsn_to_text(lsn)
     query(
         conn,
-        "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
-        (config.slot_name, lsn_to_text(lsn)),
+        "SELECT pg_replication_slot_advance(slot_name, %s::pg_lsn) FROM pg_replication_slots "
+        "WHERE slot_name = %s AND confirmed_flush_lsn < %s::pg_lsn",
+        (text, config.slot_name, text),
     )
