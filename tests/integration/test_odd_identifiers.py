@@ -19,6 +19,7 @@ from sparkcdc.spark.kafka.source import decode_changelog_json, read_kafka
 from sparkcdc.verify.run import verify_tables
 from tests.support.pipelines import (
     committed_offsets,
+    mariadb_sink_block,
     pipeline_file,
     postgres_sink_block,
     run_until_caught_up,
@@ -80,8 +81,8 @@ def pipeline(spark: Any, mariadb: EmbeddedMariaDB, scratch: Path, sink: str) -> 
     return prepare(load_pipeline(path), spark=spark)
 
 
-@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
-def test_odd_names_into_delta_and_postgres(
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres", "jdbc-mariadb"])
+def test_odd_names_into_delta_and_jdbc_targets(
     spark: Any,
     mariadb: EmbeddedMariaDB,
     odd: str,
@@ -91,8 +92,13 @@ def test_odd_names_into_delta_and_postgres(
     sink: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    target_db = "odd target ` ' \" ü"  # a MariaDB target's database, as odd
     if sink == "delta":
         block = "type: delta\npath: lake\nchange-data-feed: false"
+    elif sink == "jdbc-mariadb":
+        mariadb.execute(f"DROP DATABASE IF EXISTS {q(target_db)}")
+        mariadb.execute(f"CREATE DATABASE {q(target_db)}")
+        block = mariadb_sink_block(mariadb, target_db, monkeypatch)
     else:
         block = postgres_sink_block(postgres, pg_db, monkeypatch)
     run = pipeline(spark, mariadb, scratch, block)
@@ -101,6 +107,8 @@ def test_odd_names_into_delta_and_postgres(
         folder = scratch / "lake" / DATABASE.replace("`", "_") / TABLE.replace("`", "_")
         found = spark.read.format("delta").load(str(folder)).collect()
         assert tuple(spark.read.format("delta").load(str(folder)).columns) == COLUMNS
+    elif sink == "jdbc-mariadb":
+        found = mariadb.execute(f"SELECT * FROM {q(TABLE)}", database=target_db)
     else:
         schema, table = (f'"{n}"' for n in (DATABASE.replace('"', '""'), TABLE.replace('"', '""')))
         with postgres.connect(pg_db) as conn:
@@ -108,6 +116,8 @@ def test_odd_names_into_delta_and_postgres(
     assert {r[0]: tuple(r) for r in found} == source_rows(mariadb)
     verdicts = verify_tables(spark, run.definition, run.sink, run.targets)
     assert [v.status for v in verdicts] == ["equal"]
+    if sink == "jdbc-mariadb":
+        mariadb.execute(f"DROP DATABASE {q(target_db)}")
 
 
 def test_odd_names_into_kafka_and_what_targets_cannot_take(

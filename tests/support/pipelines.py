@@ -62,7 +62,8 @@ def mariadb_sink_block(mariadb: Any, database: str, monkeypatch: Any) -> str:
     """A ``jdbc`` sink block into ``database`` on the harness's MariaDB, as a user of its
     own (the password through the environment, as users are told to)."""
     mariadb.execute("CREATE OR REPLACE USER 'mariadb_sink'@'%%' IDENTIFIED BY %s", ("sink-pw",))
-    mariadb.execute(f"GRANT ALL ON `{database}`.* TO 'mariadb_sink'@'%'")
+    quoted = database.replace("`", "``")
+    mariadb.execute(f"GRANT ALL ON `{quoted}`.* TO 'mariadb_sink'@'%'")
     monkeypatch.setenv("TARGET_PASSWORD", "sink-pw")
     return (
         f"type: jdbc\nurl: mariadb://{mariadb.host}:{mariadb.port}/{database}\n"
