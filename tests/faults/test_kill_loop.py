@@ -34,6 +34,7 @@ from sparkcdc.spark.kafka.source import read_kafka
 from tests.integration.test_mysql_source import orders
 from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import (
+    committed_batches,
     committed_offsets,
     mariadb_sink_block,
     pipeline_file,
@@ -58,7 +59,7 @@ KILL_LOOP_SINKS = ["delta", "jdbc-postgres", "kafka-upsert"] + (
 
 
 def batches(checkpoint: Path) -> int:
-    return len(committed_offsets(checkpoint)) if (checkpoint / "commits").exists() else 0
+    return committed_batches(checkpoint) if (checkpoint / "commits").exists() else 0
 
 
 def reached(checkpoint: Path, wanted: int, run: subprocess.Popen[bytes]) -> Callable[[], bool]:

@@ -36,6 +36,7 @@ from tests.integration.test_pipeline_postgres import (
 )
 from tests.support.mariadb_writes import mariadb_writer, table_state
 from tests.support.pipelines import (
+    committed_batches,
     committed_offsets,
     pipeline_file,
     postgres_sink_block,
@@ -72,7 +73,7 @@ class Runs:
                 self.runs[-1].stop()
                 self.runs.append(self._start())
                 return False
-            return len(committed_offsets(checkpoint)) > before + 3
+            return committed_batches(checkpoint) > before + 3
 
         return check
 
@@ -147,7 +148,7 @@ def test_mariadb_restarted_mid_snapshot_and_mid_stream(
         start()
         writing(1)
         try:
-            wait_until(lambda: len(committed_offsets(checkpoint)) >= 2, "a snapshot batch")
+            wait_until(lambda: committed_batches(checkpoint) >= 2, "a snapshot batch")
             assert not snapshot_done(committed_offsets(checkpoint)[-1])
             writers[-1].stop()
             # down longer than the retries last (0.5 + 1 + 2 s): the run stops, saying why
@@ -163,8 +164,8 @@ def test_mariadb_restarted_mid_snapshot_and_mid_stream(
             server.restart(down_seconds=0)  # mid-stream
             writing(3)
             time.sleep(2)
-            now = len(committed_offsets(checkpoint))
-            survived("restart mid-stream", lambda o: len(committed_offsets(checkpoint)) > now + 1)
+            now = committed_batches(checkpoint)
+            survived("restart mid-stream", lambda o: committed_batches(checkpoint) > now + 1)
         finally:
             for writer in writers:
                 writer.stop()
@@ -218,7 +219,7 @@ def test_postgres_source_and_target_restarted_mid_stream(
             writing(31)
             time.sleep(1)
             writers[-1].stop()  # its connection would be cut: the writes go on after
-            before = len(committed_offsets(checkpoint))
+            before = committed_batches(checkpoint)
             server.restart(down_seconds=2)
             writing(32)
             wait_until(runs.moved_on(checkpoint, before), "batches after the restart", 300)
@@ -226,7 +227,7 @@ def test_postgres_source_and_target_restarted_mid_stream(
             writers[-1].stop()
             # down longer than every retry lasts: the run stops, saying why; run again, it
             # resumes from its checkpoint
-            before = len(committed_offsets(checkpoint))
+            before = committed_batches(checkpoint)
             server.restart(down_seconds=15)
             writing(33)
             wait_until(runs.moved_on(checkpoint, before), "batches after the outage", 300)
@@ -277,7 +278,7 @@ def test_kafka_broker_restarted_mid_stream(
             wait_until(lambda: any(map(snapshot_done, committed_offsets(checkpoint))), "snapshot")
             writer.start()
             time.sleep(1)
-            before = len(committed_offsets(checkpoint))
+            before = committed_batches(checkpoint)
             broker.restart(down_seconds=10)
             wait_until(runs.moved_on(checkpoint, before), "batches after the restart", 300)
             short_outage = runs.outcome
@@ -296,7 +297,7 @@ def test_kafka_broker_restarted_mid_stream(
             outage = threading.Thread(target=broker.restart, kwargs={"down_seconds": 25})
             outage.start()  # the check below restarts runs that stop, during the outage too
             wait_until(lambda: not port_open(broker.port), "the broker to go down", 60)
-            before = len(committed_offsets(checkpoint))
+            before = committed_batches(checkpoint)
             wait_until(runs.moved_on(checkpoint, before), "batches after the long outage", 300)
             outage.join()
         finally:

@@ -81,13 +81,25 @@ def sink_block(sink: str, postgres: Any, pg_db: str, monkeypatch: Any) -> str:
 
 
 def committed_offsets(checkpoint: Path) -> list[dict[str, Any]]:
-    """The source offsets of the batches Spark has committed, oldest first."""
+    """The source offsets of the batches Spark has committed, oldest first: of the last
+    100 only, as Spark deletes older ones (``spark.sql.streaming.minBatchesToRetain``),
+    maybe while this reads them."""
     commits = sorted(int(p.name) for p in (checkpoint / "commits").glob("[0-9]*"))
     offsets = []
     for batch in commits:
-        lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+        try:
+            lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+        except FileNotFoundError:  # deleted by Spark since it was listed
+            continue
         offsets.append(json.loads(lines[2]))
     return offsets
+
+
+def committed_batches(checkpoint: Path) -> int:
+    """How many batches Spark has committed: its batch ids count from 0, and the newest
+    commit's file stays when older ones are deleted (unlike a count of the files)."""
+    ids = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*")]
+    return max(ids) + 1 if ids else 0
 
 
 def snapshot_done(offset: dict[str, Any]) -> bool:
