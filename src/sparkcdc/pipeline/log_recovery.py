@@ -26,6 +26,7 @@ from typing import Any
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.offset_marks import new_marks
 from sparkcdc.pipeline.targets import Target, target_holding
+from sparkcdc.pipeline.truncates import empty_target, first_line
 from sparkcdc.sinks.base import MicroBatch, Sink
 from sparkcdc.snapshot.recovery import LOG_LOST
 
@@ -45,25 +46,16 @@ def follow_recoveries(
     sink: Sink,
     batch: MicroBatch,
     applied: Callable[[TableId], None],
-) -> list[TableId]:
+) -> None:
     """Empty the targets of the tables ``recovered`` (table -> what was lost) before
-    ``batch`` is written; ``applied(table)`` is told of each one emptied. Returns the
-    tables whose targets kept their rows."""
-    kept = []
+    ``batch`` is written; ``applied(table)`` is told of each one emptied."""
     for table, change in sorted(recovered.items()):
         target = target_holding(targets, table)
         if target is None:  # a table the pipeline does not write (filtered out)
             continue
-        others = [str(s.table.source) for s in target.sources if s.table.source != table]
-        try:
-            if others:
-                raise ValueError(
-                    f"it also holds the rows of {', '.join(others)} (a route): emptying it "
-                    "would remove theirs"
-                )
-            sink.truncate(spark, target.table, batch)
-        except Exception as exc:
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        refused = empty_target(spark, sink, target, table, batch)
+        if refused is not None:
+            reason = first_line(refused)
             log.warning(
                 "the target of %s cannot be emptied (%s): it keeps its rows. The rows read "
                 "again replace every key the table has; rows deleted while the log was lost "
@@ -73,8 +65,6 @@ def follow_recoveries(
                 change,
             )
             sink.release(spark, target.table)
-            kept.append(table)
             continue
         log.info("the target of %s is emptied, its rows are read again: %s", table, change)
         applied(table)
-    return kept

@@ -78,25 +78,16 @@ def follow_truncates(
             )
             sink.release(spark, target.table)  # no longer only rows of keys the table has
             continue
-        try:
-            if len(target.sources) > 1:
-                others = ", ".join(
-                    str(s.table.source) for s in target.sources if s.table.source != table
-                )
-                raise SchemaError(
-                    f"the target {target.table.source} also holds the rows of {others} "
-                    "(a route): emptying it would remove theirs"
-                )
-            sink.truncate(spark, target.table, batch)
-        except Exception as exc:
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        refused = empty_target(spark, sink, target, table, batch)
+        if refused is not None:
+            reason = first_line(refused)
             if behavior_here == "evolve":
                 raise SchemaError(
                     f"TRUNCATE of {table} ({short}): the sink could not apply it ({reason}). "
                     "Set 'schema.change.behavior' to 'try_evolve' (go on, the target keeping "
                     "its rows) or 'lenient', or exclude the change type "
                     "(exclude.schema.changes: [truncate.table])"
-                ) from exc
+                ) from refused
             log.warning(
                 "TRUNCATE of %s (%s): the sink could not apply it (%s); 'try_evolve' goes on "
                 "with the target's rows kept",
@@ -108,3 +99,27 @@ def follow_truncates(
             continue
         log.info("TRUNCATE of %s (%s) applied: its target is empty", table, short)
         applied(table)
+
+
+def empty_target(
+    spark: Any, sink: Sink, target: Target, table: TableId, batch: MicroBatch
+) -> Exception | None:
+    """Empty ``table``'s target before ``batch`` is written (:meth:`Sink.truncate`); why it
+    could not be, or None when it is empty. A route's target that also holds other tables'
+    rows is not emptied: theirs would go too."""
+    others = [str(s.table.source) for s in target.sources if s.table.source != table]
+    try:
+        if others:
+            raise SchemaError(
+                f"the target {target.table.source} also holds the rows of {', '.join(others)} "
+                "(a route): emptying it would remove theirs"
+            )
+        sink.truncate(spark, target.table, batch)
+    except Exception as exc:
+        return exc
+    return None
+
+
+def first_line(error: Exception) -> str:
+    """An error's first line, short enough for a log line or a message."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
