@@ -46,7 +46,8 @@ from benchmarks._common import (
 from sparkcdc.connectors.postgres.config import parse_config
 from sparkcdc.connectors.postgres.source import PostgresCdcSource
 from sparkcdc.embedded import EmbeddedPostgres
-from sparkcdc.snapshot.driver import ChunkRead, IncrementalSource, LogRead
+from sparkcdc.snapshot.driver import IncrementalSource
+from sparkcdc.snapshot.partitions import ChunkRead, LogRead
 
 DATABASE = "bench"
 SCHEMA = "bench"

@@ -56,7 +56,7 @@ from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.snapshot.reader import read_chunks, reader_for
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.embedded import EmbeddedMariaDB
-from sparkcdc.snapshot.driver import ChunkRead, PartitionSpec
+from sparkcdc.snapshot.partitions import ChunkRead, PartitionSpec
 
 TARGET_RATIO = 0.75
 READERS = ("native", "classic")

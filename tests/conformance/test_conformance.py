@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 def source(db: ConnectorUnderTest, options: dict[str, str]) -> IncrementalSource[Any, Any]:
     found = db.connector
-    created: IncrementalSource[Any, Any] = found.create_source(found.parse_config(options))
+    created: IncrementalSource[Any, Any] = found.source(found.parse_config(options))
     return created
 
 
@@ -142,7 +142,7 @@ def test_a_signalled_re_read_under_concurrent_writes_repairs_a_damaged_copy(
     after = source(db, options)
     run_batches(after, offset, upsert)
     assert copy == db.table_state(namespace, "orders")
-    last = after._offset(after.latest_offset(offset, None))
+    last = after.parse_offset(after.latest_offset(offset, None))
     assert all(p.again is None for p in last.tables.values())
 
 

@@ -119,7 +119,7 @@ def test_the_signal_channel_reads_a_tls_broker_with_signal_consumer_settings(
         end = stream.latest_offset(offset, None)
     finally:
         channel.close()
-    again = stream._offset(end).tables[A].again
+    again = stream.parse_offset(end).tables[A].again
     assert again is not None and again.signal == "resnap@kafka:0:0"
 
     java = KafkaSignals(

@@ -15,7 +15,7 @@ from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.embedded import EmbeddedMariaDB
-from sparkcdc.snapshot.driver import LogRead
+from sparkcdc.snapshot.partitions import LogRead
 from tests.support.changelog import ChangelogReplayer
 from tests.support.decoder_tables import position
 from tests.support.streams import collect_stream

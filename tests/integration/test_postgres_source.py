@@ -53,7 +53,7 @@ class Database:
 
     def source(self, **extra: str) -> IncrementalSource[Any, Any]:
         found = connector("postgres")
-        created: IncrementalSource[Any, Any] = found.create_source(
+        created: IncrementalSource[Any, Any] = found.source(
             found.parse_config(self.options(**extra))
         )
         return created
@@ -125,7 +125,7 @@ def test_a_server_without_logical_decoding_is_refused() -> None:
         found = connector("postgres")
         options = Database(server, "postgres").options()
         with pytest.raises(SourceConfigurationError, match="ALTER SYSTEM SET wal_level = logical"):
-            found.create_source(found.parse_config(options)).tables  # noqa: B018
+            found.source(found.parse_config(options)).tables  # noqa: B018
 
 
 def test_unchanged_toasted_values_come_from_the_old_row(db: Database) -> None:

@@ -65,7 +65,7 @@ def test_the_source_reads_snapshot_and_wal_over_verified_tls(
     tls_postgres: EmbeddedPostgres, certificates: Path
 ) -> None:
     found = connector("postgres")
-    source = found.create_source(
+    source = found.source(
         found.parse_config(_source_options(tls_postgres, _verified(certificates)))
     )
     rows: list[dict[str, Any]] = []
@@ -113,7 +113,7 @@ def test_the_source_refuses_clear_text_and_an_unverified_server(
 ) -> None:
     found = connector("postgres")
     options = _source_options(tls_postgres, tls or _verified(certificates, "other-ca.pem"))
-    source = found.create_source(found.parse_config(options))
+    source = found.source(found.parse_config(options))
     try:
         with pytest.raises(SourceConfigurationError, match=expected) as info:
             source.initial_offset()

@@ -54,7 +54,7 @@ def test_a_commit_invisible_to_snapshots_holds_the_batch_end_back(
         "scan.incremental.snapshot.chunk.size": "50",
     }
     found = connector("postgres")
-    source = found.create_source(found.parse_config(options))
+    source = found.source(found.parse_config(options))
     replayer = ChangelogReplayer(lambda r: r["id"], ["id", "v"])
     offset = source.initial_offset()
     # the snapshot, and one batch that only clears its chunk span (docs/design.md)

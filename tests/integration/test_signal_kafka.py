@@ -40,7 +40,7 @@ def test_signals_from_a_kafka_topic_are_taken_once(kafka: EmbeddedKafka, topic: 
 
     stream = source()
     offset = stream.latest_offset(stream.initial_offset(), None)  # the snapshot, whole
-    assert stream._offset(offset).tables[A].done
+    assert stream.parse_offset(offset).tables[A].done
     assert offset["signals"] == {"kafka": {"0": 1}}  # from the end: the old one is not run
 
     produce(
@@ -63,7 +63,7 @@ def test_signals_from_a_kafka_topic_are_taken_once(kafka: EmbeddedKafka, topic: 
         ],
     )
     end = stream.latest_offset(offset, None)
-    again = stream._offset(end).tables[A].again
+    again = stream.parse_offset(end).tables[A].again
     assert again is not None and (again.lo, again.hi) == (8, 24) and again.done
     assert again.signal == "ranged@kafka:0:3"
     assert end["signals"] == {"kafka": {"0": 4}}
@@ -73,7 +73,7 @@ def test_signals_from_a_kafka_topic_are_taken_once(kafka: EmbeddedKafka, topic: 
     assert rerun == end
     # a restart from the committed batch does not run it again (its re-read ends)
     after = source().latest_offset(end, None)
-    assert source()._offset(after).tables[A].again is None
+    assert source().parse_offset(after).tables[A].again is None
     assert after["signals"] == {"kafka": {"0": 4}}
 
 

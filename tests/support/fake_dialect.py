@@ -8,6 +8,9 @@ chooses each chunk read's snapshot position ``S`` through ``snapshot_at``.
 A change with neither a before nor an after image is a change of its table's columns (an
 ALTER TABLE; the rows keep their values): the log scan reports it, and a chunk read whose
 window holds one raises ChunkCrossedChange, as a read after a real ALTER does.
+
+:class:`PlainDatabase` answers the required hooks only (the smallest complete dialect);
+:class:`FakeDatabase` adds the optional abilities (snapshot/abilities.py) the tests use.
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ from sparkcdc.core.errors import ChunkCrossedChange, lost_log
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import ChunkRows
+from sparkcdc.snapshot.abilities import (
+    DetectsLostLog,
+    FollowsSchemaChanges,
+    LimitedReaders,
+    NamesServers,
+)
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
@@ -76,9 +85,11 @@ def key_of(row: Row) -> Any:
 
 
 @dataclass
-class FakeDatabase(Dialect[Count, FakeTable]):
-    """``changes`` is the whole log (RowChange per change, any tables); ``now`` is how much
-    of it has been written; ``snapshot_at(target, now)`` picks a chunk read's position."""
+class PlainDatabase(Dialect[Count, FakeTable]):
+    """The smallest complete dialect: the required hooks only, no ability
+    (snapshot/abilities.py). ``changes`` is the whole log (RowChange per change, any
+    tables); ``now`` is how much of it has been written; ``snapshot_at(target, now)`` picks
+    a chunk read's position. The fields for abilities are used by :class:`FakeDatabase`."""
 
     changes: Sequence[RowChange]
     initial: Mapping[TableId, Mapping[Any, Row]]
@@ -117,41 +128,12 @@ class FakeDatabase(Dialect[Count, FakeTable]):
         return rows
 
     # -- the dialect ------------------------------------------------------------------------
-    def max_readers(self) -> int | None:
-        return self.readers
-
     def discover(self) -> list[FakeTable]:
         return [
             FakeTable(t)
             for t in sorted(self.initial)
             if t not in self.hidden and self.created.get(t, 0) <= self.now
         ]
-
-    def schema_change(
-        self,
-        start: Count,
-        end: Count,
-        tables: Mapping[TableId, FakeTable],
-        watch_created: bool = False,
-    ) -> SchemaChange[Count, FakeTable] | None:
-        for n in range(start.n, end.n):
-            change = self.changes[n]
-            if _is_alter(change) and change.table in tables:
-                altered = tables[change.table]
-                return SchemaChange(altered.table_id, Count(n), Count(n + 1), "ALTER", altered)
-        if not watch_created:
-            return None
-        made = [(n, t) for t, n in self.created.items() if start.n < n <= end.n and t not in tables]
-        if not made:
-            return None
-        n, table = min(made)
-        return SchemaChange(table, Count(n - 1), Count(n), "CREATE TABLE", None, created=True)
-
-    def table_to_json(self, table: FakeTable) -> dict[str, Any]:
-        return {"table": table.table_id.key}
-
-    def table_from_json(self, data: Mapping[str, Any]) -> FakeTable:
-        return FakeTable(TableId.from_key(data["table"]))
 
     def key_order(self, table: FakeTable) -> KeyOrder:
         return KeyOrder()
@@ -165,16 +147,8 @@ class FakeDatabase(Dialect[Count, FakeTable]):
     def current_position(self) -> Count:
         return Count(self.now)
 
-    def log_origin(self) -> str | None:
-        return self.origin
-
     def startup_position(self, mode: str) -> Count:
         return Count(0 if mode == "earliest-offset" else self.now)
-
-    def ensure_available(self, position: Count) -> None:
-        assert 0 <= position.n <= self.now
-        if position.n < self.purged:
-            raise lost_log(f"the log before change {self.purged} was purged")
 
     def key_stats(self, table: FakeTable) -> KeyStats:
         keys = sorted(self.state(table.table_id, self.now))
@@ -235,7 +209,7 @@ class FakeDatabase(Dialect[Count, FakeTable]):
         reader: int,
         arrow_columns: Mapping[TableId, Sequence[pa.DataType]],
     ) -> FakeLog:
-        self.ensure_available(start)
+        self.check_purged(start)
         return FakeLog(
             [
                 _block(c, 2 * i + 1)
@@ -243,6 +217,58 @@ class FakeDatabase(Dialect[Count, FakeTable]):
                 if i >= start.n and c.table in tables and not _is_alter(c)
             ]
         )
+
+    def check_purged(self, position: Count) -> None:
+        assert 0 <= position.n <= self.now
+        if position.n < self.purged:
+            raise lost_log(f"the log before change {self.purged} was purged")
+
+
+@dataclass
+class FakeDatabase(
+    PlainDatabase,
+    FollowsSchemaChanges[Count, FakeTable],
+    DetectsLostLog[Count],
+    NamesServers[Count],
+    LimitedReaders,
+):
+    """The plain database with the abilities a test can exercise: ALTERs and created
+    tables in the log, a purged log, servers told apart, a limited number of readers."""
+
+    def schema_change(
+        self,
+        start: Count,
+        end: Count,
+        tables: Mapping[TableId, FakeTable],
+        watch_created: bool = False,
+    ) -> SchemaChange[Count, FakeTable] | None:
+        for n in range(start.n, end.n):
+            change = self.changes[n]
+            if _is_alter(change) and change.table in tables:
+                altered = tables[change.table]
+                return SchemaChange(altered.table_id, Count(n), Count(n + 1), "ALTER", altered)
+        if not watch_created:
+            return None
+        made = [(n, t) for t, n in self.created.items() if start.n < n <= end.n and t not in tables]
+        if not made:
+            return None
+        n, table = min(made)
+        return SchemaChange(table, Count(n - 1), Count(n), "CREATE TABLE", None, created=True)
+
+    def table_to_json(self, table: FakeTable) -> dict[str, Any]:
+        return {"table": table.table_id.key}
+
+    def table_from_json(self, data: Mapping[str, Any]) -> FakeTable:
+        return FakeTable(TableId.from_key(data["table"]))
+
+    def ensure_available(self, position: Count) -> None:
+        self.check_purged(position)
+
+    def log_origin(self) -> str | None:
+        return self.origin
+
+    def max_readers(self) -> int | None:
+        return self.readers
 
 
 @dataclass

@@ -25,9 +25,9 @@ from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.chunks import Chunk, KeyStats, plan_chunks
-from sparkcdc.snapshot.driver import (
+from sparkcdc.snapshot.driver import IncrementalSource
+from sparkcdc.snapshot.partitions import (
     ChunkRead,
-    IncrementalSource,
     LogRead,
     SmallReads,
     chunk_partitions,
@@ -101,7 +101,7 @@ def check_emitted(
     """The invariant at a batch boundary: every table's replay equals its rows as of the
     offset's log position, for the keys the offset says were emitted. Returns the
     offset's tables."""
-    typed = source._offset(offset)
+    typed = source.parse_offset(offset)
     order = source.dialect.key_order(FakeTable(A))
     for table, progress in typed.tables.items():
         state = db.state(table, typed.log.n)
@@ -279,10 +279,10 @@ def test_without_the_option_new_tables_are_left_out_and_missing_ones_fail() -> N
     offset = IncrementalSource(db).initial_offset()
     db.hidden = frozenset()
     grown = IncrementalSource(db)
-    assert set(grown._offset(offset).tables) == {A}  # warned, not captured
+    assert set(grown.parse_offset(offset).tables) == {A}  # warned, not captured
     db.hidden = frozenset({A})
     with pytest.raises(SchemaError, match=r"scan\.newly-added-table\.enabled"):
-        IncrementalSource(db)._offset(offset)
+        IncrementalSource(db).parse_offset(offset)
 
 
 def test_while_the_pause_file_exists_nothing_is_planned_then_the_stream_goes_on(

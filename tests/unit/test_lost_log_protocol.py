@@ -117,10 +117,12 @@ def test_a_recovered_lost_log_reads_the_touched_tables_again_and_loses_nothing(
     db.now = data.draw(
         st.integers(min(db.now + 1, len(log)), len(log)), label="writes while stopped"
     )
-    if db.now == source._offset(offset).log.n:
+    if db.now == source.parse_offset(offset).log.n:
         event("nothing written while stopped")
         return  # nothing written after the position: nothing to purge
-    db.purged = data.draw(st.integers(source._offset(offset).log.n + 1, db.now), label="purged")
+    db.purged = data.draw(
+        st.integers(source.parse_offset(offset).log.n + 1, db.now), label="purged"
+    )
     if unrun:
         try:
             specs = IncrementalSource(db).partitions(offset, planned)
@@ -133,7 +135,7 @@ def test_a_recovered_lost_log_reads_the_touched_tables_again_and_loses_nothing(
             strict_replay(consumer, read_on_executor(source, specs), envelope=True)
             event("the batch planned before the stop read its chunks")
         offset = planned
-    stopped_at = source._offset(offset)
+    stopped_at = source.parse_offset(offset)
     if not signals.exists():
         with pytest.raises(PositionLostError, match="recover-lost-log"):
             IncrementalSource(db).latest_offset(offset, None)

@@ -88,7 +88,7 @@ def test_a_signalled_re_read_repairs_the_range_once_while_the_log_flows(
     re_read: dict[Any, int] = {}
     for _ in range(1_000):
         db.now = data.draw(st.integers(db.now, len(log)), label="writes before planning")
-        caught_up = source._offset(offset).snapshotting is False
+        caught_up = source.parse_offset(offset).snapshotting is False
         if (
             not signalled
             and caught_up
@@ -117,14 +117,14 @@ def test_a_signalled_re_read_repairs_the_range_once_while_the_log_flows(
             source = IncrementalSource(db)  # a new run plans from the committed offset again
             end = source.latest_offset(offset, max_rows)
         if end == offset:
-            if db.now == len(log) and signalled and not source._offset(offset).snapshotting:
+            if db.now == len(log) and signalled and not source.parse_offset(offset).snapshotting:
                 break
             db.now = min(db.now + 1, len(log))
             continue
         planner = IncrementalSource(db) if data.draw(st.booleans(), label="replan") else source
         specs = planner.partitions(offset, end)
         db.now = data.draw(st.integers(db.now, len(log)), label="writes while reading")
-        at = source._offset(end).log.n
+        at = source.parse_offset(end).log.n
         for key, row, version in upsert_replay(consumer, read_on_executor(source, specs)):
             assert in_range(key), f"{key} is outside the signalled range"
             assert key not in re_read, f"{key} re-read twice"
@@ -137,7 +137,7 @@ def test_a_signalled_re_read_repairs_the_range_once_while_the_log_flows(
         assert consumer.get(table, {}) == db.state(table, len(log))
     # a restart from the last offset does not execute the signal again
     restarted = IncrementalSource(db)
-    after = restarted._offset(restarted.latest_offset(offset, max_rows))
+    after = restarted.parse_offset(restarted.latest_offset(offset, max_rows))
     assert all(p.again is None for p in after.tables.values())
 
 

@@ -83,7 +83,7 @@ def test_chunks_read_after_a_change_are_read_again_and_nothing_is_lost_or_double
             source = IncrementalSource(db)  # a new run plans from the committed offset again
             end = source.latest_offset(offset, max_rows)
         if end == offset:
-            typed = source._offset(offset)
+            typed = source.parse_offset(offset)
             if (
                 db.now == len(log)
                 and not typed.snapshotting

@@ -6,30 +6,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sparkcdc.snapshot.handle import SourceHandle
 from sparkcdc.verify.run import later_offset
+from tests.support.fake_dialect import FakeDatabase
 
-
-class _Positions:
-    """A dialect as ``later_offset`` uses it: an offset's log position."""
-
-    @staticmethod
-    def log_position(offset: dict[str, Any]) -> int:
-        return int(offset["pos"])
+#: A source handle over the fake database: positions are change counts.
+_SOURCE = SourceHandle(FakeDatabase([], {}, now=20))
 
 
 def _offset(pos: int, done: bool) -> dict[str, Any]:
-    return {"pos": pos, "tables": {"db.t": {"done": done}}}
+    return {"log": {"n": pos}, "tables": {"db.t": {"done": done}}}
 
 
 def test_a_later_committed_batch_is_taken_and_an_earlier_one_is_not() -> None:
     written = _offset(10, done=False)
-    assert later_offset(_Positions, written, json.dumps(_offset(12, True))) == _offset(12, True)
-    assert later_offset(_Positions, written, json.dumps(_offset(8, True))) == written
-    assert later_offset(_Positions, written, None) == written
+    assert later_offset(_SOURCE, written, json.dumps(_offset(12, True))) == _offset(12, True)
+    assert later_offset(_SOURCE, written, json.dumps(_offset(8, True))) == written
+    assert later_offset(_SOURCE, written, None) == written
 
 
 def test_at_the_same_position_the_committed_batch_says_how_far_the_snapshot_is() -> None:
     """The batch that read an emptied table's last chunk wrote no row and did not move the
     log: its offset, not the target's own, says the table's snapshot is done."""
     written = _offset(10, done=False)
-    assert later_offset(_Positions, written, json.dumps(_offset(10, True))) == _offset(10, True)
+    assert later_offset(_SOURCE, written, json.dumps(_offset(10, True))) == _offset(10, True)

@@ -89,15 +89,11 @@ def recover(args: argparse.Namespace) -> int:
 
 def _lost(definition: PipelineDefinition, offset: dict[str, Any]) -> PositionLostError | None:
     """Why the source's log from ``offset``'s position is gone, or None (asked read-only)."""
-    source = definition.connector.create_source(definition.source_config)
-    dialect = source.dialect
+    source = definition.connector.handle(definition.source_config)
     try:
-        dialect.ensure_available(dialect.log_position(offset))
-    except PositionLostError as exc:
-        return exc
+        return source.lost(offset)
     finally:
-        dialect.close()
-    return None
+        source.close()
 
 
 def _names(tables: list[TableId]) -> str:

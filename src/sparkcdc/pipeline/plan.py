@@ -56,8 +56,13 @@ def plan(
     called once the source passed, so a bad server fails before a JVM starts) and refuse
     targets that two tables would share. Discovery makes what capture needs (a
     PostgreSQL slot and publication) unless ``inspect_only``, which writes nothing."""
-    now = captured_tables(definition.connector, definition.source_config, inspect_only=inspect_only)
-    probe = SourceProbe(definition.connector, definition.source_config)
+    handle = definition.connector.handle(definition.source_config)
+    try:
+        now = captured_tables(handle, inspect_only=inspect_only)
+    except Exception:
+        handle.close()
+        raise
+    probe = SourceProbe(handle)  # the run's one handle on its source
     tables = tables_at_checkpoint(now, definition.settings.checkpoint, probe)
     session = spark()
     sink = make_sink(

@@ -158,7 +158,7 @@ class PipelineRun:
                 return False
             (table,) = self.tables
             log.info("restarting the query with the new columns of %s", table.source)
-            now = captured_tables(self.definition.connector, self.definition.source_config)
+            now = captured_tables(self.probe.handle)
             if [t.schema for t in now] != [table.schema]:  # it changed again since
                 log.info("%s changed again since: reading it in the envelope", table.source)
                 self.force_envelope = True

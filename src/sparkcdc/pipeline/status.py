@@ -140,7 +140,7 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
     state = load_run_state(settings.checkpoint)
     states = table_states(offset)
     rereads = running_rereads(offset)
-    probe = SourceProbe(definition.connector, definition.source_config)
+    probe = SourceProbe(definition.connector.handle(definition.source_config))
     try:
         position = probe.describe(offset)
         head = probe.log_head(offset, waiting=True)

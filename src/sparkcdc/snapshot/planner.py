@@ -1,91 +1,140 @@
-"""Driver-side chunk planning of one table from its cursor, over a dialect's two hooks.
+"""Planning the next batch (``latestOffset``), as a sequence of named steps.
 
-Statistics only steer the split sizes: any split of a key range is correct (every chunk is
-normalised to the batch's position), so stale statistics cost balance, never correctness.
+A batch from offset A goes (1) through the log from A's position to B's, and (2) over a
+bounded number of chunks from each unfinished table's cursor, all normalised to B's
+position. :meth:`BatchPlanner.plan` decides B, top-down:
+
+1. the start offset, reconciled with the tables captured now (``TableCatalog.parse``);
+2. the signals written since (``Signals.apply``), and the tables its batch dropped gone;
+3. a ``recover-lost-log`` signal: the recovery batch (``LostLog``); else, on a restart,
+   the log from A must still be there;
+4. a one-table stream stops for a restart when its table's columns changed;
+5. the log's end: now (or availableNow's cap), within the read limit (``_log_end``);
+6. the first schema change in the range: a created table is discovered and the batch
+   planned again; a change right at A is a batch of its own (``SchemaBatches``); a later
+   one ends the batch before it, whose chunks leave the changed table alone;
+7. chunks with the rest of the budget (``ChunkPlans``), except of tables whose columns
+   changed where the log does not show it yet.
+
+Each step is a piece of its own (snapshot/catalog.py, signalling.py, lost_log.py,
+schema_batches.py, stream_shape.py, chunk_plans.py), testable without the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Mapping, Set
+from typing import Any, Generic
 
-from sparkcdc.core.errors import SparkCdcError
-from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats, even_step, plan_chunks
-from sparkcdc.snapshot.keys import KeyOrder
-from sparkcdc.snapshot.progress import TableProgress
+from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.abilities import PendingColumns
+from sparkcdc.snapshot.catalog import TableCatalog
+from sparkcdc.snapshot.chunk_plans import ChunkPlans
+from sparkcdc.snapshot.dialect import P, T
+from sparkcdc.snapshot.lost_log import LostLog
+from sparkcdc.snapshot.offset import SourceOffset
+from sparkcdc.snapshot.schema_batches import SchemaBatches, held_by
+from sparkcdc.snapshot.signalling import Signals
+from sparkcdc.snapshot.stream_shape import StreamShape
 
 
-class ChunkPlanner:
-    """Plans chunks from a cursor; key statistics are read once (first use) and cached.
-
-    ``stats`` and ``next_end`` are the dialect's ``key_stats`` and ``next_chunk_end`` bound
-    to the table; ``table`` and ``key`` name them in errors.
-    """
+class BatchPlanner(Generic[P, T]):
+    """The driver's planning of batch ends over the catalog's tables."""
 
     def __init__(
         self,
-        stats: Callable[[], KeyStats],
-        next_end: Callable[[Key, int], Key],
-        order: KeyOrder,
-        chunk_size: int,
-        factors: tuple[float, float],
-        table: str,
-        key: str,
+        catalog: TableCatalog[P, T],
+        chunks: ChunkPlans[P, T],
+        signals: Signals[P, T],
+        lost_log: LostLog[P, T],
     ) -> None:
-        self._read_stats = stats
-        self._next_end = next_end
-        self.order = order
-        self.chunk_size = chunk_size
-        self.factors = factors
-        self.table, self.key = table, key
-        self._stats: KeyStats | None = None
-        self._step: int | None = None
+        self.catalog = catalog
+        self.dialect = catalog.dialect
+        self.settings = catalog.settings
+        self.chunks = chunks
+        self.signals = signals
+        self.lost_log = lost_log
+        self.schema = SchemaBatches(catalog)
+        self.shape = StreamShape(catalog)
+        self.head: P | None = None  #: the log's end when the last batch was planned
 
-    @property
-    def stats(self) -> KeyStats:
-        if self._stats is None:
-            self._stats = self._read_stats()
-            lower, upper = self.factors
-            self._step = even_step(self._stats, self.chunk_size, lower, upper)
-        return self._stats
+    def plan(
+        self, start: Mapping[str, Any], max_rows: int | None, cap: P | None
+    ) -> SourceOffset[P]:
+        """The end of the next batch: the log now (or ``cap``) and a bounded number of
+        chunks.
 
-    def next_chunk_end(self, lo: Key, size: int) -> Key:
-        """The dialect's next chunk end, refused if it does not advance past ``lo`` (a key
-        whose values do not round-trip would otherwise plan the same chunk forever)."""
-        hi = self._next_end(lo, size)
-        if hi is not None and lo is not None and self.order.sort_key(hi) <= self.order.sort_key(lo):
-            raise SparkCdcError(
-                f"chunk planning of {self.table} did not advance past {lo!r} on '{self.key}': "
-                "the server's values of this column do not round-trip; pick another column "
-                "with 'scan.incremental.snapshot.chunk.key-column'"
-            )
-        return hi
+        Every chunk of a batch is normalised to the batch's end position P by reading the
+        log between P and its own read, so a batch must stay short: without
+        ``maxRowsPerTrigger`` chunks are bounded by ``rows-per-batch``. For the same reason
+        ``cap`` (availableNow's end) holds only once the snapshot is done: a snapshot
+        normalised to the fixed cap would read ever longer windows as the run goes on. The
+        run still ends: chunks run out, then the log stops at the cap.
+        """
+        offset, recovery = self.signals.apply(self.catalog.parse(start))
+        offset = self.catalog.forget_dropped(offset)
+        if recovery is not None:
+            return self.lost_log.recovery_batch(offset, recovery)
+        restarted = self.lost_log.check_restart(offset.log)
+        self.shape.check(offset, restarted)
+        if offset.bounded:  # a snapshot-only stream: its log position stays
+            return self._with_chunks(offset, offset.log, max_rows, set())
+        end, budget = self._log_end(offset, max_rows, cap)
+        change = self.schema.first_change(offset, end, moved=end > offset.log)
+        if change is not None and change.created:
+            if self.catalog.discover_again(change):
+                return self.plan(start, max_rows, cap)  # the offset takes the new table
+            end, change = change.after, None  # gone again: the batch passes it by
+        if change is None:
+            return self._with_chunks(offset, end, budget, set())
+        self.schema.check_followable(change, offset)
+        if change.boundary <= offset.log:  # the change is next: a batch of its own
+            return self.schema.batch(offset, change)
+        return self._with_chunks(offset, change.boundary, budget, held_by(change))
 
-    def plan(self, progress: TableProgress, max_chunks: int) -> list[Chunk]:
-        stats = self.stats
-        return plan_chunks(
-            progress.cursor,
-            progress.started,
-            stats,
-            self.chunk_size,
-            max_chunks,
-            self._step,
-            self.next_chunk_end,
-        )
+    def _log_end(
+        self, offset: SourceOffset[P], max_rows: int | None, cap: P | None
+    ) -> tuple[P, int]:
+        """Where the batch's log range ends, and the rows left for chunks: the log's end
+        now (availableNow's ``cap`` once no snapshot runs), cut at a transaction boundary
+        by the dialect (``limit_log``) so that its row changes stay within the read limit;
+        while a snapshot runs the log gets half the limit, so neither starves."""
+        position, unfinished = offset.log, offset.snapshotting
+        budget = self.settings.rows_per_batch if max_rows is None else max_rows
+        now = self.head = self.dialect.current_position()
+        if cap is not None and cap < now and not unfinished:
+            now = cap
+        if now > position:
+            share = None
+            if max_rows is not None:
+                share = max(1, max_rows // 2) if unfinished else max_rows
+            now, used = self.dialect.limit_log(position, now, share, sorted(offset.tables))
+            if max_rows is not None:
+                budget = max(max_rows - used, 1 if unfinished else 0)
+        return now, budget
 
-    def chunks_between(self, start: TableProgress, end: TableProgress) -> list[Chunk]:
-        """Re-plan the chunks covering the keys a batch moved the cursor over."""
-        if start == end or start.done or (not end.done and not end.started):
-            return []
-        chunks: list[Chunk] = []
-        progress = start
-        while True:
-            (chunk,) = self.plan(progress, 1)
-            if not end.done and (
-                chunk.hi is None or self.order.sort_key(chunk.hi) >= self.order.sort_key(end.cursor)
-            ):
-                chunks.append(Chunk(chunk.lo, end.cursor))
-                return chunks
-            chunks.append(chunk)
-            if chunk.hi is None:
-                return chunks
-            progress = TableProgress(started=True, cursor=chunk.hi)
+    def _with_chunks(
+        self, offset: SourceOffset[P], end: P, budget: int | None, held: Set[TableId]
+    ) -> SourceOffset[P]:
+        """The batch's end offset: the log at ``end`` and the chunks ``budget`` allows
+        (None: no limit), none of ``held`` tables."""
+        position = end if end > offset.log else offset.log
+        # the log is seen change-free up to its end now: every chunk read of an earlier
+        # batch happened before now, so none crossed a change (see ChunkSpan)
+        clear = offset.bounded or self.head is None or position >= self.head
+        pending = self._columns_pending(offset)
+        tables = self.chunks.plan(offset, budget, set(held) | pending, clear, pending)
+        return dataclasses.replace(offset, log=position, tables=tables)
+
+    def _columns_pending(self, offset: SourceOffset[P]) -> set[TableId]:
+        """Tables whose chunks wait for a change of their columns that the log does not
+        show yet (``PendingColumns``)."""
+        if not isinstance(self.dialect, PendingColumns):
+            return set()
+        shapes = self.catalog.tables_at(offset)
+        reading = {
+            t: shapes[t]
+            for t, p in offset.tables.items()
+            if t in shapes and (p.reading or p.chunks is not None)
+        }
+        return self.dialect.columns_pending(reading) if reading else set()

@@ -30,7 +30,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from sparkcdc.connectors.registry import connector
-from sparkcdc.snapshot.driver import IncrementalSource, PartitionSpec
+from sparkcdc.snapshot.driver import IncrementalSource
+from sparkcdc.snapshot.partitions import PartitionSpec
 from sparkcdc.spark.read_counters import counted
 from sparkcdc.spark.schema import to_spark_schema
 
@@ -52,7 +53,7 @@ class CdcDataSource(DataSource):
         # case-insensitively
         found = connector(self.connector_name)
         config = found.parse_config(dict(self.options.items()))
-        source: IncrementalSource[Any, Any] = found.create_source(config)
+        source = found.source(config)
         if config.signal_kafka_topic:  # Debezium's Kafka signal channel
             from sparkcdc.spark.kafka.signals import KafkaSignals
 

@@ -24,6 +24,7 @@ from sparkcdc.pipeline.schema_follow import is_plain
 from sparkcdc.pipeline.shaping import to_target
 from sparkcdc.pipeline.targets import Target
 from sparkcdc.sinks.base import Sink
+from sparkcdc.snapshot.handle import SourceHandle
 from sparkcdc.snapshot.progress import TABLE_DROPPED
 from sparkcdc.verify.compare import Comparison, compare_tables
 
@@ -46,8 +47,21 @@ def verify_tables(
 ) -> list[TableVerdict]:
     """One verdict per target: its rows against its source tables' rows at the target's
     offset (shaped and merged as the pipeline writes them)."""
+    source = definition.connector.handle(definition.source_config)
+    try:
+        return _verdicts(spark, definition, sink, targets, source)
+    finally:
+        source.close()
+
+
+def _verdicts(
+    spark: Any,
+    definition: PipelineDefinition,
+    sink: Sink,
+    targets: Sequence[Target],
+    handle: SourceHandle[Any, Any],
+) -> list[TableVerdict]:
     verdicts = []
-    dialect = definition.connector.create_source(definition.source_config).dialect
     committed = last_committed_offset(definition.settings.checkpoint)  # before any target
     for target in targets:
         table = target.table
@@ -55,8 +69,8 @@ def verify_tables(
         if snapshot.source_offset is None:
             verdicts.append(TableVerdict(table.source, "empty", "-"))
             continue
-        offset = later_offset(dialect, json.loads(snapshot.source_offset), committed)
-        at = dialect.log_position(offset)  # on the server connected now (failover)
+        offset = later_offset(handle, json.loads(snapshot.source_offset), committed)
+        at = handle.position(offset)  # on the server connected now (failover)
         log, position = at.to_json(), str(at)
         progress = offset.get("tables", {})
         entries = [progress.get(s.table.source.key) for s in target.sources]
@@ -84,7 +98,9 @@ def verify_tables(
     return verdicts
 
 
-def later_offset(dialect: Any, written: dict[str, Any], committed: str | None) -> dict[str, Any]:
+def later_offset(
+    source: SourceHandle[Any, Any], written: dict[str, Any], committed: str | None
+) -> dict[str, Any]:
     """The offset to verify a target at: the end of the last batch that wrote it, or of
     the last batch Spark committed when that is as late or later. At the same log
     position the committed batch is the one to take: a batch that read the last, empty
@@ -102,7 +118,7 @@ def later_offset(dialect: Any, written: dict[str, Any], committed: str | None) -
     if committed is None:
         return written
     later: dict[str, Any] = json.loads(committed)
-    if dialect.log_position(later) >= dialect.log_position(written):
+    if source.position(later) >= source.position(written):
         return later
     return written
 

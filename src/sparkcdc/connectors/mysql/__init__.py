@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.mysql.config import (
@@ -12,11 +12,14 @@ from sparkcdc.connectors.mysql.config import (
     parse_config,
 )
 
+if TYPE_CHECKING:
+    from sparkcdc.snapshot.dialect import Dialect
 
-def _create(config: MySqlSourceConfig) -> Any:
-    from sparkcdc.connectors.mysql.source import MySqlCdcSource
 
-    return MySqlCdcSource(config)
+def _create(config: MySqlSourceConfig) -> Dialect[Any, Any]:
+    from sparkcdc.connectors.mysql.dialect import MySqlDialect
+
+    return MySqlDialect(config)
 
 
 CONNECTOR = Connector(

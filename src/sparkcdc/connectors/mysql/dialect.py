@@ -54,6 +54,15 @@ from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import CHANGE_TYPE_VALUES, ChunkRows
+from sparkcdc.snapshot.abilities import (
+    DetectsLostLog,
+    FollowsTableDrops,
+    LimitedReaders,
+    MeasuresLog,
+    NamesServers,
+    SnapshotsAtPosition,
+    TellsChangeTimes,
+)
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
@@ -65,11 +74,17 @@ log = logging.getLogger(__name__)
 _COLUMN_FIELDS = [f.name for f in dataclasses.fields(MySqlColumn)]
 
 
-class MySqlDialect(Dialect[BinlogPosition, CapturedTable]):
+class MySqlDialect(
+    Dialect[BinlogPosition, CapturedTable],
+    FollowsTableDrops[BinlogPosition, CapturedTable],
+    DetectsLostLog[BinlogPosition],
+    NamesServers[BinlogPosition],
+    MeasuresLog[BinlogPosition],
+    TellsChangeTimes[BinlogPosition],
+    LimitedReaders,
+    SnapshotsAtPosition[BinlogPosition],
+):
     format_name = "mysql-cdc"
-    follows_schema_changes = True
-    follows_table_drops = True
-    tells_change_times = True
 
     def __init__(self, config: MySqlSourceConfig) -> None:
         self.config = config

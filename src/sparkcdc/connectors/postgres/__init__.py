@@ -3,7 +3,7 @@ snapshots normalised by transaction visibility; wal/, snapshot/ and server/ part
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.postgres.config import (
@@ -13,11 +13,14 @@ from sparkcdc.connectors.postgres.config import (
     parse_config,
 )
 
+if TYPE_CHECKING:
+    from sparkcdc.snapshot.dialect import Dialect
 
-def _create(config: PostgresSourceConfig) -> Any:
-    from sparkcdc.connectors.postgres.source import PostgresCdcSource
 
-    return PostgresCdcSource(config)
+def _create(config: PostgresSourceConfig) -> Dialect[Any, Any]:
+    from sparkcdc.connectors.postgres.dialect import PostgresDialect
+
+    return PostgresDialect(config)
 
 
 CONNECTOR = Connector(

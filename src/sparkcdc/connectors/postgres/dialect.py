@@ -47,6 +47,15 @@ from sparkcdc.connectors.postgres.wal.slot import (
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import ChunkRows
+from sparkcdc.snapshot.abilities import (
+    DetectsLostLog,
+    FollowsTableDrops,
+    MeasuresLog,
+    PendingColumns,
+    ReleasesLog,
+    SnapshotsAtPosition,
+    UnloggedDdl,
+)
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
@@ -85,11 +94,17 @@ def _gone_statement(gone: Mapping[TableId, GoneTable]) -> str:
     return "; ".join(parts)
 
 
-class PostgresDialect(Dialect[LsnPosition, PgTable]):
+class PostgresDialect(
+    Dialect[LsnPosition, PgTable],
+    FollowsTableDrops[LsnPosition, PgTable],
+    UnloggedDdl,
+    PendingColumns[PgTable],
+    ReleasesLog[LsnPosition],
+    DetectsLostLog[LsnPosition],
+    MeasuresLog[LsnPosition],
+    SnapshotsAtPosition[LsnPosition],
+):
     format_name = "postgres-cdc"
-    follows_schema_changes = True
-    follows_table_drops = True
-    logs_table_creates = False
 
     def __init__(self, config: PostgresSourceConfig) -> None:
         self.config = config

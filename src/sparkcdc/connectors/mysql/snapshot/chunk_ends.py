@@ -1,7 +1,7 @@
 """The MySQL answers to chunk planning: key statistics and where the next chunk ends.
 
-The framework's planner (snapshot/planner.py) decides how many chunks a batch takes and
-checks that chunk ends advance; these two queries are all it asks of the server.
+The framework's chunk planner (snapshot/chunk_planner.py) decides how many chunks a batch
+takes and checks that chunk ends advance; these two queries are all it asks of the server.
 """
 
 from __future__ import annotations
