@@ -114,7 +114,7 @@ def test_odd_names_into_delta_and_jdbc_targets(
         with postgres.connect(pg_db) as conn:
             found = conn.execute(f"SELECT * FROM {schema}.{table}").fetchall()
     assert {r[0]: tuple(r) for r in found} == source_rows(mariadb)
-    verdicts = verify_tables(spark, run.definition, run.sink, run.targets)
+    verdicts = verify_tables(spark, run.definition, run.sink, run.targets, run.probe.handle)
     assert [v.status for v in verdicts] == ["equal"]
     if sink == "jdbc-mariadb":
         mariadb.execute(f"DROP DATABASE {q(target_db)}")
@@ -216,5 +216,5 @@ pipeline:
     found = {r[0]: tuple(r) for r in spark.read.format("delta").load(str(folder)).collect()}
     expected = {r[0]: tuple(r) for r in postgres.execute(f"SELECT * FROM {name}", dbname=pg_db)}
     assert found == expected and sorted(found) == [1, 3]
-    verdicts = verify_tables(spark, run.definition, run.sink, run.targets)
+    verdicts = verify_tables(spark, run.definition, run.sink, run.targets, run.probe.handle)
     assert [v.status for v in verdicts] == ["equal"]

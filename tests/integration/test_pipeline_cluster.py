@@ -113,4 +113,6 @@ def test_a_pipeline_on_a_standalone_cluster_resumes_after_sigkill_and_equals_the
     assert delta_rows(spark, lake) == table_state(mariadb, orders, "orders")
     definition = load_pipeline(pipeline)
     run = prepare(definition, spark=spark)
-    assert [v.status for v in verify_tables(spark, definition, run.sink, run.targets)] == ["equal"]
+    assert [
+        v.status for v in verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
+    ] == ["equal"]

@@ -74,7 +74,7 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
     lake = scratch / "lake" / orders
     assert delta_rows(spark, lake / "orders") == table_state(mariadb, orders, "orders")
     assert delta_rows(spark, lake / "audit") == table_state(mariadb, orders, "audit")
-    verdicts = verify_tables(spark, definition, run.sink, run.targets)
+    verdicts = verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
     assert [(str(v.table), v.status) for v in verdicts] == [
         (f"{orders}.audit", "equal"),
         (f"{orders}.orders", "equal"),
@@ -87,13 +87,19 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
 
     # the source moves on: verify still compares at the target's position
     mariadb.execute("UPDATE orders SET qty = qty + 1", database=orders)
-    assert all(v.status == "equal" for v in verify_tables(spark, definition, run.sink, run.targets))
+    assert all(
+        v.status == "equal"
+        for v in verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
+    )
 
     # somebody else changes the target: verify names the keys
     some = sorted(table_state(mariadb, orders, "orders"))[:2]
     spark.sql(f"DELETE FROM delta.`{lake / 'orders'}` WHERE id = {some[0]}")
     spark.sql(f"UPDATE delta.`{lake / 'orders'}` SET qty = -1 WHERE id = {some[1]}")
-    verdict = {str(v.table): v for v in verify_tables(spark, definition, run.sink, run.targets)}
+    verdict = {
+        str(v.table): v
+        for v in verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
+    }
     bad = verdict[f"{orders}.orders"]
     assert bad.status == "different" and bad.comparison is not None
     assert bad.comparison.differing_keys == 2
@@ -301,7 +307,9 @@ def test_sigkill_during_snapshot_then_clean_stops_resume_exactly_once(
     assert delta_rows(spark, lake) == table_state(mariadb, orders, "orders")
     definition = load_pipeline(pipeline)
     run = prepare(definition, spark=spark)
-    assert [v.status for v in verify_tables(spark, definition, run.sink, run.targets)] == ["equal"]
+    assert [
+        v.status for v in verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
+    ] == ["equal"]
 
 
 def test_sigterm_while_the_pipeline_starts_stops_it_cleanly(
@@ -357,7 +365,7 @@ def test_append_mode_keeps_every_change_and_verifies_its_replay(
         (3, 77, "update_postimage"),
         (6, 2, "delete"),
     ]
-    verdicts = verify_tables(spark, definition, second.sink, second.targets)
+    verdicts = verify_tables(spark, definition, second.sink, second.targets, second.probe.handle)
     assert [v.status for v in verdicts] == ["equal"]
 
     # the last batch's changes appended again, and a later change of key 3 the source lacks
@@ -367,7 +375,7 @@ def test_append_mode_keeps_every_change_and_verifies_its_replay(
         row.update(qty=78, _commit_version=row["_commit_version"] + 1)
     extra = spark.createDataFrame(later + [tuple(r.values()) for r in moved], history.schema)
     extra.write.format("delta").mode("append").save(str(scratch / "lake" / orders / "orders"))
-    (verdict,) = verify_tables(spark, definition, second.sink, second.targets)
+    (verdict,) = verify_tables(spark, definition, second.sink, second.targets, second.probe.handle)
     assert verdict.status == "different"
     assert verdict.comparison is not None
     assert verdict.comparison.repeated_changes == 3
@@ -501,7 +509,7 @@ def test_a_batch_of_inserts_alone_is_an_append_until_the_target_keeps_a_truncate
     assert "MERGE" not in done and done.count("WRITE") >= 5, done  # snapshot + inserts
     assert delta_rows(spark, path) == table_state(mariadb, orders, "orders")
     checked = prepare(definition, spark=spark)
-    verdicts = verify_tables(spark, definition, checked.sink, checked.targets)
+    verdicts = verify_tables(spark, definition, checked.sink, checked.targets, checked.probe.handle)
     assert [v.status for v in verdicts] == ["equal"]
 
     kept = spark.read.format("delta").load(str(path)).count()
@@ -649,7 +657,7 @@ def test_a_comma_separated_tables_list_captures_exactly_its_tables(
     assert {t.source.database for t in run.tables} == {orders}
     run.start()
     run.wait()
-    verdicts = verify_tables(spark, definition, run.sink, run.targets)
+    verdicts = verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
     assert [v.status for v in verdicts] == ["equal", "equal"]
     assert len(delta_rows(spark, scratch / "lake" / orders / "audit")) == 2
 

@@ -260,7 +260,7 @@ def test_three_shards_merge_into_one_target_under_concurrent_writes(
     assert rows == expected(mariadb, shards)
     assert (2, "shard_2") not in rows and (4, "shard_3") in rows
     assert {k[1] for k in rows} == set(SHARDS)
-    verdicts = verify_tables(spark, definition, run.sink, run.targets)
+    verdicts = verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
     assert [(str(v.table), v.status) for v in verdicts] == [(f"{shards}.merged", "equal")]
 
     # then column changes of the shards, while it streams and across a restart

@@ -145,7 +145,8 @@ def test_lenient_follows_adds_drops_renames_and_widening_while_streaming(
     # not written since c became d, so their values are in c and d is NULL, which is what
     # lenient means for a rename (and what verify must report)
     verdicts = {
-        str(v.table): v for v in verify_tables(spark, run.definition, run.sink, run.targets)
+        str(v.table): v
+        for v in verify_tables(spark, run.definition, run.sink, run.targets, run.probe.handle)
     }
     assert verdicts[f"{mysql_db}.u"].status == "equal"
     t = verdicts[f"{mysql_db}.t"].comparison
@@ -257,7 +258,7 @@ def test_evolve_mirrors_adds_drops_renames_and_widening(
     assert target(spark, sink, scratch, postgres, pg_db, mysql_db, "t") == (EVOLVE_COLUMNS, EVOLVE)
     assert target(spark, sink, scratch, postgres, pg_db, mysql_db, "u")[1] == U_ROWS
     # the targets are the tables: verify finds nothing to report (unlike lenient's rename)
-    verdicts = verify_tables(spark, run.definition, run.sink, run.targets)
+    verdicts = verify_tables(spark, run.definition, run.sink, run.targets, run.probe.handle)
     assert {str(v.table): v.status for v in verdicts} == {
         f"{mysql_db}.t": "equal",
         f"{mysql_db}.u": "equal",
@@ -415,7 +416,8 @@ def test_a_dropped_table_and_one_created_again_under_its_name(
     run = run_script(spark, mariadb, path, mysql_db, script)
     columns, rows = target(spark, sink, scratch, postgres, pg_db, mysql_db, "u")
     verdicts = {
-        str(v.table): v.status for v in verify_tables(spark, run.definition, run.sink, run.targets)
+        str(v.table): v.status
+        for v in verify_tables(spark, run.definition, run.sink, run.targets, run.probe.handle)
     }
     assert columns == ("id", "note", "n")
     if behavior == "evolve":

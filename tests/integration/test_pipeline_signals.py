@@ -75,7 +75,9 @@ def test_a_damaged_target_is_read_again_on_demand_once(
         running.stop()
     assert writer.transactions > 0
     assert delta(spark, target) == table_state(mariadb, orders, "orders")
-    verdicts = verify_tables(spark, running.definition, running.sink, running.targets)
+    verdicts = verify_tables(
+        spark, running.definition, running.sink, running.targets, running.probe.handle
+    )
     assert [v.status for v in verdicts] == ["equal"]
     lines = running.definition.signal_file.read_text().splitlines()
     assert [json.loads(line)["type"] for line in lines] == ["execute-snapshot"] * 2

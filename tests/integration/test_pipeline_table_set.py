@@ -59,7 +59,9 @@ def test_tables_added_and_removed_between_restarts(
     assert snapshot_rows(second, "items") == 2 and snapshot_rows(second, "audit") > 0
     for table in ("orders", "audit", "items"):
         assert delta(spark, scratch, orders, table) == table_state(mariadb, orders, table), table
-    verdicts = verify_tables(spark, second.definition, second.sink, second.targets)
+    verdicts = verify_tables(
+        spark, second.definition, second.sink, second.targets, second.probe.handle
+    )
     assert [v.status for v in verdicts] == ["equal"] * 3
 
     # orders leaves the pattern: forgotten (its target keeps its rows), the others go on
@@ -109,7 +111,9 @@ def test_tables_created_while_running_are_captured_without_a_restart(
         assert delta(spark, scratch, orders, table) == table_state(mariadb, orders, table), table
     assert not (scratch / "lake" / orders / "not_captured").exists()
     assert snapshot_rows(pipeline, "orders") == 2000, "orders was snapshotted again"
-    verdicts = verify_tables(spark, pipeline.definition, pipeline.sink, pipeline.targets)
+    verdicts = verify_tables(
+        spark, pipeline.definition, pipeline.sink, pipeline.targets, pipeline.probe.handle
+    )
     assert {v.table.table: v.status for v in verdicts} == dict.fromkeys(
         ("audit", "items", "items_copy", "items_swapped", "orders"), "equal"
     )

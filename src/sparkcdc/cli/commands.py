@@ -67,6 +67,7 @@ def validate(args: argparse.Namespace) -> int:
 
     try:
         planned = plan(definition, spark, pipeline_id(definition), inspect_only=True)
+        planned.probe.close()
     finally:
         for session in sessions:
             session.stop()
@@ -221,7 +222,7 @@ def verify_pipeline(
 
     run = prepare(definition, spark, jvm_log=jvm_log)
     try:
-        return verify_tables(run.spark, definition, run.sink, run.targets)
+        return verify_tables(run.spark, definition, run.sink, run.targets, run.probe.handle)
     finally:
         run.sink.close()
         run.probe.close()

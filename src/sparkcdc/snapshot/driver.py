@@ -59,7 +59,7 @@ class IncrementalSource(Generic[P, T]):
         lost_log = LostLog(self.catalog, self.signals, self.chunks.refresh)
         self.planner = BatchPlanner(self.catalog, self.chunks, self.signals, lost_log)
         self.partition_planner = PartitionPlanner(self.catalog, self.chunks, lost_log)
-        self.reader = PartitionReader(dialect)
+        self.reader = PartitionReader(dialect, self.catalog.orders)
 
     # -- what the stream captures ---------------------------------------------------------
     @property

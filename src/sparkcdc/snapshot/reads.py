@@ -45,10 +45,11 @@ BatchBuilder = ChangelogBatchBuilder | EnvelopeBatchBuilder
 class PartitionReader(Generic[P, T]):
     """Reads partition specs (snapshot/partitions.py) over the dialect."""
 
-    def __init__(self, dialect: Dialect[P, T]) -> None:
+    def __init__(self, dialect: Dialect[P, T], orders: KeyOrders[T] | None = None) -> None:
         self.dialect = dialect
         self.settings = dialect.settings
-        self.orders = KeyOrders(dialect.key_order)
+        #: Shared with the driver's planning in the same process (built once per table).
+        self.orders = orders if orders is not None else KeyOrders(dialect.key_order)
 
     def read(self, spec: PartitionSpec) -> Iterator[pa.RecordBatch]:
         first = spec.parts[0] if isinstance(spec, SmallReads) else spec

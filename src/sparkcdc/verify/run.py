@@ -43,24 +43,15 @@ class TableVerdict:
 
 
 def verify_tables(
-    spark: Any, definition: PipelineDefinition, sink: Sink, targets: Sequence[Target]
-) -> list[TableVerdict]:
-    """One verdict per target: its rows against its source tables' rows at the target's
-    offset (shaped and merged as the pipeline writes them)."""
-    source = definition.connector.handle(definition.source_config)
-    try:
-        return _verdicts(spark, definition, sink, targets, source)
-    finally:
-        source.close()
-
-
-def _verdicts(
     spark: Any,
     definition: PipelineDefinition,
     sink: Sink,
     targets: Sequence[Target],
     handle: SourceHandle[Any, Any],
 ) -> list[TableVerdict]:
+    """One verdict per target: its rows against its source tables' rows at the target's
+    offset (shaped and merged as the pipeline writes them). ``handle``: the pipeline's
+    handle on its source (positions on the server connected now)."""
     verdicts = []
     committed = last_committed_offset(definition.settings.checkpoint)  # before any target
     for target in targets:
