@@ -52,10 +52,6 @@ class SourceHandle(Generic[P, T]):
         self._tables: dict[TableId, T] | None = None
 
     @property
-    def format_name(self) -> str:
-        return self._dialect.format_name
-
-    @property
     def tells_change_times(self) -> bool:
         """Whether :meth:`first_change_time` can answer (not PostgreSQL's WAL)."""
         return isinstance(self._dialect, TellsChangeTimes)
