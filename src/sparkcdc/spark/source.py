@@ -97,6 +97,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(limit) if limit else ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The next batch's end: ``IncrementalSource.latest_offset``, whose planner
+        (snapshot/planner.py) runs its steps in order; docs/design.md draws the path."""
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return self.source.latest_offset(start, max_rows, cap=self._target)
 
