@@ -86,6 +86,22 @@ def test_credentials_in_the_url_are_refused_and_hidden() -> None:
     assert "postgresql://******@h/d" in message
 
 
+@pytest.mark.parametrize(
+    "password", ["pa/ss@word", "p@ss/w:rd", "a@b@c", "/leading", "trailing@", "x?y#z@"]
+)
+@pytest.mark.parametrize("url", ["{s}u:{p}@h:5432/d", "jdbc:{s}u:{p}@h/d", "{s}u:{p}@h"])
+def test_passwords_with_url_syntax_never_show(password: str, url: str) -> None:
+    """A password holding '/', '@', ':' or '?' ends no redaction early (#63)."""
+    for scheme in ("postgresql://", "mysql://"):
+        with pytest.raises(OptionError) as info:
+            JdbcSinkConfig.from_options({**BASE, "url": url.format(s=scheme, p=password)})
+        message = str(info.value)
+        assert password not in message
+        shown = message.split("invalid value '", 1)[1].split("': ", 1)[0]
+        assert shown.removeprefix("jdbc:").startswith(f"{scheme}******@h"), shown
+        assert "credentials in the URL are not accepted" in message
+
+
 def test_unknown_and_missing_options() -> None:
     message = error(**{"batch_size": "10"})
     assert "unknown option 'batch_size'" in message and "Did you mean 'batch-size'?" in message

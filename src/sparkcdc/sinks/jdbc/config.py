@@ -11,7 +11,6 @@ Pure Python: no driver and no pyspark here, so configs validate fast and pickle 
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -136,9 +135,9 @@ class JdbcUrl:
         if not sep or scheme.lower() not in SCHEMES:
             raise bad(f"unknown scheme; valid schemes: {', '.join(SCHEMES)}")
         family = SCHEMES[scheme.lower()]
-        parts = urlsplit(body)
-        if "@" in parts.netloc:
+        if "@" in body:  # anywhere: a password may hold '/', which ends the authority
             raise bad("credentials in the URL are not accepted; use 'username' and 'password'")
+        parts = urlsplit(body)
         if parts.query or parts.fragment:
             raise bad("query parameters are not supported")
         try:
@@ -154,8 +153,14 @@ class JdbcUrl:
 
 
 def _redact_url(text: str) -> str:
-    """The URL with anything before an '@' in its authority replaced by '******'."""
-    return re.sub(r"(//)[^/@]*@", r"\1******@", text)
+    """The URL with everything between ``//`` (or its start) and its last '@' replaced by
+    '******': a password may hold '/', '@' or ':', so no part of the URL's syntax tells
+    where it ends, and a database or host name holds no '@' that would be worth showing."""
+    if "@" not in text:
+        return text
+    head, sep, _ = text.partition("//")
+    start = len(head) + len(sep) if sep else 0
+    return text[:start] + "******" + text[text.rindex("@") :]
 
 
 @dataclass(frozen=True)
