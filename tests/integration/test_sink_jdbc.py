@@ -680,3 +680,34 @@ def test_wrong_password_is_never_shown(target: TargetDb) -> None:
     assert "cannot connect" in message and target.options["username"] in message
     assert wrong not in message and wrong not in repr(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_targets_named_with_percent_are_the_ones_emptied_and_dropped(target: TargetDb) -> None:
+    """A '%' doubled for the drivers' placeholders is a '%' again only in a statement run
+    with parameters: DELETE and DROP ran without, and hit the table named with '%%' (#63)."""
+    from pyspark.sql.types import IntegerType, StructType
+
+    schema = StructType().add("id", IntegerType())
+    q = '"' if target.family == "postgresql" else "`"
+    for name in ("x%y", "x%%y"):  # (the test's own statements run without parameters)
+        target.query(f"CREATE TABLE {q}{name}{q} (id INT PRIMARY KEY)")
+    table = SinkTable(TableId("d", "x%y"), schema, ("id",))
+    sink = target.sink()
+    sink.open(None, [table])
+    for name in ("x%y", "x%%y"):
+        target.query(f"INSERT INTO {q}{name}{q} VALUES (1)")
+    try:
+        sink.truncate(None, table, MicroBatch("p", 0, {}, '{"pos": 1}'))
+        sink.write(MicroBatch("p", 0, {}, '{"pos": 1}'))
+        assert target.rows("x%y") == []
+        assert target.rows("x%%y") == [(1,)]  # the other table keeps its row
+        sink.drop_table(None, table, MicroBatch("p", 1, {}, '{"pos": 2}'))
+        sink.write(MicroBatch("p", 1, {}, '{"pos": 2}'))
+    finally:
+        sink.close()
+    here = "current_schema()" if target.family == "postgresql" else "DATABASE()"
+    left = target.query(
+        "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'x%' "
+        f"AND table_schema = {here}"
+    )
+    assert sorted(str(r[0]) for r in left) == ["x%%y"]

@@ -291,7 +291,7 @@ class JdbcSink(Sink):
                 for table_id in sorted(self._truncating):
                     target = self._targets[table_id]
                     table_sql = self.dialect.table_sql(target.qualifier, target.name)
-                    cur.execute(f"DELETE FROM {table_sql}")
+                    cur.execute(f"DELETE FROM {table_sql}", ())  # () turns %% back into %
                     counts.append(f"{table_id}: emptied (TRUNCATE), {cur.rowcount} rows")
                 for table_id in sorted(self._releasing):
                     self.dialect.unmark_owner(cur, self._targets[table_id])
@@ -299,7 +299,7 @@ class JdbcSink(Sink):
                 for table_id in sorted(self._dropping):
                     target = self._targets[table_id]
                     table_sql = self.dialect.table_sql(target.qualifier, target.name)
-                    cur.execute(f"DROP TABLE IF EXISTS {table_sql}")
+                    cur.execute(f"DROP TABLE IF EXISTS {table_sql}", ())
                     self._owned.pop(table_id, None)
                     counts.append(f"{table_id}: dropped (DROP TABLE)")
                 for table_id in batch.changes:
