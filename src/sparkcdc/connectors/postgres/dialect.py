@@ -215,8 +215,8 @@ class PostgresDialect(
         planned (``limit_log``)."""
         ((now,),) = query(
             self.conn,
-            "SELECT greatest(pg_current_wal_flush_lsn(), (SELECT confirmed_flush_lsn FROM "
-            "pg_replication_slots WHERE slot_name = %s))::text",
+            "SELECT greatest(pg_catalog.pg_current_wal_flush_lsn(), "
+            "(SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = %s))::text",
             (self.config.slot_name,),
         )
         return LsnPosition(lsn_from_text(now))
@@ -259,7 +259,7 @@ class PostgresDialect(
         WAL behind it."""
         transactions = scan_transactions(self.conn, self.config, start, end.lsn)
         self._scanned = (start, end.lsn, transactions)
-        ((snapshot,),) = query(self.conn, "SELECT pg_current_snapshot()::text")
+        ((snapshot,),) = query(self.conn, "SELECT pg_catalog.pg_current_snapshot()::text")
         position, rows, truncates = batch_end(
             start, end.lsn, transactions, PgSnapshot.parse(snapshot), max_rows
         )
@@ -466,7 +466,9 @@ class PostgresDialect(
         del self._commits[: len(self._commits) - 1 - delay]
         advance(self.conn, self.config, release.lsn)
         ((behind,),) = query(
-            self.conn, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", (release.text,)
+            self.conn,
+            "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), %s::pg_lsn)",
+            (release.text,),
         )
         log.info(
             "replication slot %s confirmed up to %s; the server's WAL is %s bytes further",

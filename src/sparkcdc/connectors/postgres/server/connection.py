@@ -23,6 +23,13 @@ T = TypeVar("T")
 #: intervention (57: admin shutdown, crash shutdown, cannot connect now), and
 #: insufficient resources (53: too many connections).
 RETRYABLE_CLASSES = ("08", "57", "53")
+#: Every session's ``search_path``: PostgreSQL's own functions, operators and types only.
+#: With the default ("$user", public) a user who may create objects in ``public`` (anyone
+#: on PostgreSQL 14 and older) can define ``public.format(text, uuid)``, which a closer
+#: argument match makes win over ``pg_catalog.format`` in our queries. The SQL names its
+#: functions ``pg_catalog.`` too; this covers operators, types and anything missed, and
+#: ``pg_temp`` last keeps temporary tables from shadowing the catalogs.
+SEARCH_PATH = "pg_catalog, pg_temp"
 #: Login refused: invalid password / authorization.
 ACCESS_DENIED = frozenset({"28P01", "28000"})
 
@@ -61,10 +68,12 @@ def with_retries(
 
 
 def connection_arguments(config: PostgresSourceConfig) -> dict[str, Any]:
-    """libpq parameters: the server, the session settings and the TLS properties."""
+    """libpq parameters: the server, the session settings (and :data:`SEARCH_PATH`) and
+    the TLS properties."""
     timeout = max(1, int(config.connect_timeout))
+    settings = {**SESSION_SETTINGS, "search_path": SEARCH_PATH}
     options = " ".join(
-        f"-c {name}={value.replace(' ', chr(92) + ' ')}" for name, value in SESSION_SETTINGS.items()
+        f"-c {name}={value.replace(' ', chr(92) + ' ')}" for name, value in settings.items()
     )
     return {
         "host": config.hostname,

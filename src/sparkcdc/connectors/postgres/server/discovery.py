@@ -25,7 +25,7 @@ ORDER BY n.nspname, c.relname
 _PRIMARY_KEYS = """
 SELECT i.indrelid, a.attname
 FROM pg_index i
-CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
+CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 WHERE i.indisprimary AND i.indrelid = ANY(%s::oid[])
 ORDER BY i.indrelid, k.position

@@ -39,11 +39,11 @@ SHORT_PAGE_HEADER = 24
 LONG_PAGE_HEADER = 40
 
 _PRESENT = """
-SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text,
-    current_setting('wal_block_size')::bigint,
+SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_wal_flush_lsn()::text,
+    pg_catalog.current_setting('wal_block_size')::bigint,
     (SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size'),
     (
-        SELECT json_agg(json_build_array(c.oid::bigint, n.nspname, c.relname))
+        SELECT pg_catalog.json_agg(pg_catalog.json_build_array(c.oid::bigint, n.nspname, c.relname))
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE c.oid = ANY(%s::oid[])
     )

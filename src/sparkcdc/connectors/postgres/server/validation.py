@@ -22,10 +22,11 @@ def validate_server(conn: Any, config: PostgresSourceConfig) -> int:
     """The server version number, after checking logical decoding is possible for us."""
     ((version, wal_level, max_slots, used, replication, superuser, encoding),) = query(
         conn,
-        "SELECT current_setting('server_version_num')::int, current_setting('wal_level'), "
-        "current_setting('max_replication_slots')::int, "
-        "(SELECT count(*) FROM pg_replication_slots), r.rolreplication, r.rolsuper, "
-        "current_setting('server_encoding') "
+        "SELECT pg_catalog.current_setting('server_version_num')::int, "
+        "pg_catalog.current_setting('wal_level'), "
+        "pg_catalog.current_setting('max_replication_slots')::int, "
+        "(SELECT pg_catalog.count(*) FROM pg_replication_slots), r.rolreplication, r.rolsuper, "
+        "pg_catalog.current_setting('server_encoding') "
         "FROM pg_roles r WHERE r.rolname = current_user",
     )
     if version < MIN_SERVER_VERSION:
@@ -67,7 +68,9 @@ def validate_server(conn: Any, config: PostgresSourceConfig) -> int:
 def validate_tables(conn: Any, tables: Sequence[PgTable]) -> None:
     """SELECT on every table, and full old rows in the WAL (REPLICA IDENTITY FULL)."""
     for table in tables:
-        ((allowed,),) = query(conn, "SELECT has_table_privilege(%s, 'SELECT')", (table.oid,))
+        ((allowed,),) = query(
+            conn, "SELECT pg_catalog.has_table_privilege(%s, 'SELECT')", (table.oid,)
+        )
         if not allowed:
             raise SourceConfigurationError(
                 f"the source user may not read {table.table_id}: run "

@@ -26,8 +26,8 @@ def key_value(table: PgTable, text: str | None, decimal_mode: str) -> Key:
 
 def bound(table: PgTable) -> str:
     """A parameter as a chunk key value: cast to the column's type, so the comparison is
-    the column's own and its index serves it."""
-    return f"%s::{quote(table.chunk_column.type.name)}"
+    the column's own and its index serves it (chunk keys are built-in types: keys.py)."""
+    return f"%s::pg_catalog.{quote(table.chunk_column.type.name)}"
 
 
 def _texts(conn: Any, sql: str, args: Any = None) -> list[str | None] | None:
@@ -47,7 +47,9 @@ def _texts(conn: Any, sql: str, args: Any = None) -> list[str | None] | None:
 def key_stats(conn: Any, table: PgTable, decimal_mode: str) -> KeyStats:
     """Minimum and maximum of the chunk key, and the planner's row estimate."""
     key = quote(table.chunk_key)
-    texts = _texts(conn, f"SELECT min({key}), max({key}) FROM {table.sql_name}")
+    texts = _texts(
+        conn, f"SELECT pg_catalog.min({key}), pg_catalog.max({key}) FROM {table.sql_name}"
+    )
     assert texts is not None
     low, high = texts
     ((estimate,),) = query(
@@ -74,6 +76,8 @@ def next_chunk_end(
     hi = key_value(table, found[0], decimal_mode)
     if lo is not None and order.sort_key(hi) <= order.sort_key(lo):
         # a run of equal keys longer than a chunk (a non-unique chunk key): end after it
-        after = _texts(conn, f"SELECT min({key}) FROM {name} WHERE {key} > {bound(table)}", [hi])
+        after = _texts(
+            conn, f"SELECT pg_catalog.min({key}) FROM {name} WHERE {key} > {bound(table)}", [hi]
+        )
         hi = key_value(table, after[0] if after else None, decimal_mode)
     return hi

@@ -62,7 +62,7 @@ def chunk_query(table: PgTable, chunk: Chunk, columns: Sequence[str]) -> str:
     """The ``SELECT`` of one chunk, bounds as literals (chunk keys are NOT NULL: checked at
     discovery)."""
     key = quote(table.chunk_key)
-    cast = quote(table.chunk_column.type.name)
+    cast = "pg_catalog." + quote(table.chunk_column.type.name)  # built-in (keys.py)
     conditions = []
     if chunk.lo is not None:
         conditions.append(f"{key} >= {literal(chunk.lo)}::{cast}")
@@ -125,7 +125,7 @@ def selection(table: PgTable, decimal_mode: str) -> list[Selected]:
             out.append(Selected(f"{name}::text", False, False))
         else:
             # the type's output function, as pgoutput prints it (format turns NULL into '')
-            output = f"CASE WHEN {name} IS NOT NULL THEN format('%s', {name}) END"
+            output = f"CASE WHEN {name} IS NOT NULL THEN pg_catalog.format('%s', {name}) END"
             out.append(Selected(output, False, False))
     return out
 
@@ -144,7 +144,10 @@ def read_chunks(
     try:
         cur = rows.cursor()
         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        cur.execute("SELECT pg_current_snapshot()::text, pg_current_wal_insert_lsn()::text")
+        cur.execute(
+            "SELECT pg_catalog.pg_current_snapshot()::text, "
+            "pg_catalog.pg_current_wal_insert_lsn()::text"
+        )
         ((snapshot_text, insert_lsn),) = cur.fetchall()
         cur.close()
         snapshot = PgSnapshot.parse(snapshot_text)

@@ -38,11 +38,13 @@ from sparkcdc.connectors.postgres.wal.slot import PEEK
 #: describes a table again before its first change after an ALTER TABLE; few and small).
 _SUMMARY = f"""
 SELECT xid::text::bigint,
-       string_agg(substring(data from 3 for 16), ''::bytea) FILTER (WHERE get_byte(data, 0) = 67),
-       count(*) FILTER (WHERE get_byte(data, 0) IN (73, 85, 68)),
-       count(*) FILTER (WHERE get_byte(data, 0) = 84),
-       string_agg(substring(data from 7), ''::bytea) FILTER (WHERE get_byte(data, 0) = 84),
-       array_agg(data ORDER BY lsn) FILTER (WHERE get_byte(data, 0) = 82)
+       pg_catalog.string_agg(substring(data from 3 for 16), ''::bytea)
+           FILTER (WHERE pg_catalog.get_byte(data, 0) = 67),
+       pg_catalog.count(*) FILTER (WHERE pg_catalog.get_byte(data, 0) IN (73, 85, 68)),
+       pg_catalog.count(*) FILTER (WHERE pg_catalog.get_byte(data, 0) = 84),
+       pg_catalog.string_agg(substring(data from 7), ''::bytea)
+           FILTER (WHERE pg_catalog.get_byte(data, 0) = 84),
+       pg_catalog.array_agg(data ORDER BY lsn) FILTER (WHERE pg_catalog.get_byte(data, 0) = 82)
 FROM {PEEK}
 GROUP BY 1
 """

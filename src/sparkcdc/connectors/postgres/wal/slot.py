@@ -36,10 +36,12 @@ from sparkcdc.core.errors import SourceConfigurationError, lost_log
 log = logging.getLogger(__name__)
 
 #: ``pg_logical_slot_peek_binary_changes`` of pgoutput, protocol 1; parameters: slot, the
-#: LSN to stop at (transactions committing before it), publication.
+#: LSN to stop at (transactions committing before it), publication. pgoutput splits
+#: ``publication_names`` as a list of SQL identifiers (commas separate, unquoted names are
+#: lower-cased), so the name goes in quoted: 'My,Pub' is one publication, not "my" and "pub".
 PEEK = (
-    "pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
-    "'proto_version', '1', 'publication_names', %s)"
+    "pg_catalog.pg_logical_slot_peek_binary_changes(%s, %s::pg_catalog.pg_lsn, NULL, "
+    "'proto_version', '1', 'publication_names', pg_catalog.quote_ident(%s))"
 )
 
 
@@ -121,7 +123,8 @@ def _check_changeable(conn: Any, tables: list[PgTable], sql: str, name: str) -> 
         for t in tables
         if not query(
             conn,
-            "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = %s::regclass",
+            "SELECT pg_catalog.pg_has_role(relowner, 'USAGE') FROM pg_class "
+            "WHERE oid = %s::regclass",
             (t.sql_name,),
         )[0][0]
     ]
@@ -157,7 +160,11 @@ def ensure_slot(conn: Any, config: PostgresSourceConfig) -> SlotState:
         "batches, and is never dropped by sparkcdc",
         config.slot_name,
     )
-    query(conn, "SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (config.slot_name,))
+    query(
+        conn,
+        "SELECT pg_catalog.pg_create_logical_replication_slot(%s, 'pgoutput')",
+        (config.slot_name,),
+    )
     created = slot_state(conn, config)
     assert created is not None
     return created
@@ -215,7 +222,7 @@ def copy_slot(conn: Any, config: PostgresSourceConfig) -> str:
     try:
         query(
             conn,
-            "SELECT pg_copy_logical_replication_slot(%s, %s, true)",
+            "SELECT pg_catalog.pg_copy_logical_replication_slot(%s, %s, true)",
             (config.slot_name, name),
         )
     except psycopg.errors.ConfigurationLimitExceeded as exc:
@@ -236,7 +243,7 @@ def advance(conn: Any, config: PostgresSourceConfig, lsn: int) -> None:
     text = lsn_to_text(lsn)
     query(
         conn,
-        "SELECT pg_replication_slot_advance(slot_name, %s::pg_lsn) FROM pg_replication_slots "
-        "WHERE slot_name = %s AND confirmed_flush_lsn < %s::pg_lsn",
+        "SELECT pg_catalog.pg_replication_slot_advance(slot_name, %s::pg_lsn) "
+        "FROM pg_replication_slots WHERE slot_name = %s AND confirmed_flush_lsn < %s::pg_lsn",
         (text, config.slot_name, text),
     )
