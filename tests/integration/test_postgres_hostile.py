@@ -67,7 +67,7 @@ def test_a_users_public_format_is_never_called(postgres: EmbeddedPostgres, datab
     run_batches(stream, None, rows.extend)
     assert [(r["id"], r["u"]) for r in rows] == [(1, str(VALUE))]
 
-    config = stream.dialect.config
+    config = stream.dialect.config  # type: ignore[attr-defined]
     with connect(config) as conn:
         ((path,),) = conn.execute("SHOW search_path").fetchall()
     chunk_reader = arrow_connect(config)

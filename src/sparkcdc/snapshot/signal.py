@@ -22,27 +22,40 @@
 
 Only ``incremental`` snapshots exist here (Debezium's ``blocking`` kind stops the log).
 Parsing is pure: which tables a name matches is decided against the captured tables.
+
+A signal comes from whoever may write to the channel, so a bad one costs bounded time and
+is skipped with its reason, never stops the stream: its text is at most
+:data:`MAX_SIGNAL_BYTES`, nested at most :data:`MAX_DEPTH` deep, numbers have at most
+:data:`MAX_NUMBER_DIGITS` digits, and patterns are matched in linear time
+(snapshot/linear_regex.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Protocol
 
 import pyarrow as pa
 
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.linear_regex import InvalidPatternError, LinearPattern, PatternError
 
 EXECUTE, STOP = "execute-snapshot", "stop-snapshot"
 PAUSE, RESUME = "pause-snapshot", "resume-snapshot"
 RECOVER = "recover-lost-log"
 TYPES = (EXECUTE, STOP, PAUSE, RESUME, RECOVER)
+
+#: The longest signal taken (its JSON text, in bytes): a few table names and key ranges.
+MAX_SIGNAL_BYTES = 64 << 10
+#: How deep a signal's JSON may nest (the format needs 4).
+MAX_DEPTH = 16
+#: Digits a JSON number may have (a BIGINT has 20, DECIMAL(65) 65).
+MAX_NUMBER_DIGITS = 100
 
 
 class SignalError(SparkCdcError):
@@ -73,7 +86,8 @@ class Signal:
             return captured
         found: list[TableId] = []
         for name in self.collections:
-            matched = [t for t in captured if _names(name, t)]
+            names = _matcher(self.id, name)
+            matched = [t for t in captured if names(t)]
             if not matched:
                 known = ", ".join(str(t) for t in captured[:10])
                 raise SignalError(
@@ -85,7 +99,7 @@ class Signal:
 
     def key_range(self, table: TableId) -> KeyRange:
         for name, bounds in (self.ranges or {}).items():
-            if _names(name, table):
+            if _matcher(self.id, name)(table):
                 return bounds
         return KeyRange()
 
@@ -116,21 +130,65 @@ class SignalChannel(Protocol):
 
 def received(where: str, mark: str, text: str | bytes) -> Received:
     """Parse one signal's JSON text; problems become the reason it is skipped."""
+    if len(text) > MAX_SIGNAL_BYTES:
+        return Received(where, mark, None, f"longer than {MAX_SIGNAL_BYTES} bytes")
     try:
-        return Received(where, mark, parse_signal(json.loads(text)))
+        data = json.loads(text, parse_int=_number(int), parse_float=_number(float))
+        _check_depth(data)
+        return Received(where, mark, parse_signal(data))
     except json.JSONDecodeError as exc:
         return Received(where, mark, None, f"not JSON ({exc.msg} at column {exc.colno})")
+    except RecursionError:
+        return Received(where, mark, None, f"nested deeper than {MAX_DEPTH} levels")
     except (SignalError, UnicodeDecodeError) as exc:
         return Received(where, mark, None, str(exc))
 
 
-def _names(name: str, table: TableId) -> bool:
-    if name in (str(table), table.key):
-        return True
+def _number(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        if len(text) > MAX_NUMBER_DIGITS:
+            raise SignalError(f"a number has more than {MAX_NUMBER_DIGITS} digits")
+        return kind(text)
+
+    return parse
+
+
+def _check_depth(data: Any) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (without recursion)."""
+    level = [data]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return
+    raise SignalError(f"nested deeper than {MAX_DEPTH} levels")
+
+
+def _matcher(sid: str, name: str) -> Any:
+    """Whether a table is ``name``: its ``namespace.table`` (or key) exactly, or a match
+    of ``name`` as a regular expression, in linear time. A name that is no regular
+    expression is a name only; a pattern that needs backtracking, or more work than
+    :data:`~sparkcdc.snapshot.linear_regex.MAX_WORK`, is a :class:`SignalError`."""
     try:
-        return re.fullmatch(name, str(table)) is not None
-    except re.error:
-        return False
+        pattern: LinearPattern | None = LinearPattern(name)
+    except InvalidPatternError:
+        pattern = None
+    except PatternError as exc:
+        raise SignalError(f"signal {sid!r}: pattern {name!r}: {exc}") from None
+
+    def names(table: TableId) -> bool:
+        if name in (str(table), table.key):
+            return True
+        try:
+            return pattern is not None and pattern.fullmatch(str(table))
+        except PatternError as exc:
+            raise SignalError(f"signal {sid!r}: pattern {name!r}: {exc}") from None
+
+    return names
 
 
 def parse_signal(data: Any) -> Signal:
@@ -157,6 +215,8 @@ def parse_signal(data: Any) -> Signal:
         raise SignalError(f"signal {sid!r}: 'data-collections' must be a list of table names")
     if kind == EXECUTE and not collections:
         raise SignalError(f"signal {sid!r}: execute-snapshot needs 'data-collections'")
+    for name in collections:
+        _matcher(sid, name)  # a pattern that needs backtracking is refused up front
     if kind == RECOVER and (collections or body.get("additional-conditions")):
         raise SignalError(
             f"signal {sid!r}: recover-lost-log reads again every table the lost log can have "
@@ -171,26 +231,48 @@ def key_from_json(value: Any, type_: pa.DataType, column: str) -> Any:
     the same from snapshot and log)."""
     if value is None:
         return None
+    supported = (
+        pa.types.is_integer(type_)
+        or pa.types.is_decimal(type_)
+        or pa.types.is_string(type_)
+        or pa.types.is_large_string(type_)
+        or pa.types.is_date(type_)
+        or (pa.types.is_timestamp(type_) and type_.tz is None)
+    )
+    if not supported:
+        raise SignalError(
+            f"a key range on '{column}' ({type_}) is not supported: numbers, decimals, "
+            "strings, dates and timestamps without a time zone are"
+        )
     try:
-        if pa.types.is_integer(type_) and not isinstance(value, bool | float):
-            return int(value)
-        if pa.types.is_decimal(type_) and not isinstance(value, bool):
-            return Decimal(str(value))
-        if pa.types.is_string(type_) or pa.types.is_large_string(type_):
-            if isinstance(value, str):
-                return value
-        elif pa.types.is_date(type_):
-            return dt.date.fromisoformat(str(value))
-        elif pa.types.is_timestamp(type_) and type_.tz is None:
-            return dt.datetime.fromisoformat(str(value))
-        else:
-            raise SignalError(
-                f"a key range on '{column}' ({type_}) is not supported: numbers, decimals, "
-                "strings, dates and timestamps without a time zone are"
-            )
-    except (ValueError, TypeError, InvalidOperation):
-        pass
-    raise SignalError(f"key-range bound {value!r} is not a value of '{column}' ({type_})")
+        found = _key_value(value, type_)
+    except (ValueError, TypeError, ArithmeticError):
+        found = None
+    if found is None:
+        raise SignalError(f"key-range bound {value!r} is not a value of '{column}' ({type_})")
+    return found
+
+
+def _key_value(value: Any, type_: pa.DataType) -> Any:
+    """``value`` as a value of ``type_``, or None when it is none (out of range too: a
+    bound the database cannot compare would stop the stream's planning)."""
+    if pa.types.is_integer(type_):
+        if isinstance(value, bool | float):
+            return None
+        number = int(value)
+        signed = pa.types.is_signed_integer(type_)
+        bits = type_.bit_width - signed
+        return number if (-(1 << bits) if signed else 0) <= number < 1 << bits else None
+    if pa.types.is_decimal(type_):
+        if isinstance(value, bool):
+            return None
+        exact = Decimal(str(value))
+        return exact if exact.is_finite() and abs(exact.adjusted()) <= 100 else None
+    if pa.types.is_date(type_):
+        return dt.date.fromisoformat(str(value))
+    if pa.types.is_timestamp(type_):
+        return dt.datetime.fromisoformat(str(value))
+    return value if isinstance(value, str) else None
 
 
 def _ranges(sid: str, conditions: Any) -> dict[str, KeyRange] | None:
