@@ -24,6 +24,7 @@ from rich.table import Table
 
 from sparkcdc.cli.live import LiveConsole, log_to
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import BatchReport
@@ -66,6 +67,29 @@ pipeline:
 """
 
 
+#: The file that says a folder is the demo's own, so a later demo may empty it.
+MARKER = ".sparkcdc-demo"
+
+
+def fresh_workdir(folder: Path) -> None:
+    """Make ``folder`` an empty folder for the demo. It is removed first only when the
+    demo made it (its :data:`MARKER` file is there): ``--workdir`` may name any folder, a
+    home or a project, whose files are not the demo's to delete. A folder that exists
+    without the marker is used only if it is empty; otherwise the demo stops."""
+    marker = folder / MARKER
+    if folder.is_symlink():
+        raise SparkCdcError(f"--workdir {folder} is a symbolic link; name a folder")
+    if marker.is_file() and not marker.is_symlink():
+        shutil.rmtree(folder)
+    elif folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise SparkCdcError(
+            f"--workdir {folder} exists and was not made by sparkcdc demo (no {MARKER} file "
+            "in it), so the demo will not empty it; name a new or empty folder"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text("made by sparkcdc demo; the next demo empties this folder\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sparkcdc demo", description=__doc__)
     parser.add_argument(
@@ -100,8 +124,7 @@ class Demo:
         from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 
         started = time.monotonic()
-        shutil.rmtree(self.workdir, ignore_errors=True)  # a fresh database: a fresh checkpoint
-        self.workdir.mkdir(parents=True)
+        fresh_workdir(self.workdir)  # a fresh database: a fresh checkpoint
         self.say("Starting a local MariaDB (binlog on, ROW format, FULL row images)")
         with EmbeddedMariaDB() as db:
             self.load(db)
