@@ -47,6 +47,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.core.tls import mysql_ssl_context
 from sparkcdc.sinks.jdbc.config import MAX_IDENTIFIER, JdbcSinkConfig
 from sparkcdc.sinks.jdbc.csv_blocks import MYSQL_CSV, POSTGRES_CSV, CsvForm
+from sparkcdc.sinks.jdbc.own_files import connection_class
 
 UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -614,7 +615,7 @@ class MySqlDialect(Dialect):
 
         url = self.config.url
         try:
-            conn = pymysql.connect(
+            conn = connection_class()(  # sends no file but the bulk load's own (own_files.py)
                 host=url.host,
                 port=url.port,
                 database=url.database,
@@ -628,7 +629,7 @@ class MySqlDialect(Dialect):
             )
         except pymysql.Error as exc:
             raise self.connection_error(exc) from None
-        files = _local_files(conn, False)
+        files = _offer(conn, None)
         with conn.cursor() as cur:
             cur.execute(self.SESSION)
             cur.execute("SELECT VERSION(), @@local_infile")
@@ -824,7 +825,7 @@ class MySqlDialect(Dialect):
 
         statement = self._load_sql(target, path)
         conn = cur.connection
-        _local_files(conn, True)  # only while this statement, which names our file, runs
+        _offer(conn, path)  # only while this statement, which names our file, runs
         try:
             cur.execute(statement, ())
         except pymysql.err.MySQLError as exc:
@@ -840,7 +841,7 @@ class MySqlDialect(Dialect):
             )
             return False
         finally:
-            _local_files(conn, False)
+            _offer(conn, None)
         if cur.rowcount == rows and not cur.warning_count:
             return True
         loaded, warnings = cur.rowcount, cur.warning_count
@@ -895,14 +896,14 @@ class MySqlDialect(Dialect):
         return super().from_target(field)
 
 
-def _local_files(conn: Any, allowed: bool) -> bool:
-    """Let a PyMySQL connection send the local file the server asks for, or not; whether
-    it could be set. PyMySQL sends whatever file the server names, so the sink allows it
-    only while its own LOAD DATA runs (the connection announced LOCAL files when it was
-    opened). A PyMySQL without the flag gets no bulk load."""
-    if not hasattr(conn, "_local_infile"):
+def _offer(conn: Any, path: str | None) -> bool:
+    """Let the connection send ``path`` when the server asks for it, and no other file
+    (None: none); whether it could be set. PyMySQL sends whatever file the server names,
+    so the sink's connections check the name (own_files.py), and offer a file only while
+    the LOAD DATA naming it runs (the connection announced LOCAL files when it opened)."""
+    if not hasattr(conn, "sendable"):
         return False
-    conn._local_infile = allowed
+    conn.sendable = path
     return True
 
 
