@@ -711,3 +711,38 @@ def test_targets_named_with_percent_are_the_ones_emptied_and_dropped(target: Tar
         f"AND table_schema = {here}"
     )
     assert sorted(str(r[0]) for r in left) == ["x%%y"]
+
+
+def test_someone_elses_table_is_refused_unless_adopted(target: TargetDb) -> None:
+    """A non-empty table the sink did not make is not taken as a target by its name alone:
+    its rows would be written over, and a truncate or a source DROP would empty or drop it
+    (#63). An empty one, or one the option adopts, is taken and marked; tables the sink
+    created are its own on every later run."""
+    from pyspark.sql.types import IntegerType, StringType, StructType
+
+    schema = StructType().add("id", IntegerType()).add("name", StringType())
+    q = '"' if target.family == "postgresql" else "`"
+    target.query(f"CREATE TABLE {q}users{q} (id INT PRIMARY KEY, name TEXT)")
+    target.query(f"INSERT INTO {q}users{q} VALUES (1, 'the payroll')")
+    target.query(f"CREATE TABLE {q}ready{q} (id INT PRIMARY KEY, name TEXT)")
+    users = SinkTable(TableId("crm", "users"), schema, ("id",))
+    ready = SinkTable(TableId("crm", "ready"), schema, ("id",))
+    made = SinkTable(TableId("crm", "made"), schema, ("id",))
+    with pytest.raises(SinkError, match="holds rows and was not made by a sparkcdc sink"):
+        target.sink().open(None, [users])
+    assert target.rows("users") == [(1, "the payroll")]
+
+    first = target.sink()
+    first.open(None, [ready, made])  # an empty table is taken, a missing one created
+    first.close()
+    for name in ("ready", "made"):
+        target.query(f"INSERT INTO {q}{name}{q} VALUES (7, 'written')")
+    again = target.sink()
+    again.open(None, [ready, made])  # both marked: theirs now, rows and all
+    again.close()
+
+    adopted = target.sink(**{"adopt-existing-tables": "true"})
+    adopted.open(None, [users])
+    adopted.close()
+    target.sink().open(None, [users])  # marked when adopted: no option needed again
+    assert target.rows("users") == [(1, "the payroll")]

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sparkcdc.core.errors import OptionError
-from sparkcdc.core.options import OptionSpec, parse_int, parse_options
+from sparkcdc.core.options import OptionSpec, parse_bool, parse_int, parse_options
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.tls import MYSQL_TLS, POSTGRES_TLS, PREFIX
 from sparkcdc.snapshot.options import code
@@ -86,6 +86,15 @@ SPECS: tuple[OptionSpec, ...] = (
         default="sparkcdc_offsets",
         doc="one row per pipeline: its last applied batch id and source offset (may be "
         "`qualifier.name`)",
+    ),
+    OptionSpec(
+        "adopt-existing-tables",
+        parse=parse_bool,
+        default=False,
+        doc="`true` takes a non-empty table the sink did not create as a target (its rows "
+        "are then upserted over, and a truncate or a dropped source table empties or drops "
+        "it) and marks it; by default such a table is refused, so a name the pipeline "
+        "happens to share never turns someone's table into a target",
     ),
     OptionSpec(
         PREFIX,
@@ -217,6 +226,8 @@ class JdbcSinkConfig:
     batch_size: int = 1000
     offsets_table: TableName = TableName(None, "sparkcdc_offsets")
     max_retries: int = 3
+    #: Take non-empty tables the sink did not create as targets (``adopt-existing-tables``).
+    adopt_existing: bool = False
     #: ``jdbc.properties.*`` TLS settings under their canonical names (:mod:`sparkcdc.core.tls`)
     tls: Mapping[str, str] = field(default_factory=dict)
 
@@ -246,5 +257,6 @@ class JdbcSinkConfig:
             batch_size=int(parsed["batch-size"]),
             offsets_table=offsets,
             max_retries=int(parsed["sink.max-retries"]),
+            adopt_existing=bool(parsed["adopt-existing-tables"]),
             tls=tls,
         )

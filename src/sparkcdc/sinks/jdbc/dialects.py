@@ -286,6 +286,15 @@ class Dialect(ABC):
         """Remove ``target``'s mark (:meth:`mark_owner`), if it has one."""
         del cur, target
 
+    @abstractmethod
+    def is_target(self, cur: Any, target: Target) -> bool:
+        """Whether the table is marked as a sink's target (:meth:`mark_target`)."""
+
+    @abstractmethod
+    def mark_target(self, cur: Any, target: Target) -> None:
+        """Mark the table as a sink's target (its comment: :data:`TARGET_MARK`), so a
+        later run takes it back without ``adopt-existing-tables``."""
+
     def rows_per_statement(self, params_per_row: int) -> int:
         return max(1, min(self.config.batch_size, self.max_parameters // max(1, params_per_row)))
 
@@ -361,6 +370,10 @@ def _epoch_micros(micros: int) -> datetime:
 #: A PostgreSQL target's comment while it holds one pipeline's rows only (then the
 #: snapshot's rows, whose keys it cannot have, are bulk-loaded with COPY).
 OWNER_MARK = "sparkcdc.appends-for="
+#: A target's comment otherwise: the sink created it, found it empty, or was told to
+#: adopt it (``adopt-existing-tables``). A non-empty table without either mark is
+#: someone else's.
+TARGET_MARK = "sparkcdc.target"
 
 
 class PostgresDialect(Dialect):
@@ -508,13 +521,7 @@ class PostgresDialect(Dialect):
         return count
 
     def owner(self, cur: Any, target: Target) -> str | None:
-        cur.execute(
-            "SELECT obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n "
-            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
-            (target.qualifier, target.name),
-        )
-        row = cur.fetchone()
-        comment = str(row[0]) if row and row[0] else ""
+        comment = self._comment(cur, target)
         return comment.removeprefix(OWNER_MARK) if comment.startswith(OWNER_MARK) else None
 
     def mark_owner(self, cur: Any, target: Target, pipeline: str) -> bool:
@@ -531,12 +538,30 @@ class PostgresDialect(Dialect):
         return True
 
     def unmark_owner(self, cur: Any, target: Target) -> None:
-        from psycopg import sql
-
         if self.owner(cur, target) is None:
             return
-        statement = sql.SQL("COMMENT ON TABLE {}.{} IS NULL").format(
-            sql.Identifier(str(target.qualifier)), sql.Identifier(target.name)
+        self.mark_target(cur, target)  # still a target, no longer one pipeline's only
+
+    def _comment(self, cur: Any, target: Target) -> str:
+        cur.execute(
+            "SELECT obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+            (target.qualifier, target.name),
+        )
+        row = cur.fetchone()
+        return str(row[0]) if row and row[0] else ""
+
+    def is_target(self, cur: Any, target: Target) -> bool:
+        comment = self._comment(cur, target)
+        return comment == TARGET_MARK or comment.startswith(OWNER_MARK)
+
+    def mark_target(self, cur: Any, target: Target) -> None:
+        from psycopg import sql
+
+        statement = sql.SQL("COMMENT ON TABLE {}.{} IS {}").format(
+            sql.Identifier(str(target.qualifier)),
+            sql.Identifier(target.name),
+            sql.Literal(TARGET_MARK),
         )
         cur.execute(statement)
 
@@ -696,6 +721,19 @@ class MySqlDialect(Dialect):
                 "no transactions, so batches could be half applied; convert it with "
                 f"ALTER TABLE ... ENGINE=InnoDB or drop it to let the sink create it"
             )
+
+    def is_target(self, cur: Any, target: Target) -> bool:
+        cur.execute(
+            "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND "
+            "TABLE_NAME = %s",
+            (target.qualifier, target.name),
+        )
+        row = cur.fetchone()
+        return bool(row) and row[0] == TARGET_MARK
+
+    def mark_target(self, cur: Any, target: Target) -> None:
+        table = self.table_sql(target.qualifier, target.name)
+        cur.execute(f"ALTER TABLE {table} COMMENT = %s", (TARGET_MARK,))
 
     def key_shares(self, target: Target) -> dict[str, int]:
         variable = [

@@ -643,6 +643,7 @@ class JdbcSink(Sink):
         if existing is None:
             self.dialect.ensure_qualifier(cur, qualifier)
             cur.execute(self.dialect.create_table_sql(target), ())
+            self.dialect.mark_target(cur, target)
             log.info("jdbc sink: created target table %s for %s", target, target.source)
             return
         self._check_columns(f"target table {target}", existing, target.columns)
@@ -657,6 +658,25 @@ class JdbcSink(Sink):
                 "need one (add it, or drop the table to let the sink create it)"
             )
         self.dialect.check_engine(cur, qualifier, target.name)
+        self._adopt(cur, target)
+
+    def _adopt(self, cur: Any, target: Target) -> None:
+        """Take an existing table as ``target`` only if a sink made it a target before, it
+        is empty, or option ``adopt-existing-tables`` says so; then it is marked as one.
+        A non-empty table of the same name is otherwise someone else's: its rows would be
+        upserted over, and a truncate or a dropped source table would empty or drop it."""
+        if self.dialect.is_target(cur, target):
+            return
+        if not self.dialect.is_empty(cur, target) and not self.config.adopt_existing:
+            raise SinkError(
+                f"jdbc sink: target table {target} of {target.source} exists, holds rows and "
+                "was not made by a sparkcdc sink (its comment has no sparkcdc mark); it "
+                "would be written over, and emptied or dropped with its source table. Name "
+                "another target with option 'table-name', or set 'adopt-existing-tables: "
+                "true' to take it as it is (it is marked then)"
+            )
+        self.dialect.mark_target(cur, target)
+        log.info("jdbc sink: took the existing table %s as the target of %s", target, target.source)
 
     def _fold(self, name: str) -> str:
         return name.lower() if self.dialect.family == "mysql" else name
