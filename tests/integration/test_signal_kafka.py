@@ -7,6 +7,7 @@ and bad messages are skipped."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -83,3 +84,68 @@ def test_a_missing_signal_topic_fails_with_the_option(kafka: EmbeddedKafka, topi
     stream.channels.append(KafkaSignals(kafka.bootstrap_servers, topic, None, 5.0))
     with pytest.raises(SparkCdcError, match=r"signal\.kafka\.topic"):
         stream.latest_offset(stream.initial_offset(), None)
+
+
+def transactional(servers: str, name: str) -> Any:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": servers, "transactional.id": name})
+    producer.init_transactions(30)
+    return producer
+
+
+def read_all(channel: KafkaSignals, position: dict[str, int], end: int) -> tuple[list[str], Any]:
+    """Read until the position reaches ``end``: the coordinator writes a transaction's
+    markers after the producer's commit returns, and until then the transaction is open to
+    a read_committed consumer (a read stops before it, at once)."""
+    ids: list[str] = []
+    for _ in range(60):
+        found, position = channel.read(position)
+        ids += [r.signal.id for r in found if r.signal]
+        if position == {"0": end}:
+            return ids, position
+        time.sleep(0.5)
+    raise AssertionError(f"the reads never reached offset {end}: {position}")
+
+
+def test_transactional_compacted_and_trimmed_topics_are_read_to_their_end(
+    kafka: EmbeddedKafka, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Offsets a consumer never sees as messages (a transaction's commit and abort markers,
+    an aborted transaction's messages, records retention deleted) end a read as well as a
+    message would; a read used to wait for the last offset's message until its timeout
+    (#63). An open transaction holds the position before it until it commits."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    servers = kafka.bootstrap_servers
+    create_topic(servers, topic)
+    channel = KafkaSignals(servers, topic, None, 10.0)
+    try:
+        producer = transactional(servers, f"{topic}-tx")
+        producer.begin_transaction()
+        producer.produce(topic, value=execute("committed"))
+        producer.commit_transaction(30)  # offsets 0 (the signal) and 1 (the commit marker)
+        producer.begin_transaction()
+        producer.produce(topic, value=execute("aborted"))
+        producer.flush(30)  # written, not purged by the abort
+        producer.abort_transaction(30)  # offsets 2 and 3 (the abort marker)
+        assert read_all(channel, {"0": 0}, 4) == (["committed"], {"0": 4})
+
+        producer.begin_transaction()
+        producer.produce(topic, value=execute("held"))
+        producer.flush(30)
+        found, held = channel.read({"0": 4})  # the transaction is open: read up to it
+        assert found == [] and held == {"0": 4}
+        producer.commit_transaction(30)
+        assert read_all(channel, held, 6) == (["held"], {"0": 6})
+
+        produce(servers, topic, [(None, execute("trimmed")), (None, execute("kept"))])
+        admin = AdminClient({"bootstrap.servers": servers})
+        done = admin.delete_records([TopicPartition(topic, 0, 7)])  # retention, at once
+        for future in done.values():
+            future.result(30)
+        assert read_all(channel, {"0": 5}, 8) == (["kept"], {"0": 8})
+        assert "offsets 5 to 6 were deleted" in caplog.text
+    finally:
+        channel.close()
