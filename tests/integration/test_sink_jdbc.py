@@ -22,6 +22,7 @@ from sparkcdc.embedded import EmbeddedMariaDB
 from sparkcdc.sinks.base import MicroBatch, SinkTable
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import SinkError
+from sparkcdc.sinks.jdbc.own_files import ForeignFileRequest
 from sparkcdc.sinks.jdbc.sink import JdbcSink
 
 UTC = timezone.utc
@@ -450,7 +451,7 @@ def test_rows_loaded_into_mariadb_equal_rows_upserted(
             read[name] = {
                 r["id"]: repr(tuple(r)) for r in sink.snapshot(spark, table).rows.collect()
             }
-            with pytest.raises(RuntimeError, match="local_infile option is false"):
+            with pytest.raises(ForeignFileRequest, match="outside a bulk load"):
                 sink._connection().cursor().execute(  # a server asking for a file gets none
                     f"LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE `{name}`"
                 )
