@@ -180,6 +180,7 @@ def test_the_jdbc_sink_writes_and_reads_back_over_verified_tls(
     for tls, expected in (
         ({"sslMode": "disabled"}, "Access denied"),
         ({"sslMode": "verify_ca", "sslCa": str(certificates / "other-ca.pem")}, "certificate"),
+        ({"sslCa": str(certificates / "other-ca.pem")}, "certificate"),  # a CA alone verifies
     ):
         with pytest.raises(SinkError, match=expected) as info:
             sink(**tls).open(None, [])

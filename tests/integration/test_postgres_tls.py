@@ -102,17 +102,26 @@ def test_the_source_reads_snapshot_and_wal_over_verified_tls(
     [
         ({"jdbc.properties.sslmode": "disable"}, "pg_hba.conf"),
         (None, "certificate verify failed"),
+        # a CA alone verifies the host name too (#63): the certificate is 127.0.0.1's
+        ("ca.pem", "does not match host name"),
     ],
-    ids=["clear-text", "unknown-ca"],
+    ids=["clear-text", "unknown-ca", "ca-alone-checks-the-host"],
 )
 def test_the_source_refuses_clear_text_and_an_unverified_server(
     tls_postgres: EmbeddedPostgres,
     certificates: Path,
-    tls: dict[str, str] | None,
+    tls: dict[str, str] | str | None,
     expected: str,
 ) -> None:
     found = connector("postgres")
+    host = {}
+    if isinstance(tls, str):
+        tls, host = (
+            {"jdbc.properties.sslrootcert": str(certificates / tls)},
+            {"hostname": "localhost"},
+        )
     options = _source_options(tls_postgres, tls or _verified(certificates, "other-ca.pem"))
+    options.update(host)
     source = found.source(found.parse_config(options))
     try:
         with pytest.raises(SourceConfigurationError, match=expected) as info:

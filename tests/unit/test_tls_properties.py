@@ -26,9 +26,28 @@ def test_names_and_modes_are_taken_in_any_case(case: tuple[TlsProperties, st.Dat
     names = data.draw(st.lists(st.sampled_from(family.names), unique=True, min_size=1))
     mode = data.draw(st.sampled_from(family.modes))
     group = {data.draw(_any_case(n)): mode if n == family.mode else f"/{n}" for n in names}
+    if family.ca in names and family.mode in names and mode in family.unverified:
+        with pytest.raises(OptionError, match="does not verify the server"):
+            family.parse(group, "ctx")
+        return
     parsed = family.parse(group, "ctx")
-    assert set(parsed) == set(names)  # canonical spelling, whatever the case given
+    defaulted = {family.mode} if family.ca in names else set()
+    assert set(parsed) == set(names) | defaulted  # canonical spelling, whatever the case given
     assert all(parsed[n] == (mode if n == family.mode else f"/{n}") for n in names)
+
+
+@pytest.mark.parametrize(
+    ("family", "ca", "verified"),
+    [(POSTGRES_TLS, "sslrootcert", "verify-full"), (MYSQL_TLS, "sslCa", "verify_identity")],
+)
+def test_a_ca_given_turns_verification_on(family: TlsProperties, ca: str, verified: str) -> None:
+    """#63: a CA alone used to leave libpq at 'prefer' and MySQL at 'required', neither of
+    which checks the server's certificate against it."""
+    assert family.parse({ca: "/ca.pem"}, "ctx") == {ca: "/ca.pem", family.mode: verified}
+    for mode in family.unverified:
+        with pytest.raises(OptionError, match=f"names a CA, but .*{mode}.* does not verify"):
+            family.parse({ca: "/ca.pem", family.mode: mode}, "ctx")
+    assert family.parse({}, "ctx") == {}  # nothing given: the driver's default
 
 
 def test_unknown_properties_and_modes_name_what_is_valid() -> None:

@@ -6,6 +6,12 @@ PgJDBC's (which are libpq's) ``sslmode``/``sslrootcert``/``sslcert``/``sslkey``.
 module validates them once, in one place, so a source and a sink of the same database
 accept and refuse exactly the same settings, and turns the MySQL ones into a TLS context
 for pure-Python clients (PyMySQL). Stdlib only: no driver is imported here.
+
+Defaults (docs/security.md): without any property, each driver's own (libpq and PgJDBC:
+``prefer``, TLS when the server offers it, unverified; MySQL: ``preferred``, which the
+PyMySQL connections here make ``required`` once anything is set). A CA given without a
+mode verifies the server's certificate and host name (``verify-full``,
+``verify_identity``); a CA with a mode that would not use it is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ class TlsProperties:
     names: tuple[str, ...]  #: canonical spelling (Spark lower-cases option keys)
     mode: str  #: the property that holds the mode
     modes: tuple[str, ...]
+    ca: str  #: the property that names the CA file
+    #: The mode when a CA is given without one: the certificate and host name verified.
+    with_ca: str
+    #: Modes that, given a CA, still do not verify the server: refused then, since a CA
+    #: given and not used looks safe and is not.
+    unverified: tuple[str, ...]
 
     def parse(self, group: Mapping[str, str], context: str) -> dict[str, str]:
         """The ``jdbc.properties.*`` group (keys without the prefix, any case) as a dict
@@ -44,6 +56,16 @@ class TlsProperties:
                 f"{context}: option '{PREFIX}{self.mode}' has invalid value "
                 f"'{tls[self.mode]}'. Valid values: {', '.join(self.modes)}"
             )
+        if self.ca in tls:  # a CA given: the server's certificate is checked against it
+            mode = tls.setdefault(self.mode, self.with_ca)
+            if mode.lower() in self.unverified:
+                verifying = [m for m in self.modes if m not in self.unverified]
+                raise OptionError(
+                    f"{context}: option '{PREFIX}{self.ca}' names a CA, but "
+                    f"'{PREFIX}{self.mode}: {mode}' does not verify the server with it. Use "
+                    f"{' or '.join(verifying)} (without '{PREFIX}{self.mode}': {self.with_ca}), "
+                    f"or leave '{PREFIX}{self.ca}' out"
+                )
         return tls
 
 
@@ -52,12 +74,19 @@ MYSQL_TLS = TlsProperties(
     names=("sslMode", "sslCa", "sslCert", "sslKey"),
     mode="sslMode",
     modes=("disabled", "preferred", "required", "verify_ca", "verify_identity"),
+    ca="sslCa",
+    with_ca="verify_identity",
+    unverified=("disabled", "preferred", "required"),
 )
 #: PgJDBC's names, which are libpq's: passed to psycopg as they are.
+#: (``require`` with a root certificate is libpq's ``verify-ca``.)
 POSTGRES_TLS = TlsProperties(
     names=("sslmode", "sslrootcert", "sslcert", "sslkey"),
     mode="sslmode",
     modes=("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    ca="sslrootcert",
+    with_ca="verify-full",
+    unverified=("disable", "allow", "prefer"),
 )
 
 
