@@ -27,3 +27,27 @@ class Secret:
 
     def __reduce__(self) -> tuple[type[Secret], tuple[str]]:
         return (Secret, (self._value,))
+
+
+#: Parts of a client setting's name that say its value is a secret (Kafka's
+#: ``sasl.jaas.config`` holds a password, ``ssl.key.password``, ``sasl.oauthbearer.client.
+#: secret``, ``ssl.keystore.key``...).
+SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "key.pem", "keystore.key")
+
+
+def is_secret_setting(name: str) -> bool:
+    """Whether a client setting named ``name`` holds a secret."""
+    lowered = name.lower()
+    return any(word in lowered for word in SECRET_WORDS)
+
+
+class SecretSettings(dict[str, str]):
+    """Client settings passed through to a driver (Kafka's ``properties.*``): a plain dict
+    to the driver, but its repr shows ``******`` for every secret one, so a config's repr
+    in a log or an exception never carries a SASL password."""
+
+    def __repr__(self) -> str:
+        shown = {k: "******" if is_secret_setting(k) else v for k, v in self.items()}
+        return f"SecretSettings({shown!r})"
+
+    __str__ = __repr__

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_options
+from sparkcdc.core.secret import SecretSettings
 from sparkcdc.core.table import TableId
 
 FORMATS = ("changelog-json", "debezium-json", "upsert")
@@ -58,7 +59,8 @@ class KafkaSinkConfig:
     format: str
     topic: str | None
     topic_pattern: str
-    producer: Mapping[str, str] = field(default_factory=dict)
+    #: producer settings; their repr hides SASL and key passwords
+    producer: Mapping[str, str] = field(default_factory=SecretSettings)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> KafkaSinkConfig:
@@ -76,7 +78,7 @@ class KafkaSinkConfig:
             format=str(opts["value.format"]),
             topic=opts["topic"],
             topic_pattern=pattern,
-            producer=dict(opts.groups.get("properties.", {})),
+            producer=SecretSettings(opts.groups.get("properties.", {})),
         )
 
     def topic_of(self, table: TableId) -> str:

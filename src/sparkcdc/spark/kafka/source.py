@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from sparkcdc.core.secret import SecretSettings
 from sparkcdc.formats.upsert_json import normalize
 from sparkcdc.spark.kafka.codec import (
     CORRUPT,
@@ -77,10 +78,12 @@ class Malformed:
     policy: str = "fail"
     dead_letter_topic: str | None = None
     dead_letter_bootstrap_servers: str | None = None
-    producer_options: Mapping[str, str] = field(default_factory=dict)
+    producer_options: Mapping[str, str] = field(default_factory=SecretSettings)
     metric: str = MALFORMED_METRIC
 
     def __post_init__(self) -> None:
+        # the repr hides SASL and key passwords (a frozen dataclass: set once, here)
+        object.__setattr__(self, "producer_options", SecretSettings(self.producer_options))
         if self.policy not in POLICIES:
             raise ValueError(f"unknown malformed policy {self.policy!r}; valid: {POLICIES}")
         if self.policy == "dead-letter" and not (
