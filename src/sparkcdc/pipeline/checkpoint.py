@@ -43,6 +43,17 @@ def query_id(checkpoint: Path) -> str:
     return str(data["id"])
 
 
+def private_folder(folder: Path) -> Path:
+    """``folder``, made if missing, readable by its owner only (0700): a checkpoint holds
+    the source's positions and table names, its log the pipeline's messages, and the
+    signal and pause files in it steer the pipeline. An existing folder of ours is made
+    private too; one of another user is left as it is."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if folder.stat().st_uid == os.geteuid():
+        folder.chmod(0o700)
+    return folder
+
+
 def ensure_query_id(checkpoint: Path) -> str:
     """The query id of ``checkpoint``, written first when it has none.
 
@@ -60,7 +71,7 @@ def ensure_query_id(checkpoint: Path) -> str:
         return query_id(checkpoint)
     except FileNotFoundError:
         pass
-    checkpoint.mkdir(parents=True, exist_ok=True)
+    private_folder(checkpoint)
     scratch = checkpoint / f".metadata.{uuid.uuid4()}"
     scratch.write_text(json.dumps({"id": str(uuid.uuid4())}, separators=(",", ":")), "utf-8")
     try:

@@ -25,7 +25,12 @@ from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
-from sparkcdc.pipeline.checkpoint import batch_offset, ensure_query_id, query_id
+from sparkcdc.pipeline.checkpoint import (
+    batch_offset,
+    ensure_query_id,
+    private_folder,
+    query_id,
+)
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
 from sparkcdc.pipeline.lazy_tables import LazyTables
@@ -107,7 +112,7 @@ class PipelineRun:
 
     def _start_query(self) -> None:
         settings = self.definition.settings
-        settings.checkpoint.mkdir(parents=True, exist_ok=True)
+        private_folder(settings.checkpoint)
         options = self.definition.stream_options()
         if self.force_envelope:
             options[ENVELOPE.name] = "true"
