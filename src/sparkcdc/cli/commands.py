@@ -21,6 +21,7 @@ from rich.table import Table
 from sparkcdc.cli.live import LiveConsole, log_to
 from sparkcdc.cli.status_view import status_view
 from sparkcdc.core.folders import ensure_writable
+from sparkcdc.core.printable import printable_name
 from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
 from sparkcdc.pipeline.plan import plan
@@ -255,12 +256,12 @@ def verdict_table(verdicts: Sequence[TableVerdict]) -> Table:
         if c is not None and c.repeated_changes:
             samples += f" ({c.repeated_changes} changes held more than once)"
         table.add_row(
-            str(v.table),
+            escape(printable_name(str(v.table))),
             f"[{colours[v.status]}]{v.status}[/]",
-            v.position,
+            escape(printable_name(v.position)),
             "-" if c is None else str(c.source_rows),
             "-" if c is None else str(c.target_rows),
             "-" if c is None else f"{c.chunks} ({c.mismatched_chunks})",
-            "-" if c is None else f"{c.differing_keys} {samples}".strip(),
+            "-" if c is None else escape(printable_name(f"{c.differing_keys} {samples}".strip())),
         )
     return table

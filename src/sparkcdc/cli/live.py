@@ -25,6 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from sparkcdc.core.printable import PrintableFormatter, printable_name
 from sparkcdc.pipeline.batch_report import STREAMING, BatchReport
 from sparkcdc.pipeline.metrics import MetricsSnapshot, PipelineMetrics, TableMetrics
 
@@ -69,7 +70,7 @@ class LiveConsole:
             )
             for table in copying:
                 self._tasks[str(table.table)] = self._progress.add_task(
-                    escape(str(table.table)), total=_size(table) or None, rate=""
+                    escape(printable_name(str(table.table))), total=_size(table) or None, rate=""
                 )
             if len(copying) > 1:
                 self._tasks[TOTAL] = self._progress.add_task(TOTAL, total=None, rate="")
@@ -158,7 +159,8 @@ def snapshot_summary(tables: Sequence[TableMetrics]) -> str:
     done = sum(t.totals.snapshot_rows for t in tables)
     total = sum(_size(t) for t in tables)
     each = ", ".join(
-        f"{t.table} {'done' if t.state == STREAMING else f'{t.snapshot_progress:.0%}'}"
+        f"{printable_name(str(t.table))} "
+        f"{'done' if t.state == STREAMING else f'{t.snapshot_progress:.0%}'}"
         for t in tables
     )
     share = done / total if total else 0.0
@@ -218,11 +220,12 @@ def log_to(console: Console, log_file: Path | None) -> None:
         root.removeHandler(handler)
     root.setLevel(logging.WARNING)
     handler = RichHandler(console=console, show_path=False, markup=False)
+    handler.setFormatter(PrintableFormatter("%(message)s"))
     handler.setLevel(logging.INFO)
     root.addHandler(handler)
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         file = logging.FileHandler(log_file, encoding="utf-8")
-        file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        file.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(file)
     logging.getLogger("sparkcdc").setLevel(logging.INFO)

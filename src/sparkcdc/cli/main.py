@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import sparkcdc
 from sparkcdc.cli import recover, signals
 from sparkcdc.core.errors import SparkCdcError
+from sparkcdc.core.printable import PrintableFormatter, printable
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,9 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    stderr = logging.StreamHandler()  # log lines carry no raw control characters
+    stderr.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[stderr])
     logging.getLogger("sparkcdc").setLevel(logging.INFO)
     try:
         if args.command == "demo":
@@ -101,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             return handler[args.command](args)
     except SparkCdcError as exc:
-        print(f"sparkcdc: error: {exc}", file=sys.stderr)
+        print(f"sparkcdc: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     parser.print_help()
     return 0

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from sparkcdc.core.printable import printable, printable_name
 from sparkcdc.pipeline.status import PipelineStatus
 
 COLOURS = {"streaming": "green", "snapshotting": "yellow", "pending": "yellow"}
@@ -66,17 +67,17 @@ def status_view(status: PipelineStatus, now: float | None = None) -> RenderableT
         state = f"[{COLOURS.get(t.state, 'white')}]{t.state}[/]"
         if t.reread is not None:
             state += ", [yellow]re-reading[/]" + (" (paused)" if t.reread["paused"] else "")
-            snapshot += "; " + escape(_reread(t.reread, t.reread_rows))
+            snapshot += "; " + escape(printable_name(_reread(t.reread, t.reread_rows)))
         table.add_row(
-            escape(t.table),
+            escape(printable_name(t.table)),
             state,
             snapshot,
             f"{t.inserts:,}",
             f"{t.updates:,}",
             f"{t.deletes:,}",
-            escape(t.target or status.sink),
+            escape(printable_name(t.target or status.sink)),
         )
-    return Group(*(Text(line) for line in lines), table)
+    return Group(*(Text(printable(line)) for line in lines), table)
 
 
 def _reread(reread: dict[str, Any], rows: int) -> str:
