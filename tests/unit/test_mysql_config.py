@@ -187,6 +187,7 @@ def test_required_options(name: str) -> None:
         ("scan.incremental.snapshot.chunk.size", "8k", "an integer"),
         ("scan.incremental.snapshot.rows-per-partition", "0", "an integer >= 1"),
         ("scan.snapshot.fetch.size", "0", "an integer >= 1"),
+        ("scan.snapshot.fetch.size", "1000000000000", "an integer <= 1000000"),  # #63
         ("chunk-key.even-distribution.factor.upper-bound", "lots", "a number"),
         ("chunk-key.even-distribution.factor.lower-bound", "-0.5", "a number >= 0.0"),
         ("scan.startup.specific-offset.pos", "3", "an integer >= 4"),
@@ -311,9 +312,9 @@ def test_tls_properties_kept() -> None:
 
 def test_tls_properties_lower_cased_by_spark() -> None:
     config = parse_config(
-        options(**{"jdbc.properties.sslmode": "required", "jdbc.properties.sslca": "/ca.pem"})
+        options(**{"jdbc.properties.sslmode": "verify_ca", "jdbc.properties.sslca": "/ca.pem"})
     )
-    assert dict(config.tls) == {"sslMode": "required", "sslCa": "/ca.pem"}
+    assert dict(config.tls) == {"sslMode": "verify_ca", "sslCa": "/ca.pem"}
 
 
 # -- secrets -----------------------------------------------------------------------------

@@ -222,12 +222,16 @@ ROWS_PER_BATCH = OptionSpec(
     "the start's position)",
     attr="rows_per_batch",
 )
+#: Rows one fetch may take: a batch is held in memory whole, in the driver's client and as
+#: Arrow, so a mistyped size must not ask a task for all of a table at once.
+MAX_FETCH_SIZE = 1_000_000
 FETCH_SIZE = OptionSpec(
     "scan.snapshot.fetch.size",
-    parse_int(1),
+    parse_int(1, MAX_FETCH_SIZE),
     1024,
-    doc="rows per fetch and per Arrow batch; snapshot reads use larger batches, as Spark pays "
-    "per batch (MySQL: at least 16384 rows, the native reader at least 65536)",
+    doc="rows per fetch and per Arrow batch, at most 1000000; snapshot reads use larger "
+    "batches, as Spark pays per batch (MySQL: at least 16384 rows, the native reader at "
+    "least 65536)",
     attr="fetch_size",
 )
 FACTOR_UPPER = OptionSpec(
