@@ -524,8 +524,7 @@ class DeltaSink(Sink):
         # the table as it is now (a write by anyone else after our last commit is a
         # difference verify must see), and the offset of the pipeline's last commit
         latest = history[0][0]
-        ours = [json.loads(meta) for _, meta in history if meta and meta.startswith("{")]
-        offsets = [m["source_offset"] for m in ours if m.get("source_offset")]
+        offsets = [o for _, m in history if (o := recorded_offset(m, self.pipeline_id))]
         offset = offsets[0] if offsets else None
         rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
         if not self.upsert:
@@ -586,6 +585,25 @@ def _session_setting(spark: Any, key: str, value: str | None) -> Iterator[None]:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+
+def recorded_offset(metadata: str | None, pipeline: str | None = None) -> str | None:
+    """The source offset a commit's ``userMetadata`` records (:func:`_metadata`), or None
+    when it records none: anyone may write to a Delta table, and another writer's
+    ``userMetadata`` is any text, invalid JSON or JSON of another shape included. With
+    ``pipeline`` known, only that pipeline's commits count."""
+    if not metadata or not metadata.startswith("{"):
+        return None
+    try:
+        parsed = json.loads(metadata)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(parsed, dict) or (
+        pipeline is not None and parsed.get("pipeline") != pipeline
+    ):
+        return None
+    offset = parsed.get("source_offset")
+    return offset if isinstance(offset, str) and offset else None
 
 
 def _metadata(batch: MicroBatch, target: TableId, offset: bool, snapshot_rows: bool = False) -> str:
