@@ -48,7 +48,7 @@ def source(postgres: EmbeddedPostgres, database: str, **extra: str) -> Increment
         "slot.name": SLOT,
         **extra,
     }
-    made: IncrementalSource[Any, Any] = found.create_source(found.parse_config(options))
+    made: IncrementalSource[Any, Any] = found.source(found.parse_config(options))
     return made
 
 

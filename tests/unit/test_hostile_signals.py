@@ -52,13 +52,13 @@ def test_hostile_signals_are_logged_skipped_and_the_stream_goes_on(
     )
     source = IncrementalSource(db)
     offset = source.latest_offset(source.initial_offset(), None)  # the snapshot, whole
-    assert source._offset(offset).tables[A].done
+    assert source.parse_offset(offset).tables[A].done
     with signals.open("w") as handle:
         for text in HOSTILE.values():
             handle.write(text + "\n")
         handle.write(ranged("good", 8, 24) + "\n")
     end = source.latest_offset(offset, None)
-    again = source._offset(end).tables[A].again
+    again = source.parse_offset(end).tables[A].again
     assert again is not None and (again.lo, again.hi) == (8, 24)
     assert again.signal.startswith("good@")
     skipped = [r for r in caplog.records if "skipped" in r.getMessage()]
