@@ -70,6 +70,13 @@ static int truncated(void) {
     return -1;
 }
 
+/* Field values no server writes (a DECIMAL digit group or a fraction beyond its digits): the
+ * body is malformed. Refused on both outputs, never decoded into a wrong or overflowing value. */
+static int malformed(const char *what) {
+    PyErr_Format(PyExc_ValueError, "rows event body is malformed: %s", what);
+    return -1;
+}
+
 #define NEED(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) return truncated(); } while (0)
 #define NEED_NULL(c, n) do { if ((c)->end - (c)->p < (Py_ssize_t)(n)) { truncated(); return NULL; } } while (0)
 
@@ -92,8 +99,19 @@ static int decimal_size(int precision, int scale) {
     return (intg / 9) * 4 + DIG2BYTES[intg % 9] + (scale / 9) * 4 + DIG2BYTES[scale % 9];
 }
 
+static const uint32_t POW10_32[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                      100000000, 1000000000};
+
+/* One digit group of a binary DECIMAL: `digits` decimal digits (9 for a full group) in the
+ * bytes DIG2BYTES gives; -1 when the bytes hold a larger number (malformed). */
+static int64_t decimal_group(const unsigned char *p, int digits) {
+    uint32_t v = (uint32_t)be(p, DIG2BYTES[digits]);
+    return v < POW10_32[digits] ? (int64_t)v : -1;
+}
+
 /* MySQL's binary DECIMAL as plain text: "-123.45", integer digits without leading zeros
- * ("0" when none), exactly `scale` fraction digits. Returns the text length. */
+ * ("0" when none), exactly `scale` fraction digits. Returns the text length, or -1 with
+ * ValueError for a digit group out of range. */
 static int decimal_text(const unsigned char *src, int precision, int scale, char *out) {
     unsigned char buf[40];
     int size = decimal_size(precision, scale);
@@ -107,13 +125,15 @@ static int decimal_text(const unsigned char *src, int precision, int scale, char
     char digits[100];
     int nd = 0;
     const unsigned char *p = buf;
+    int64_t g;
     if (intg0x) {
-        int n = DIG2BYTES[intg0x];
-        nd += sprintf(digits + nd, "%0*u", intg0x, (unsigned)be(p, n));
-        p += n;
+        if ((g = decimal_group(p, intg0x)) < 0) return malformed("DECIMAL digit group out of range");
+        nd += sprintf(digits + nd, "%0*u", intg0x, (unsigned)g);
+        p += DIG2BYTES[intg0x];
     }
     for (int i = 0; i < intg0; i++) {
-        nd += sprintf(digits + nd, "%09u", (unsigned)be(p, 4));
+        if ((g = decimal_group(p, 9)) < 0) return malformed("DECIMAL digit group out of range");
+        nd += sprintf(digits + nd, "%09u", (unsigned)g);
         p += 4;
     }
     int len = 0;
@@ -129,20 +149,23 @@ static int decimal_text(const unsigned char *src, int precision, int scale, char
     if (scale) {
         out[len++] = '.';
         for (int i = 0; i < frac0; i++) {
-            len += sprintf(out + len, "%09u", (unsigned)be(p, 4));
+            if ((g = decimal_group(p, 9)) < 0) return malformed("DECIMAL digit group out of range");
+            len += sprintf(out + len, "%09u", (unsigned)g);
             p += 4;
         }
         if (frac0x) {
-            int n = DIG2BYTES[frac0x];
-            len += sprintf(out + len, "%0*u", frac0x, (unsigned)be(p, n));
-            p += n;
+            if ((g = decimal_group(p, frac0x)) < 0)
+                return malformed("DECIMAL digit group out of range");
+            len += sprintf(out + len, "%0*u", frac0x, (unsigned)g);
+            p += DIG2BYTES[frac0x];
         }
     }
     out[len] = 0;
     return len;
 }
 
-/* Fraction of DATETIME2/TIMESTAMP2 in microseconds (the library's rounding for odd fsp). */
+/* Fraction of DATETIME2/TIMESTAMP2 in microseconds (the library's rounding for odd fsp).
+ * Above 999999 when the field holds more than its fsp digits: callers refuse that. */
 static long fraction_micros(const unsigned char *p, int fsp) {
     static const long POW10[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
     int n = (fsp + 1) / 2;
@@ -177,7 +200,10 @@ static PyObject *datetime_or_none(int y, int mo, int d, int h, int mi, int s, in
     return v;
 }
 
-/* TIME2 as the server prints it: "[-]HH:MM:SS[.frac]" with exactly fsp fraction digits. */
+static int bad_fraction(void) { return malformed("fractional seconds out of range"); }
+
+/* TIME2 as the server prints it: "[-]HH:MM:SS[.frac]" with exactly fsp fraction digits;
+ * -1 with ValueError for a fraction of a second or more. */
 static int time2_text(const unsigned char *p, int fsp, char *text) {
     int64_t intpart = (int64_t)be(p, 3) - 0x800000;
     int64_t packed;
@@ -198,12 +224,13 @@ static int time2_text(const unsigned char *p, int fsp, char *text) {
     uint64_t t = negative ? (uint64_t)(-packed) : (uint64_t)packed;
     uint64_t hms = t >> 24;
     long micros = (long)(t & 0xFFFFFF);
+    if (micros > 999999) return bad_fraction();
     unsigned hour = (unsigned)((hms >> 12) % 1024), minute = (unsigned)((hms >> 6) % 64);
     unsigned second = (unsigned)(hms % 64);
     int len = sprintf(text, "%s%02u:%02u:%02u", negative ? "-" : "", hour, minute, second);
     if (fsp) {
         char frac[8];
-        sprintf(frac, "%06ld", micros % 1000000);
+        sprintf(frac, "%06ld", micros);
         text[len++] = '.';
         memcpy(text + len, frac, fsp);
         len += fsp;
@@ -257,6 +284,7 @@ static PyObject *decode_value(DecoderObject *self, const Column *col, Cursor *c)
         NEED_NULL(c, size);
         char text[100];
         int len = decimal_text(p, col->a, col->b, text);
+        if (len < 0) return NULL;
         c->p += size;
         PyObject *s = PyUnicode_FromStringAndSize(text, len);
         if (s == NULL || col->kind == K_DECIMAL_TEXT) return s;
@@ -291,20 +319,26 @@ static PyObject *decode_value(DecoderObject *self, const Column *col, Cursor *c)
         NEED_NULL(c, n);
         uint64_t v = be(p, 5);
         long us = fraction_micros(p + 5, col->a);
+        if (us > 999999) {
+            bad_fraction();
+            return NULL;
+        }
         c->p += n;
         int ym = (int)((v >> 22) & 0x1FFFF);
         int day = (int)((v >> 17) & 0x1F), hour = (int)((v >> 12) & 0x1F);
         int minute = (int)((v >> 6) & 0x3F), second = (int)(v & 0x3F);
-        return datetime_or_none(ym / 13, ym % 13, day, hour, minute, second,
-                                us > 0 ? (int)us : 0, Py_None);
+        return datetime_or_none(ym / 13, ym % 13, day, hour, minute, second, (int)us, Py_None);
     }
     case K_TIMESTAMP2: {
         int n = 4 + (col->a + 1) / 2;
         NEED_NULL(c, n);
         int64_t sec = (int32_t)(uint32_t)be(p, 4);
         long us = fraction_micros(p + 4, col->a);
+        if (us > 999999) {
+            bad_fraction();
+            return NULL;
+        }
         c->p += n;
-        if (us < 0) us = 0;
         if (sec == 0 && us == 0) Py_RETURN_NONE; /* zero TIMESTAMP */
         int64_t days = sec >= 0 ? sec / 86400 : -((-sec + 86399) / 86400);
         int64_t rest = sec - days * 86400;
@@ -318,6 +352,7 @@ static PyObject *decode_value(DecoderObject *self, const Column *col, Cursor *c)
         NEED_NULL(c, n);
         char text[40];
         int len = time2_text(p, col->a, text);
+        if (len < 0) return NULL;
         c->p += n;
         return PyUnicode_FromStringAndSize(text, len);
     }
@@ -400,6 +435,18 @@ static Py_ssize_t popcount(const unsigned char *bits, Py_ssize_t nbytes) {
     return n;
 }
 
+/* Whether the body cannot be row images: bytes, but no column in any image (an all-zero
+ * columns-present bitmap, or a table map of no columns). Such images take no bytes, so
+ * reading them would never reach the end of the body. */
+static int no_columns(const DecoderObject *self, const unsigned char *present,
+                      const unsigned char *present2, Py_ssize_t body) {
+    Py_ssize_t nbytes = (self->ncolumns + 7) / 8;
+    if (body == 0 || popcount(present, nbytes)) return 0;
+    if (present2 && popcount(present2, nbytes)) return 0;
+    malformed("no column is present in its row images (all-zero columns-present bitmap)");
+    return 1;
+}
+
 /* One row image: null bitmap then the present, non-NULL values. */
 static PyObject *decode_image(DecoderObject *self, Cursor *c, const unsigned char *present) {
     Py_ssize_t ncol = self->ncolumns;
@@ -456,6 +503,7 @@ static PyObject *Decoder_decode(DecoderObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "row data range outside the buffer");
         goto done;
     }
+    if (no_columns(self, present.buf, update ? present2.buf : NULL, end - start)) goto done;
     rows = PyList_New(0);
     if (rows == NULL) goto done;
     Cursor c = {(const unsigned char *)buf.buf + start, (const unsigned char *)buf.buf + end};
@@ -860,8 +908,9 @@ static int cp1252_append(SinkColumn *sc, const unsigned char *s, Py_ssize_t n) {
     return buf_put(&sc->offsets, &off, 4);
 }
 
-/* MySQL binary DECIMAL (precision <= 38) as the unscaled 128-bit integer. */
-static __int128 decimal_unscaled(const unsigned char *src, int precision, int scale) {
+/* MySQL binary DECIMAL (precision <= 38) as the unscaled 128-bit integer; -1 with
+ * ValueError for a digit group out of range (which could also overflow 128 bits). */
+static int decimal_unscaled(const unsigned char *src, int precision, int scale, __int128 *out) {
     unsigned char buf[40];
     int size = decimal_size(precision, scale);
     memcpy(buf, src, size);
@@ -869,24 +918,28 @@ static __int128 decimal_unscaled(const unsigned char *src, int precision, int sc
     buf[0] ^= 0x80;
     unsigned char mask = negative ? 0xFF : 0x00;
     for (int i = 0; i < size; i++) buf[i] ^= mask;
-    static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                       100000000, 1000000000};
     int intg = precision - scale;
     int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
     const unsigned char *p = buf;
     __int128 v = 0;
+    int64_t g;
     if (intg0x) {
-        int n = DIG2BYTES[intg0x];
-        v = (__int128)be(p, n);
-        p += n;
+        if ((g = decimal_group(p, intg0x)) < 0) goto bad;
+        v = g;
+        p += DIG2BYTES[intg0x];
     }
-    for (int i = 0; i < intg0; i++, p += 4) v = v * 1000000000 + (__int128)be(p, 4);
-    for (int i = 0; i < frac0; i++, p += 4) v = v * 1000000000 + (__int128)be(p, 4);
+    for (int i = 0; i < intg0 + frac0; i++, p += 4) {
+        if ((g = decimal_group(p, 9)) < 0) goto bad;
+        v = v * 1000000000 + g;
+    }
     if (frac0x) {
-        int n = DIG2BYTES[frac0x];
-        v = v * POW10[frac0x] + (__int128)be(p, n);
+        if ((g = decimal_group(p, frac0x)) < 0) goto bad;
+        v = v * POW10_32[frac0x] + g;
     }
-    return negative ? -v : v;
+    *out = negative ? -v : v;
+    return 0;
+bad:
+    return malformed("DECIMAL digit group out of range");
 }
 
 /* One value of column `col` at c->p into its sink column (row index `row`). 0 or -1. */
@@ -950,7 +1003,8 @@ static int arrow_value(const Column *col, SinkColumn *sc, Py_ssize_t row, Cursor
     case K_DECIMAL: {
         int size = decimal_size(col->a, col->b);
         NEED(c, size);
-        __int128 v = decimal_unscaled(p, col->a, col->b);
+        __int128 v;
+        if (decimal_unscaled(p, col->a, col->b, &v) < 0) return -1;
         c->p += size;
         return fixed_append(sc, row, &v);
     }
@@ -959,6 +1013,7 @@ static int arrow_value(const Column *col, SinkColumn *sc, Py_ssize_t row, Cursor
         NEED(c, size);
         char text[100];
         int len = decimal_text(p, col->a, col->b, text);
+        if (len < 0) return -1;
         c->p += size;
         if (bit_append(&sc->valid, row, 1) < 0) return -1;
         return var_append(sc, text, len);
@@ -992,14 +1047,14 @@ static int arrow_value(const Column *col, SinkColumn *sc, Py_ssize_t row, Cursor
         NEED(c, n);
         uint64_t v = be(p, 5);
         long us = fraction_micros(p + 5, col->a);
+        if (us > 999999) return bad_fraction();
         c->p += n;
         int ym = (int)((v >> 22) & 0x1FFFF);
         int y = ym / 13, m = ym % 13;
         int day = (int)((v >> 17) & 0x1F), hour = (int)((v >> 12) & 0x1F);
         int minute = (int)((v >> 6) & 0x3F), second = (int)(v & 0x3F);
-        if (us < 0) us = 0;
         if (y < 1 || y > 9999 || m < 1 || day < 1 || day > days_in_month(y, m) || hour > 23 ||
-            minute > 59 || second > 59 || us > 999999)
+            minute > 59 || second > 59)
             return null_append(sc, row); /* what datetime() rejects: None */
         int64_t micros = ((days_from_civil(y, m, day) * 24 + hour) * 60 + minute) * 60 + second;
         micros = micros * 1000000 + us;
@@ -1010,8 +1065,8 @@ static int arrow_value(const Column *col, SinkColumn *sc, Py_ssize_t row, Cursor
         NEED(c, n);
         int64_t sec = (int32_t)(uint32_t)be(p, 4);
         long us = fraction_micros(p + 4, col->a);
+        if (us > 999999) return bad_fraction();
         c->p += n;
-        if (us < 0) us = 0;
         if (sec == 0 && us == 0) return null_append(sc, row);
         int64_t micros = sec * 1000000 + us;
         return fixed_append(sc, row, &micros);
@@ -1021,6 +1076,7 @@ static int arrow_value(const Column *col, SinkColumn *sc, Py_ssize_t row, Cursor
         NEED(c, n);
         char text[40];
         int len = time2_text(p, col->a, text);
+        if (len < 0) return -1;
         c->p += n;
         if (bit_append(&sc->valid, row, 1) < 0) return -1;
         return var_append(sc, text, len);
@@ -1202,6 +1258,7 @@ static PyObject *Decoder_decode_into(DecoderObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "row data range outside the buffer");
         goto done;
     }
+    if (no_columns(self, present.buf, update ? present2.buf : NULL, end - start)) goto done;
     if (sink->ncols != self->width) {
         PyErr_SetString(PyExc_ValueError, "sink and decoder have different widths");
         goto done;

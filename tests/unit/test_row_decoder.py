@@ -4,12 +4,20 @@ columns-present bitmaps, update image pairs, plan fallbacks and malformed input.
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
+from collections.abc import Callable
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
 import pytest
 
-from sparkcdc.connectors.mysql.binlog.rowdecode import AVAILABLE, FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.binlog.rowdecode import (
+    AVAILABLE,
+    FastRowDecoder,
+    WireColumn,
+    refuse_images_without_columns,
+)
 from sparkcdc.connectors.mysql.binlog.rowdecode import plan as p
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
@@ -214,3 +222,149 @@ def test_uncovered_plans_name_their_reason() -> None:
         fast = FastRowDecoder([wire], table(column))
         assert not fast.covered
         assert fast.plan.reason
+
+
+# ---------------------------------------------------------------------------------------
+# Hostile bodies (issue 63): refused by both outputs, tuples and Arrow, in bounded time.
+
+
+def tuples(fast: FastRowDecoder) -> Callable[[bytes], object]:
+    return lambda body: fast.decode(body, 0, len(body), all_present(1))
+
+
+def both_outputs(fast: FastRowDecoder, column: MySqlColumn) -> list[Callable[[bytes], object]]:
+    """decode() and decode_into() of one-column row images, each as body -> result."""
+    from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
+    from sparkcdc.connectors.mysql.server.types import arrow_type
+
+    types = [arrow_type(column)]
+    layout = fast.arrow_layout(types)
+    assert layout is not None
+    sink = ColumnSinks({TableId("d", "t"): types}).sink_for(TableId("d", "t"), layout)
+    assert sink is not None
+    return [tuples(fast), lambda body: fast.decode_into(sink, body, 0, len(body), all_present(1))]
+
+
+#: A child that decodes images of no columns: the bug grew a list (or a sink) until memory
+#: ran out, so it runs with its address space capped (a regression fails, never swaps).
+NO_COLUMNS_CHILD = """
+import resource
+from decimal import Decimal
+resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+from sparkcdc.connectors.mysql.binlog.rowdecode import _rowdecode
+
+one = _rowdecode.Decoder(((1, 0, 4, 0),), 1, Decimal)  # INT, 4 bytes
+none = _rowdecode.Decoder((), 0, Decimal)  # a table map of no columns
+body = bytes(8)
+cases = [
+    ("decode", lambda: one.decode(body, 0, 8, b"\\x00")),
+    ("decode update", lambda: one.decode(body, 0, 8, b"\\x00", b"\\x00")),
+    ("decode_into", lambda: one.decode_into(_rowdecode.Sink((4,)), body, 0, 8, b"\\x00")),
+    ("no columns", lambda: none.decode(body, 0, 8, b"")),
+]
+for name, call in cases:
+    try:
+        call()
+    except ValueError as exc:
+        assert "all-zero columns-present bitmap" in str(exc), (name, exc)
+    else:
+        raise AssertionError(f"{name}: decoded")
+# one image of an update pair with no columns still reads: the pair takes bytes
+assert one.decode(b"\\x00" + (5).to_bytes(4, "little"), 0, 5, b"\\x00", b"\\x01") == [
+    (None,), (5,)
+]
+print("refused")
+"""
+
+
+def test_images_of_no_columns_are_refused_not_read_forever() -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", NO_COLUMNS_CHILD], capture_output=True, text=True, timeout=300
+    )
+    assert child.returncode == 0 and child.stdout.strip() == "refused", child.stderr[-2000:]
+
+
+def test_a_decimal_digit_group_out_of_range_is_refused() -> None:
+    """Groups hold 9 decimal digits in 4 bytes (fewer in the partial ones): larger numbers
+    are no DECIMAL a server writes, and summed into 128 bits they overflowed."""
+    for precision, scale in ((38, 2), (20, 10), (65, 30)):
+        wire = WireColumn("x", p.NEWDECIMAL, precision=precision, decimals=scale)
+        column = col("x", "decimal", precision=precision, scale=scale)
+        fast = decoder([(wire, column)])
+        good = decimal_bytes("1" * (precision - scale) + "." + "9" * scale, precision, scale)
+        outputs = both_outputs(fast, column) if precision <= 38 else [tuples(fast)]
+        for run in outputs:
+            run(b"\x00" + good)
+            for bad in (
+                b"\xff" * len(good),  # every group 0xFF..: positive, all out of range
+                b"\x00" * len(good),  # the same, negative
+                good[:-1] + b"\xff",  # only the last (partial or full) group
+            ):
+                with pytest.raises(ValueError, match="DECIMAL digit group out of range"):
+                    run(b"\x00" + bad)
+
+
+@pytest.mark.parametrize(
+    ("wire_type", "data_type", "fsp", "image", "valid"),
+    [
+        # DATETIME2 2024-02-29 12:34:56 + fraction bytes
+        (p.DATETIME2, "datetime", 6, "dt", (999999).to_bytes(3, "big")),
+        (p.DATETIME2, "datetime", 2, "dt", bytes([99])),
+        (p.DATETIME2, "datetime", 3, "dt", (9990).to_bytes(2, "big")),
+        (p.TIMESTAMP2, "timestamp", 2, "ts", bytes([99])),
+        (p.TIMESTAMP2, "timestamp", 5, "ts", (999990).to_bytes(3, "big")),
+    ],
+)
+def test_fractions_of_a_second_or_more_are_refused(
+    wire_type: int, data_type: str, fsp: int, image: str, valid: bytes
+) -> None:
+    """A fraction field holding more digits than its fsp (a second or more) was NULL/None on
+    one path and a value 1-16 s off on the Arrow path of TIMESTAMP; the library raises for
+    it. Both outputs refuse it now; the largest valid fraction still reads."""
+    column = col("x", data_type, datetime_precision=fsp)
+    fast = decoder([(WireColumn("x", wire_type, fsp=fsp), column)])
+    ym = 2024 * 13 + 2
+    head = (
+        ((1 << 39) | (ym << 22) | (29 << 17) | (12 << 12) | (34 << 6) | 56).to_bytes(5, "big")
+        if image == "dt"
+        else (1_700_000_000).to_bytes(4, "big")
+    )
+    size = len(valid)
+    too_big = [(10 ** (2 * size)).to_bytes(size, "big"), b"\xff" * size]
+    for run in both_outputs(fast, column):
+        run(b"\x00" + head + valid)
+        for fraction in too_big:
+            with pytest.raises(ValueError, match="fractional seconds out of range"):
+                run(b"\x00" + head + fraction)
+    (row,) = fast.decode(b"\x00" + head + valid, 0, 1 + len(head) + size, all_present(1))
+    stored = int.from_bytes(valid, "big") // (10 if fsp % 2 else 1)
+    assert row[0].microsecond == stored * 10 ** (6 - fsp)
+
+
+def test_time_fractions_of_a_second_or_more_are_refused() -> None:
+    column = col("t", "time", datetime_precision=2)
+    fast = decoder([(WireColumn("t", p.TIME2, fsp=2), column)])
+    minus_a_hundredth = (0x800000 - 1).to_bytes(3, "big") + bytes([0x100 - 1])
+    (row,) = fast.decode(b"\x00" + minus_a_hundredth, 0, 5, all_present(1))
+    assert row == ("-00:00:00.01",)
+    for fraction in (100, 0xFF):  # positive: 1.00 s / 2.55 s
+        body = b"\x00" + (0x800000 + 1).to_bytes(3, "big") + bytes([fraction])
+        with pytest.raises(ValueError, match="fractional seconds out of range"):
+            fast.decode(body, 0, len(body), all_present(1))
+    negative = b"\x00" + (0x800000 - 1).to_bytes(3, "big") + bytes([0x100 - 100])  # -1.00 s
+    with pytest.raises(ValueError, match="fractional seconds out of range"):
+        fast.decode(negative, 0, len(negative), all_present(1))
+
+
+def test_the_reference_path_refuses_images_without_columns_too() -> None:
+    """python-mysql-replication reads images of no columns forever as well: the reference
+    path checks the bitmaps first, with the C decoder's rule."""
+    refuse = refuse_images_without_columns
+    with pytest.raises(ValueError, match="all-zero columns-present bitmap"):
+        refuse(b"\x00\x00", None, 9)
+    with pytest.raises(ValueError, match="all-zero columns-present bitmap"):
+        refuse(b"\x00", b"\x00", 1)
+    refuse(b"\x00", b"\x02", 9)  # the after images take bytes
+    refuse(b"\x01", None, 9)
+    refuse(b"\x00", None, 0)  # nothing left to read
+    refuse(None, None, 9)  # an event the library skipped (no table map)

@@ -19,7 +19,11 @@ from typing import Any, Literal
 
 from sparkcdc.connectors.mysql.binlog.ddl_guard import CONSEQUENCES, tables_removed
 from sparkcdc.connectors.mysql.binlog.position import POS_BITS, BinlogPosition, file_index
-from sparkcdc.connectors.mysql.binlog.rowdecode import FastRowDecoder, WireColumn
+from sparkcdc.connectors.mysql.binlog.rowdecode import (
+    FastRowDecoder,
+    WireColumn,
+    refuse_images_without_columns,
+)
 from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import (
     KIND_CODES,
     ColumnSink,
@@ -317,6 +321,11 @@ def read_change_blocks(
                 if fast is not None:
                     images = fast_path.rows(event, fast, kind == "update")
             if images is None:
+                refuse_images_without_columns(
+                    getattr(event, "columns_present_bitmap", None),
+                    getattr(event, "columns_present_bitmap2", None),
+                    event.event_size - event.packet.read_bytes,
+                )
                 images = []
                 for row in event.rows:
                     if isinstance(event, (WriteRowsEvent, DeleteRowsEvent)):

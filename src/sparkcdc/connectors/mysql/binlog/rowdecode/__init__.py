@@ -32,6 +32,23 @@ except ImportError as exc:  # a source tree without the build (see README: pip i
     IMPORT_ERROR = str(exc)
 
 
+def refuse_images_without_columns(
+    present: bytes | None, present2: bytes | None, remaining: int
+) -> None:
+    """Raise ValueError for a rows event whose row images have no column (an all-zero
+    columns-present bitmap) while body bytes remain: such images take no bytes, so
+    python-mysql-replication would read them until memory runs out. The C decoder refuses
+    the same bodies; the reference path calls this before ``event.rows`` (``present`` is
+    None for an event the library did not parse: it has no rows)."""
+    if present is None or remaining <= 0:
+        return
+    if not any(present) and not (present2 and any(present2)):
+        raise ValueError(
+            "rows event body is malformed: no column is present in its row images "
+            "(all-zero columns-present bitmap)"
+        )
+
+
 class FastRowDecoder:
     """One table map's compiled decoder; ``plan.entries is None`` means "not covered"."""
 
@@ -105,4 +122,11 @@ class FastRowDecoder:
         return count
 
 
-__all__ = ["AVAILABLE", "FastRowDecoder", "Plan", "WireColumn", "build_plan"]
+__all__ = [
+    "AVAILABLE",
+    "FastRowDecoder",
+    "Plan",
+    "WireColumn",
+    "build_plan",
+    "refuse_images_without_columns",
+]
