@@ -19,6 +19,7 @@
 #include <Python.h>
 #include <mysql.h>
 #include <errmsg.h>
+#include <locale.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,10 @@ enum {
 #define BATCH_DATA_BYTES (64u << 20)
 
 static PyObject *MysqlArrowError;
+
+/* The "C" locale for number parsing: strtod follows the process's LC_NUMERIC, which any
+   library or user code may set to a locale with a decimal comma. */
+static locale_t c_locale;
 
 /* ------------------------------------------------------------------------------------ */
 /* Buffer: malloc'd memory handed to Python through the buffer protocol, freed with it.  */
@@ -183,7 +188,7 @@ static int parse_int(const char *s, unsigned long len, int64_t *out) {
    at most 38 digits (the columns given this kind have precision <= 38). */
 static int parse_decimal(const char *s, unsigned long len, int scale, __int128 *out) {
     unsigned long i = 0;
-    int neg = 0, digits = 0, frac = -1;
+    int neg = 0, digits = 0, frac = -1, any = 0;
     unsigned __int128 v = 0;
     if (len == 0) return -1;
     if (s[0] == '-' || s[0] == '+') {
@@ -199,11 +204,13 @@ static int parse_decimal(const char *s, unsigned long len, int scale, __int128 *
         }
         unsigned d = (unsigned char)c - '0';
         if (d > 9) return -1;
+        any = 1;
         if (frac >= 0 && ++frac > scale) return -1;
         if (v != 0 || d != 0) digits++;
         if (digits > 38) return -1;
         v = v * 10 + d;
     }
+    if (!any) return -1; /* "", "-", "." */
     for (int f = frac < 0 ? 0 : frac; f < scale; f++) {
         if (v != 0 && ++digits > 38) return -1;
         v *= 10;
@@ -218,7 +225,7 @@ static int parse_double(const char *s, unsigned long len, double *out) {
     if (len == 0 || len >= sizeof buf) return -1;
     memcpy(buf, s, len);
     buf[len] = 0;
-    *out = strtod(buf, &end);
+    *out = strtod_l(buf, &end, c_locale);
     return end == buf + len ? 0 : -1;
 }
 
@@ -418,13 +425,20 @@ static PyObject *builder_finish(Builder *b, Py_ssize_t rows) {
 
 struct ResultObject;
 
+/* Threads: every call into libmariadb with the GIL released marks the connection busy;
+   while busy, other commands refuse (RuntimeError) and close() only cancels the pending
+   reads (mariadb_cancel) and leaves the freeing to the busy call when it returns, so no
+   thread ever frees a handle another is using. */
 typedef struct {
     PyObject_HEAD
     MYSQL *mysql;
     struct ResultObject *active; /* borrowed: the Result being read; no other command may run */
+    int busy;    /* a call is in libmariadb with this handle and the GIL released */
+    int closing; /* close() came while busy: the busy call closes when it returns */
 } ConnectionObject;
 
 static void result_release(struct ResultObject *self);
+static void connection_free(ConnectionObject *self, MYSQL_RES *res);
 
 static PyObject *raise_mysql(MYSQL *mysql) {
     PyObject *args = Py_BuildValue("(is)", (int)mysql_errno(mysql), mysql_error(mysql));
@@ -449,11 +463,25 @@ static int check_open(ConnectionObject *self) {
         raise_closed();
         return -1;
     }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the connection is in use by another thread");
+        return -1;
+    }
     if (self->active) {
         PyErr_SetString(PyExc_RuntimeError, "a result is still being read on this connection");
         return -1;
     }
     return 0;
+}
+
+/* After a call into libmariadb (the GIL held again): 0, or -1 with the "closed" error when
+   close() came meanwhile; then the handle (and `res`, that call's result) is freed here. */
+static int connection_done(ConnectionObject *self, MYSQL_RES *res) {
+    self->busy = 0;
+    if (!self->closing) return 0;
+    connection_free(self, res);
+    raise_closed();
+    return -1;
 }
 
 /* TLS modes, as the jdbc.properties.sslMode option names them (config.SSL_MODES). */
@@ -469,10 +497,11 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
                                      &password, &connect_timeout, &read_timeout, &tls, &ca,
                                      &cert, &key))
         return -1;
-    if (self->mysql) {
-        mysql_close(self->mysql);
-        self->mysql = NULL;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the connection is in use by another thread");
+        return -1;
     }
+    connection_free(self, NULL);
     MYSQL *mysql = mysql_init(NULL);
     if (mysql == NULL) {
         PyErr_NoMemory();
@@ -519,13 +548,16 @@ static void Connection_dealloc(ConnectionObject *self) {
 
 static PyObject *Connection_close(ConnectionObject *self, PyObject *unused) {
     if (self->mysql == NULL) Py_RETURN_NONE;
-    if (self->active) {
-        /* abandoning a result: fail its pending reads instead of draining them all */
-        mariadb_cancel(self->mysql);
-        result_release(self->active);
+    if (self->busy) {
+        /* another thread is in libmariadb with the handle: make its reads fail now; it
+           frees the handle when it returns (connection_done) */
+        if (!self->closing) {
+            self->closing = 1;
+            mariadb_cancel(self->mysql);
+        }
+        Py_RETURN_NONE;
     }
-    mysql_close(self->mysql);
-    self->mysql = NULL;
+    connection_free(self, NULL);
     Py_RETURN_NONE;
 }
 
@@ -542,10 +574,13 @@ static PyObject *Connection_query(ConnectionObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "s#", &sql, &sql_len) || check_open(self)) return NULL;
     int rc;
     MYSQL_RES *res = NULL;
+    MYSQL *mysql = self->mysql;
+    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    rc = mysql_real_query(self->mysql, sql, (unsigned long)sql_len);
-    if (rc == 0) res = mysql_store_result(self->mysql);
+    rc = mysql_real_query(mysql, sql, (unsigned long)sql_len);
+    if (rc == 0) res = mysql_store_result(mysql);
     Py_END_ALLOW_THREADS
+    if (connection_done(self, res)) return NULL;
     if (rc != 0) return raise_mysql(self->mysql);
     PyObject *names = PyList_New(0), *rows = PyList_New(0);
     if (!names || !rows) goto fail;
@@ -626,14 +661,41 @@ typedef struct ResultObject {
 static PyTypeObject ResultType;
 
 static void result_release(ResultObject *self) {
+    ConnectionObject *conn = self->conn;
     if (self->res) {
         /* drains unread rows so the connection stays usable */
-        Py_BEGIN_ALLOW_THREADS
-        mysql_free_result(self->res);
-        Py_END_ALLOW_THREADS
+        MYSQL_RES *res = self->res;
         self->res = NULL;
+        conn->busy = 1;
+        Py_BEGIN_ALLOW_THREADS
+        mysql_free_result(res);
+        Py_END_ALLOW_THREADS
+        conn->busy = 0;
     }
-    if (self->conn && self->conn->active == self) self->conn->active = NULL;
+    if (conn && conn->active == self) conn->active = NULL;
+    if (conn && conn->closing) connection_free(conn, NULL);
+}
+
+/* Closes and frees the handle, abandoning the active result's unread rows (or `res`, a
+   result not handed out yet). The caller holds the GIL and no call is in libmariadb with
+   the handle; from the first line on no other thread can reach it. */
+static void connection_free(ConnectionObject *self, MYSQL_RES *res) {
+    MYSQL *mysql = self->mysql;
+    if (mysql == NULL) return;
+    self->mysql = NULL;
+    self->closing = 0;
+    if (self->active) {
+        res = self->active->res;
+        self->active->res = NULL;
+        self->active = NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (res) {
+        mariadb_cancel(mysql); /* fail the pending reads instead of draining them all */
+        mysql_free_result(res);
+    }
+    mysql_close(mysql);
+    Py_END_ALLOW_THREADS
 }
 
 static void Result_dealloc(ResultObject *self) {
@@ -652,6 +714,11 @@ static PyObject *Result_next(ResultObject *self) {
             return raise_closed();
         return NULL; /* StopIteration */
     }
+    ConnectionObject *conn = self->conn;
+    if (conn->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the connection is in use by another thread");
+        return NULL;
+    }
     int n = self->ncolumns;
     Builder *bs = self->builders;
     for (int c = 0; c < n; c++) {
@@ -663,7 +730,8 @@ static PyObject *Result_next(ResultObject *self) {
     Py_ssize_t rows = 0;
     const char *why = NULL;
     int failed_column = -1, end = 0;
-    MYSQL *mysql = self->conn->mysql;
+    MYSQL *mysql = conn->mysql;
+    conn->busy = 1;
     Py_BEGIN_ALLOW_THREADS
     while (rows < self->batch_rows) {
         MYSQL_ROW row = mysql_fetch_row(self->res);
@@ -685,6 +753,11 @@ static PyObject *Result_next(ResultObject *self) {
         if (biggest >= BATCH_DATA_BYTES) break;
     }
     Py_END_ALLOW_THREADS
+    if (connection_done(conn, NULL)) { /* closed meanwhile: its rows are not trusted */
+        for (int c = 0; c < n; c++) builder_free(&bs[c]);
+        self->done = 1;
+        return NULL;
+    }
     if (failed_column >= 0 || (end && mysql_errno(mysql))) {
         for (int c = 0; c < n; c++) builder_free(&bs[c]);
         self->done = 1;
@@ -763,10 +836,16 @@ static PyObject *Connection_stream(ConnectionObject *self, PyObject *args) {
     }
     int rc;
     MYSQL_RES *res = NULL;
+    MYSQL *mysql = self->mysql;
+    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    rc = mysql_real_query(self->mysql, sql, (unsigned long)sql_len);
-    if (rc == 0) res = mysql_use_result(self->mysql);
+    rc = mysql_real_query(mysql, sql, (unsigned long)sql_len);
+    if (rc == 0) res = mysql_use_result(mysql);
     Py_END_ALLOW_THREADS
+    if (connection_done(self, res)) {
+        free(builders);
+        return NULL;
+    }
     if (rc != 0 || res == NULL) {
         free(builders);
         return raise_mysql(self->mysql);
@@ -832,6 +911,10 @@ PyMODINIT_FUNC PyInit__mysqlarrow(void) {
         PyType_Ready(&ConnectionType) < 0)
         return NULL;
     init_month_starts();
+    if (c_locale == (locale_t)0 && (c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0)) == (locale_t)0) {
+        PyErr_SetString(PyExc_ImportError, "newlocale(\"C\") failed");
+        return NULL;
+    }
     if (mysql_library_init(0, NULL, NULL)) {
         PyErr_SetString(PyExc_ImportError, "mysql_library_init failed");
         return NULL;

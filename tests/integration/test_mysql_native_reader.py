@@ -230,3 +230,133 @@ def test_concurrent_writes_replay_to_the_source_with_every_reader(
     assert writer.transactions > 50
     replay_stream(spark, options, scratch / "ckpt", replayer)
     assert replayer.state == table_state(mariadb, orders, "orders")
+
+
+#: The child of the close-race test: a thread waits inside the C reader (in the query, or
+#: in the next batch's rows) while the main thread closes the connection. The close used to
+#: free the handle under the reading thread (a crash, or rows read from freed memory).
+CLOSE_RACE_CHILD = """
+import json, os, threading, time
+from sparkcdc.connectors.mysql.snapshot import _mysqlarrow
+
+server = json.loads(os.environ["SPARKCDC_TEST_SERVER"])
+login = (server["host"], server["port"], server["user"], server["password"])
+watch = _mysqlarrow.Connection(*login)
+SLEEPING = "FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep'"
+queries = {  # name: (sql, column kinds): int64
+    "query": ("SELECT SLEEP(20)", (4,)),
+    "rows": ("SELECT n, SLEEP(n * 20) FROM (SELECT 0 AS n UNION ALL SELECT 1) AS t", (4, 4)),
+}
+for name, (sql, kinds) in queries.items():
+    conn = _mysqlarrow.Connection(*login)
+    errors = []
+
+    def read():
+        try:
+            for _ in conn.stream(sql, kinds, (0,) * len(kinds), 10):
+                pass
+        except _mysqlarrow.Error as exc:
+            errors.append(list(exc.args))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    # until the server sleeps: the reader waits on the network, inside the C code
+    while reader.is_alive() and not watch.query("SELECT 1 " + SLEEPING)[1]:
+        time.sleep(0.01)
+    conn.close()
+    reader.join()
+    try:
+        conn.query("SELECT 1")
+    except _mysqlarrow.Error as exc:
+        errors.append(list(exc.args))
+    conn.close()  # twice: a no-op
+    print(json.dumps([name, errors]))
+    for (session,) in watch.query("SELECT ID " + SLEEPING)[1]:  # the abandoned sleep
+        watch.query("KILL QUERY " + session)
+"""
+
+
+def test_close_from_another_thread_fails_the_read_and_frees_nothing_in_use(
+    mariadb: EmbeddedMariaDB,
+) -> None:
+    """close() while another thread is inside the C reader with the GIL released makes that
+    read fail with the "closed" error; the handle is freed only when the reader is out."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    options = mariadb.source_options()
+    server = {
+        "host": options["hostname"],
+        "port": int(options["port"]),
+        "user": options["username"],
+        "password": options["password"],
+    }
+    child = subprocess.run(
+        [sys.executable, "-c", CLOSE_RACE_CHILD],
+        env={**os.environ, "SPARKCDC_TEST_SERVER": json.dumps(server)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 0, child.stderr[-3000:]
+    closed = [2006, "the connection is closed"]
+    outcomes = [json.loads(line) for line in child.stdout.splitlines()]
+    assert outcomes == [["query", [closed, closed]], ["rows", [closed, closed]]]
+
+
+@pytest.fixture(scope="module")
+def decimal_comma_locale(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """LOCPATH of a compiled de_DE.UTF-8 (decimal comma), built with localedef from the
+    Debian ``locales`` sources (scripts/bootstrap.sh installs them)."""
+    import subprocess
+
+    path = tmp_path_factory.mktemp("locales")
+    built = subprocess.run(
+        ["localedef", "-i", "de_DE", "-f", "UTF-8", str(path / "de_DE.UTF-8")],
+        capture_output=True,
+        text=True,
+    )
+    assert (path / "de_DE.UTF-8").is_dir(), (
+        f"cannot build the de_DE locale ({built.stderr.strip()}): apt-get install locales"
+    )
+    return str(path)
+
+
+def test_numbers_parse_the_same_under_a_decimal_comma_locale(
+    mariadb: EmbeddedMariaDB, mysql_db: str, decimal_comma_locale: str
+) -> None:
+    """The server's number text always has a '.'; strtod follows LC_NUMERIC, which a
+    library or user code may set to a decimal-comma locale: the C reader parses under "C"."""
+    import locale
+    import os
+    from decimal import Decimal
+
+    config = _config(mariadb, mysql_db, "w")
+    conn = connect_native(config)
+    sql = (
+        "SELECT CAST(1.5 AS DOUBLE), CAST(-0.00225 AS DOUBLE), CAST(1.25e300 AS DOUBLE), "
+        "CAST(-12.345 AS DECIMAL(10, 3))"
+    )
+    before = os.environ.get("LOCPATH")
+    os.environ["LOCPATH"] = decimal_comma_locale
+    try:
+        locale.setlocale(locale.LC_NUMERIC, "de_DE.UTF-8")
+        assert locale.localeconv()["decimal_point"] == ","
+        ((rows, columns),) = list(conn.raw.stream(sql, (9, 8, 9, 7), (0, 0, 0, 3), 10))
+    finally:
+        locale.setlocale(locale.LC_NUMERIC, "C")
+        if before is None:
+            del os.environ["LOCPATH"]
+        else:
+            os.environ["LOCPATH"] = before
+        conn.close()
+    types = (pa.float64(), pa.float32(), pa.float64(), pa.decimal128(10, 3))
+    values = [
+        pa.Array.from_buffers(
+            t, rows, [None if v is None else pa.py_buffer(v), pa.py_buffer(d)]
+        ).to_pylist()[0]
+        for t, (v, d, _) in zip(types, columns, strict=True)
+    ]
+    assert values == [1.5, pa.scalar(-0.00225, pa.float32()).as_py(), 1.25e300, Decimal("-12.345")]
