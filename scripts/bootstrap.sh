@@ -27,6 +27,12 @@ if ! command -v java >/dev/null || [[ $(java_major) -lt 17 ]]; then
 fi
 command -v mvn >/dev/null || missing+=(maven)
 command -v cc >/dev/null || missing+=(build-essential)
+# Sanitizer builds of the C decoders (tests/fuzz, docs/fuzzing.md): gcc's ASan/UBSan runtimes
+# and the locale sources (a decimal-comma de_DE) for the seed replay in `make test`; `make
+# fuzz` sets SPARKCDC_FUZZ_CLANG=1 for clang and its libFuzzer runtime.
+fuzz_pkgs=(libasan8 libubsan1 locales)
+[[ ${SPARKCDC_FUZZ_CLANG:-} == 1 ]] && fuzz_pkgs+=(clang libclang-rt-dev)
+for p in "${fuzz_pkgs[@]}"; do need_pkg "$p" && missing+=("$p"); done
 if ((${#missing[@]})); then
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   log "installing Debian packages: ${missing[*]}"
