@@ -229,7 +229,7 @@ static int time2_text(const unsigned char *p, int fsp, char *text) {
     unsigned second = (unsigned)(hms % 64);
     int len = sprintf(text, "%s%02u:%02u:%02u", negative ? "-" : "", hour, minute, second);
     if (fsp) {
-        char frac[8];
+        char frac[16];
         sprintf(frac, "%06ld", micros);
         text[len++] = '.';
         memcpy(text + len, frac, fsp);
@@ -588,8 +588,10 @@ typedef struct {
     Py_ssize_t cap;
 } Buf;
 
+/* Room for `extra` more bytes; allocates on first use even for 0 bytes, so that data is
+ * never NULL where callers add offsets or memcpy (NULL + 0 is undefined behaviour in C). */
 static int buf_grow(Buf *b, Py_ssize_t extra) {
-    if (b->len + extra <= b->cap) return 0;
+    if (b->data != NULL && b->len + extra <= b->cap) return 0;
     Py_ssize_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra) cap *= 2;
     unsigned char *data = PyMem_Realloc(b->data, cap);
