@@ -5,9 +5,9 @@
  * column count byte (% 17), 4 bytes per column (kind, a, b, out: mapped onto a valid plan
  * entry; out's top bit drops the column), the columns-present bitmap(s), then the rows
  * event body. Checks, besides the sanitizers': only ValueError/IndexError/OverflowError
- * escape; decode() and decode_into() succeed or fail together, with as many images; no
- * more images than body bytes (an image, or an update's pair, takes at least one); a failed
- * decode_into leaves the sink empty.
+ * escape; decode() and decode_into() succeed or fail together, with as many images and
+ * NULLs exactly where the tuples have None; no more images than body bytes (an image, or
+ * an update's pair, takes at least one); a failed decode_into leaves the sink empty.
  */
 #include "rowdecode.c"
 
@@ -66,6 +66,28 @@ static PyObject *bitmap(Input *in, int n) {
     return PyBytes_FromStringAndSize((const char *)bits, (n + 7) / 8);
 }
 
+static Py_ssize_t as_count(PyObject *v, const char *what);
+
+/* The Arrow columns of take() have their NULLs exactly where decode()'s tuples have None. */
+static void check_nulls(PyObject *rows, PyObject *columns, int width) {
+    Py_ssize_t images = PyList_GET_SIZE(rows);
+    for (int slot = 0; slot < width; slot++) {
+        PyObject *column = PyList_GET_ITEM(columns, slot);
+        PyObject *validity = PyTuple_GET_ITEM(column, 0);
+        Py_ssize_t nulls = as_count(PyTuple_GET_ITEM(column, 3), "null_count"), none = 0;
+        for (Py_ssize_t i = 0; i < images; i++) {
+            int is_none = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), slot) == Py_None;
+            none += is_none;
+            int valid = validity == Py_None ||
+                        (PyBytes_AS_STRING(validity)[i >> 3] >> (i & 7) & 1);
+            if (valid == is_none)
+                FINDING("image %zd, slot %d: %s in tuples, %s in Arrow", i, slot,
+                        is_none ? "None" : "a value", valid ? "a value" : "NULL");
+        }
+        if (nulls != none) FINDING("slot %d: %zd NULLs in Arrow, %zd None", slot, nulls, none);
+    }
+}
+
 static Py_ssize_t as_count(PyObject *v, const char *what) {
     Py_ssize_t n = PyLong_AsSsize_t(v);
     if (n == -1 && PyErr_Occurred()) FINDING("%s is not a count", what);
@@ -120,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (taken == NULL || !PyTuple_Check(taken) || PyTuple_GET_SIZE(taken) != 2 ||
             as_count(PyTuple_GET_ITEM(taken, 0), "take()") != sunk)
             FINDING("take() does not give the images written");
+        if (count) check_nulls(rows, PyTuple_GET_ITEM(taken, 1), width);
         Py_XDECREF(taken);
         Py_XDECREF(held);
         Py_XDECREF(count);
