@@ -11,6 +11,8 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparkcdc.connectors.mysql.binlog.rowdecode import (
     AVAILABLE,
@@ -368,3 +370,130 @@ def test_the_reference_path_refuses_images_without_columns_too() -> None:
     refuse(b"\x01", None, 9)
     refuse(b"\x00", None, 0)  # nothing left to read
     refuse(None, None, 9)  # an event the library skipped (no table map)
+
+
+# Properties: any bytes in a DECIMAL or a fraction field decode as the format says, on both
+# outputs, or are refused when they hold more than their digits (a model of the format in
+# Python, next to the C code).
+
+DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+
+
+def decimal_size(precision: int, scale: int) -> int:
+    intg = precision - scale
+    return (intg // 9) * 4 + DIG2BYTES[intg % 9] + (scale // 9) * 4 + DIG2BYTES[scale % 9]
+
+
+def decimal_text(raw: bytes, precision: int, scale: int) -> str | None:
+    """The server's text of a binary DECIMAL; None when a group is out of range."""
+    negative = not raw[0] & 0x80
+    data = bytearray(raw)
+    data[0] ^= 0x80
+    if negative:
+        data = bytearray(b ^ 0xFF for b in data)
+    intg = precision - scale
+    groups = [intg % 9] * bool(intg % 9) + [9] * (intg // 9) + [9] * (scale // 9)
+    groups += [scale % 9] * bool(scale % 9)
+    digits, at = "", 0
+    for width in groups:
+        value = int.from_bytes(data[at : at + DIG2BYTES[width]], "big")
+        at += DIG2BYTES[width]
+        if value >= 10**width:
+            return None
+        digits += str(value).rjust(width, "0")
+    text = ("-" if negative else "") + (digits[:intg].lstrip("0") or "0")
+    return text + ("." + digits[intg:] if scale else "")
+
+
+@st.composite
+def decimals(draw: st.DrawFn) -> tuple[int, int, bytes]:
+    precision = draw(st.integers(1, 65))
+    scale = draw(st.integers(0, min(30, precision)))
+    size = decimal_size(precision, scale)
+    digits = st.text("0123456789", min_size=precision, max_size=precision)
+    valid = digits.map(
+        lambda d: decimal_bytes(
+            ("-" if d[0] in "02468" else "")
+            + (d[: precision - scale] or "0")
+            + "."
+            + d[precision - scale :],
+            precision,
+            scale,
+        )
+    )
+    return precision, scale, draw(st.one_of(valid, st.binary(min_size=size, max_size=size)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(decimals())
+def test_decimal_bytes_read_as_the_format_says_or_are_refused(case: tuple[int, int, bytes]) -> None:
+    precision, scale, raw = case
+    wire = WireColumn("x", p.NEWDECIMAL, precision=precision, decimals=scale)
+    column = col("x", "decimal", precision=precision, scale=scale)
+    fast = decoder([(wire, column)])
+    text = decimal_text(raw, precision, scale)
+    body = b"\x00" + raw
+    outputs = both_outputs(fast, column) if precision <= 38 else [tuples(fast)]
+    for run in outputs:
+        if text is None:
+            with pytest.raises(ValueError, match="DECIMAL digit group out of range"):
+                run(body)
+    if text is None:
+        return
+    (row,) = fast.decode(body, 0, len(body), all_present(1))
+    if precision > 38:
+        assert row == (text,)
+        return
+    assert row == (Decimal(text),) and row[0].as_tuple() == Decimal(text).as_tuple()
+    arrays = arrow_of(fast, column, body)
+    assert arrays == [Decimal(text)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([(p.DATETIME2, "datetime"), (p.TIMESTAMP2, "timestamp")]),
+    st.integers(0, 6),
+    st.data(),
+)
+def test_fraction_bytes_read_as_the_format_says_or_are_refused(
+    wire_type: tuple[int, str], fsp: int, data: st.DataObject
+) -> None:
+    code, data_type = wire_type
+    column = col("x", data_type, datetime_precision=fsp)
+    fast = decoder([(WireColumn("x", code, fsp=fsp), column)])
+    size = (fsp + 1) // 2
+    fraction = data.draw(st.binary(min_size=size, max_size=size))
+    ym = 2024 * 13 + 2
+    head = (
+        ((1 << 39) | (ym << 22) | (29 << 17) | (12 << 12) | (34 << 6) | 56).to_bytes(5, "big")
+        if code == p.DATETIME2
+        else (1_700_000_000).to_bytes(4, "big")
+    )
+    stored = int.from_bytes(fraction, "big") // (10 if fsp % 2 else 1)
+    micros = stored * 10 ** (6 - fsp) if size else 0
+    body = b"\x00" + head + fraction
+    for run in both_outputs(fast, column):
+        if micros > 999_999:
+            with pytest.raises(ValueError, match="fractional seconds out of range"):
+                run(body)
+        else:
+            run(body)
+    if micros <= 999_999:
+        (row,) = fast.decode(body, 0, len(body), all_present(1))
+        assert row[0].microsecond == micros
+        assert arrow_of(fast, column, body) == [row[0]]
+
+
+def arrow_of(fast: FastRowDecoder, column: MySqlColumn, body: bytes) -> list[object]:
+    """decode_into's values of one column, as Python values."""
+    from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
+    from sparkcdc.connectors.mysql.server.types import arrow_type
+
+    types = [arrow_type(column)]
+    sinks = ColumnSinks({TableId("d", "t"): types})
+    sink = sinks.sink_for(TableId("d", "t"), fast.arrow_layout(types))
+    assert sink is not None
+    fast.decode_into(sink, body, 0, len(body), all_present(1))
+    (array,) = sinks.take(TableId("d", "t"))
+    values: list[object] = array.to_pylist()
+    return values
