@@ -1,10 +1,12 @@
-"""Options are declared once: the README's tables are rendered from the specs, the config
-is filled from the specs, and the shared source options are the same objects everywhere."""
+"""Options are declared once: the documentation's tables are rendered from the specs, the
+config is filled from the specs, and the shared source options are the same objects
+everywhere."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,35 +18,54 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, build_config, parse_int, parse_options
 from sparkcdc.core.options_doc import (
     render_table,
-    render_tables,
     rewrite,
     shown_default,
     stale_tables,
 )
 from sparkcdc.core.secret import Secret
-from sparkcdc.pipeline.options_tables import COMMAND, main, options_tables
+from sparkcdc.pipeline.options_tables import (
+    COMMAND,
+    main,
+    options_tables,
+    page_tables,
+    rebase_links,
+)
 from sparkcdc.snapshot.options import BASE_STARTUP_MODES, SHARED_SPECS, SourceConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+#: The pages that may hold options tables: the README and every page under docs/.
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 TABLES = options_tables()
 ALL_SPECS = [(table.name, spec) for table in TABLES for spec in table.specs]
 
 
-# -- the README ----------------------------------------------------------------------------
+# -- the documentation ---------------------------------------------------------------------
 
 
-def test_readme_tables_match_the_specs() -> None:
-    stale = stale_tables(README.read_text(encoding="utf-8"), render_tables(TABLES))
-    assert not stale, f"README.md options tables {stale} differ from the specs; run: {COMMAND}"
+def test_docs_tables_match_the_specs() -> None:
+    for page, tables in page_tables(PAGES, ROOT).items():
+        stale = stale_tables(page.read_text(encoding="utf-8"), tables)
+        assert not stale, f"{page.name}: options tables {stale} differ from the specs: {COMMAND}"
 
 
-def test_readme_has_a_block_for_every_table_and_no_other() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert rewrite(text, render_tables(TABLES)) == text, f"run: {COMMAND}"
-    starts = re.findall(r"<!-- options:([\w.-]+) -->", text)
-    assert sorted(starts) == sorted(t.name for t in TABLES)
+def test_every_table_is_in_exactly_one_page_and_no_block_is_unknown() -> None:
+    placed = page_tables(PAGES, ROOT)  # raises when a table is in no page or in two
+    for page, tables in placed.items():
+        text = page.read_text(encoding="utf-8")
+        assert rewrite(text, tables) == text, f"run: {COMMAND}"
+        starts = re.findall(r"<!-- options:([\w.-]+) -->", text)
+        assert sorted(starts) == sorted(tables)
+    assert sorted(n for tables in placed.values() for n in tables) == sorted(t.name for t in TABLES)
+
+
+def test_links_in_the_specs_are_rebased_to_the_page() -> None:
+    text = "see [docs/signals.md](docs/signals.md#x) and [the design](docs/design.md), [w](https://a/b)"
+    assert rebase_links(text, ROOT / "docs" / "postgres.md", ROOT) == (
+        "see [signals.md](signals.md#x) and [the design](design.md), [w](https://a/b)"
+    )
+    assert rebase_links(text, README, ROOT) == text
 
 
 @pytest.mark.parametrize(("table", "spec"), ALL_SPECS, ids=[f"{t}:{s.name}" for t, s in ALL_SPECS])
@@ -121,14 +142,31 @@ def test_rewrite_refuses_unknown_and_missing_blocks() -> None:
 
 
 def test_cli_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    copy = tmp_path / "README.md"
-    text = README.read_text(encoding="utf-8")
-    copy.write_text(text.replace("| `hostname` | (required) |", "| `hostname` | 1 |"))
-    assert main(["--check", str(copy)]) == 1
+    for page in PAGES:
+        copy = tmp_path / page.relative_to(ROOT)
+        copy.parent.mkdir(exist_ok=True)
+        shutil.copyfile(page, copy)
+    copies = [tmp_path / p.relative_to(ROOT) for p in PAGES]
+    mysql = tmp_path / "docs" / "mariadb-mysql.md"
+    text = mysql.read_text(encoding="utf-8")
+    mysql.write_text(text.replace("| `hostname` | (required) |", "| `hostname` | 1 |"))
+    root = ["--root", str(tmp_path)]
+    assert main(["--check", *map(str, copies), *root]) == 1
     assert COMMAND in capsys.readouterr().out
-    assert main(["--write", str(copy)]) == 0
-    assert copy.read_text(encoding="utf-8") == text
-    assert main(["--check", str(copy)]) == 0
+    assert main(["--write", *map(str, copies), *root]) == 0
+    assert mysql.read_text(encoding="utf-8") == text
+    assert main(["--check", *map(str, copies), *root]) == 0
+
+
+def test_cli_refuses_a_table_in_two_pages_or_in_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twice = tmp_path / "twice.md"
+    twice.write_text("<!-- options:pipeline -->\n<!-- /options:pipeline -->\n")
+    assert main(["--check", str(README), *map(str, PAGES[1:]), str(twice)]) == 2
+    assert "options table pipeline must be in exactly one page" in capsys.readouterr().err
+    assert main(["--check", str(twice)]) == 2
+    assert "found in none of the pages" in capsys.readouterr().err
 
 
 # -- the config is filled from the specs -----------------------------------------------------
