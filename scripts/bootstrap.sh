@@ -98,12 +98,26 @@ if [[ ! -f $STAMPS/mvn || $(cat "$STAMPS/mvn") != "$mvn_key" || ! -d jvm/jars ]]
   echo "$mvn_key" >"$STAMPS/mvn"
 fi
 
+# 3b. sparkcdc's Spark packages (`sparkcdc jars`) with their Maven dependencies in the local
+#     Maven repository (~/.m2), where Spark's own package resolution (spark.jars.packages,
+#     what an installed sparkcdc uses without a jars folder) finds them: the installed-wheel
+#     test resolves them from there and nowhere else.
+pkg_key=$(.venv/bin/sparkcdc jars)
+if [[ ! -f $STAMPS/m2 || $(cat "$STAMPS/m2") != "$pkg_key" ]]; then
+  log "fetching sparkcdc's Spark packages into the local Maven repository"
+  for coordinate in ${pkg_key//,/ }; do
+    mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
+      -Dartifact="$coordinate" >/dev/null
+  done
+  echo "$pkg_key" >"$STAMPS/m2"
+fi
+
 # 4. A class-data archive (AppCDS) of the classes the driver JVM loads: every later Spark start
-#    skips most class loading (src/sparkcdc/spark/class_archive.py). Built once per JDK and set
+#    skips most class loading (src/sparkcdc/spark/class_archive*.py). Built once per JDK and set
 #    of jars; without it everything works, only slower, so a failed build warns.
-if ! .venv/bin/python -m sparkcdc.spark.class_archive --check; then
+if ! .venv/bin/python -m sparkcdc.spark.class_archive_build --check; then
   log "building the JVM class-data archive (once per JDK and jars, 1-2 min)"
-  .venv/bin/python -m sparkcdc.spark.class_archive >/dev/null ||
+  .venv/bin/python -m sparkcdc.spark.class_archive_build >/dev/null ||
     log "warning: no class-data archive (see jvm/jars/class-data/build.log); Spark starts slower"
 fi
 log "ready"

@@ -24,10 +24,6 @@ def register(spark: Any) -> list[str]:
     """Register every sparkcdc data source on ``spark``; return their format names.
     The registered classes carry the session's counter of the source's retries in Spark
     tasks (spark/read_counters.py)."""
-    from sparkcdc.spark.read_counters import counting_sources
+    from sparkcdc.spark.registry import register as register_sources
 
-    names = []
-    for source in counting_sources(spark, data_sources()):
-        spark.dataSource.register(source)
-        names.append(source.name())
-    return names
+    return register_sources(spark)

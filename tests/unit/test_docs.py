@@ -18,12 +18,16 @@ Untagged blocks that are not commands are diagrams or transcripts of output, not
 from __future__ import annotations
 
 import configparser
+import functools
 import importlib.metadata
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,17 +264,32 @@ def extras() -> set[str]:
     return set(importlib.metadata.metadata("sparkcdc").get_all("Provides-Extra") or [])
 
 
+#: The interpreter's scripts (sparkcdc, spark-submit): pytest may run without them on PATH.
+BIN = Path(sys.executable).parent
+
+
+@functools.cache
+def spark_submit_flags() -> set[str]:
+    """The options ``spark-submit --help`` lists (PySpark's own launcher)."""
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ["PATH"]])}
+    done = subprocess.run(
+        [str(BIN / "spark-submit"), "--help"], capture_output=True, text=True, timeout=120, env=env
+    )
+    return set(re.findall(r"^\s+(--[\w-]+)", done.stdout + done.stderr, re.MULTILINE))
+
+
 #: Commands of the shell or of other products a page shows in use (Kafka's own tools).
-OTHER_PRODUCTS_TOOLS = {"cd", "echo", "mkdir", "git", "tar", "kafka-console-producer.sh"}
+OTHER_PRODUCTS_TOOLS = {".", "cd", "echo", "mkdir", "git", "tar", "kafka-console-producer.sh"}
 
 
 def check_command(words: list[str]) -> None:
-    program = Path(words[0]).name
+    program = words[0] if words[0] == "." else Path(words[0]).name
     if program == "sparkcdc":
         try:
             build_parser().parse_args(words[1:])
         except SystemExit as exc:
-            raise AssertionError(f"sparkcdc refuses {shlex.join(words)}") from exc
+            if exc.code != 0:  # --help and --version exit 0
+                raise AssertionError(f"sparkcdc refuses {shlex.join(words)}") from exc
     elif program == "make":
         assert set(words[1:]) <= make_targets(), f"no such make target: {words[1:]}"
     elif program.startswith("python") and words[1:2] == ["-m"]:
@@ -281,8 +300,12 @@ def check_command(words: list[str]) -> None:
             match = re.search(r"\[([\w,-]+)\]", word)
             if match:
                 assert set(match[1].split(",")) <= extras(), f"unknown extra in {word}"
+    elif program == "spark-submit":
+        flags = {w.split("=")[0] for w in words[1:] if w.startswith("--")}
+        assert flags <= spark_submit_flags(), f"spark-submit has no {flags - spark_submit_flags()}"
     else:
-        assert shutil.which(program) or program in OTHER_PRODUCTS_TOOLS, f"no command {program}"
+        found = shutil.which(program, path=os.pathsep.join([str(BIN), os.environ["PATH"]]))
+        assert found or program in OTHER_PRODUCTS_TOOLS, f"no command {program}"
 
 
 @pytest.mark.parametrize("block", SHELL, ids=_ids(SHELL))
@@ -303,6 +326,7 @@ def test_the_command_checks_fail_on_what_does_not_exist() -> None:
         ["python", "-m", "sparkcdc.no_such_module"],
         ["pip", "install", "sparkcdc[no-such-extra]"],
         ["no-such-program-anywhere"],
+        ["spark-submit", "--no-such-option", "x"],
     ):
         with pytest.raises(AssertionError):
             check_command(wrong)

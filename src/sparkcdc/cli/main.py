@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 import sparkcdc
-from sparkcdc.cli import recover, signals
+from sparkcdc.cli import jars, recover, signals
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.printable import PrintableFormatter, printable
 
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", action="store_true", help="print JSON (for scripts)")
     signals.add_parser(commands)
     recover.add_parser(commands)
+    jars.add_parser(commands)
     check = commands.add_parser("validate", help="check a pipeline file without running it")
     check.add_argument("pipeline", help="the pipeline YAML file")
     check.add_argument(
@@ -91,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return signals.send(args)
         if args.command == "recover":
             return recover.recover(args)
+        if args.command == "jars":
+            return jars.jars(args)
         if args.command in ("run", "status", "verify", "validate"):
             from sparkcdc.cli import commands as cmd
 

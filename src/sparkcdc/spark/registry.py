@@ -8,6 +8,7 @@ from typing import Any
 
 from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.registry import connectors
+from sparkcdc.spark.read_counters import counting_sources
 from sparkcdc.spark.source import CdcDataSource
 
 
@@ -19,3 +20,14 @@ def _data_source(found: Connector[Any]) -> type[CdcDataSource]:
 
 
 DATA_SOURCES: tuple[type[Any], ...] = tuple(_data_source(c) for c in connectors())
+
+
+def register(spark: Any) -> list[str]:
+    """Register every sparkcdc data source on ``spark``; return their format names. The
+    registered classes carry the session's counter of the source's retries in Spark tasks
+    (spark/read_counters.py)."""
+    names = []
+    for source in counting_sources(spark, DATA_SOURCES):
+        spark.dataSource.register(source)
+        names.append(source.name())
+    return names

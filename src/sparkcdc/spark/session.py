@@ -1,4 +1,5 @@
-"""A local SparkSession with sparkcdc's JVM jars (Kafka, Delta, JDBC) attached."""
+"""A local SparkSession with sparkcdc's JVM side (Delta, Spark's Kafka connector) attached:
+a folder of jars or Maven packages Spark resolves (spark/jars.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.spark.class_archive import driver_java_options
-from sparkcdc.spark.jars import jar_files
+from sparkcdc.spark.jars import jar_settings
 
 DELTA_CONF: Mapping[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -35,19 +36,24 @@ def local_session(
     jvm_log: Path | None = None,
     class_archive: bool = True,
 ) -> Any:
-    """Build (or get) a local SparkSession with jars attached and sparkcdc registered.
+    """Build (or get) a local SparkSession with the JVM side attached and sparkcdc
+    registered.
 
-    Jars go through ``spark.jars`` (local files fetched by Maven), never
-    ``spark.jars.packages``, which would need Spark to reach a repository at run time.
-    With ``jvm_log``, a JVM started here writes its standard error (Spark's log, the
-    JVM's own warnings, the Python workers' output) to that file instead of the terminal.
+    The JVM side is a folder of jars through ``spark.jars`` when there is one (a checkout's
+    ``jvm/jars``, ``$SPARKCDC_JARS_DIR``: nothing resolved at run time), else the Maven
+    packages ``conf`` and Spark's own jars do not bring yet, through ``spark.jars.packages``
+    (resolved by Spark as it starts, from ``~/.m2`` or a repository; ``conf`` may set
+    ``spark.jars.repositories`` or ``spark.jars.ivySettings``).
+
+    With ``jvm_log``, a JVM started here writes its standard error (Spark's log, the JVM's
+    own warnings, the Python workers' output) to that file instead of the terminal.
     A JVM started here uses the class-data archive when it is built (``class_archive``:
     it starts faster) and takes ``$SPARKCDC_JAVA_OPTIONS``, before ``conf``'s own
     ``spark.driver.extraJavaOptions``.
     """
     from pyspark.sql import SparkSession
 
-    import sparkcdc
+    from sparkcdc.spark.registry import register
 
     # Workers must run this interpreter (the venv that has sparkcdc), and everything stays
     # on loopback: Spark otherwise binds to the first external interface.
@@ -57,7 +63,6 @@ def local_session(
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.jars", ",".join(str(p) for p in jar_files("spark")))
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.pyspark.python", sys.executable)
@@ -73,15 +78,16 @@ def local_session(
         # different ones, so with the default every batch compiled all of them again.
         .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
     )
+    given = {**DELTA_CONF, **(conf or {})}
     settings = with_java_options(
-        {**DELTA_CONF, **(conf or {})}, driver_java_options() if class_archive else []
+        {**given, **jar_settings(given)}, driver_java_options() if class_archive else []
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
     with nullcontext() if jvm_log is None else _stderr_to(jvm_log):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    sparkcdc.register(spark)
+    register(spark)
     return spark
 
 
