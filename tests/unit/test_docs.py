@@ -48,9 +48,9 @@ PAGES = [
 ]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
-#: Pages other branches are writing now (docs/mysql.md: MySQL 5.7 / 8.0 / 8.4; docs/security.md):
-#: links to them are kept while they do not exist yet here.
-PENDING_PAGES = {ROOT / "docs" / "mysql.md", ROOT / "docs" / "security.md"}
+#: Pages another branch is writing now (docs/mysql.md: MySQL 5.7 / 8.0 / 8.4): links to
+#: them are kept while they do not exist here yet.
+PENDING_PAGES = {ROOT / "docs" / "mysql.md"}
 
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<lang>[\w-]*)\s*$")
 _LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\((?P<target>[^)\s]+)\)")
