@@ -14,29 +14,24 @@ from collections.abc import Mapping
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec
-
-ADD_COLUMN = "add.column"
-ALTER_COLUMN_TYPE = "alter.column.type"
-CREATE_TABLE = "create.table"
-DROP_COLUMN = "drop.column"
-DROP_TABLE = "drop.table"
-RENAME_COLUMN = "rename.column"
-TRUNCATE_TABLE = "truncate.table"
-
-#: Every type, in Flink CDC's order.
-CHANGE_TYPES = (
+from sparkcdc.core.table_events import (
     ADD_COLUMN,
     ALTER_COLUMN_TYPE,
+    COLUMN_CHANGE_TYPES,
     CREATE_TABLE,
     DROP_COLUMN,
     DROP_TABLE,
     RENAME_COLUMN,
+    SCHEMA_CHANGE_TYPES,
     TRUNCATE_TABLE,
 )
+
+#: Every type, in Flink CDC's order.
+CHANGE_TYPES = SCHEMA_CHANGE_TYPES
 #: Flink CDC's families: a tag names every type in it.
 FAMILIES: Mapping[str, frozenset[str]] = {
     "all": frozenset(CHANGE_TYPES),
-    "column": frozenset({ADD_COLUMN, ALTER_COLUMN_TYPE, DROP_COLUMN, RENAME_COLUMN}),
+    "column": COLUMN_CHANGE_TYPES,
     "table": frozenset({CREATE_TABLE, DROP_TABLE, TRUNCATE_TABLE}),
     "add": frozenset({ADD_COLUMN}),
     "alter": frozenset({ALTER_COLUMN_TYPE}),

@@ -38,7 +38,7 @@ from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.change_types import (
+from sparkcdc.core.table_events import (
     ADD_COLUMN,
     ALTER_COLUMN_TYPE,
     DROP_COLUMN,

@@ -28,7 +28,7 @@ from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.change_types import DROP_TABLE
+from sparkcdc.core.table_events import DROP_TABLE
 from sparkcdc.pipeline.evolution import MIRRORING
 from sparkcdc.pipeline.offset_marks import new_marks
 from sparkcdc.pipeline.targets import Target, target_holding

@@ -37,6 +37,12 @@ from sparkcdc.snapshot.chunks import Key
 
 #: The schema key of a table's entry in the batch of its DROP: the position after it.
 TABLE_DROPPED = "table_dropped"
+#: The schema key of a table's entry in the batch of its TRUNCATE: the position after it,
+#: so two truncates are told apart.
+TRUNCATED = "truncated"
+#: The schema key of a table's entry in a lost log's recovery batch: the signal and the
+#: position the stream went on from (snapshot/recovery.py).
+LOG_LOST = "log_lost"
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,10 @@ from typing import Any, Generic
 
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.dialect import T
-from sparkcdc.snapshot.progress import TABLE_DROPPED, TableProgress
+from sparkcdc.snapshot.progress import LOG_LOST, TABLE_DROPPED, TableProgress
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
-#: The schema key of a table's entry in the recovery's batch: the signal and the position
-#: the stream went on from (told apart from an earlier recovery by both).
-LOG_LOST = "log_lost"
+__all__ = ["LOG_LOST", "Recovery", "recovered", "touched"]
 
 
 @dataclass(frozen=True)

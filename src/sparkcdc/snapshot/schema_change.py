@@ -13,41 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from sparkcdc.core.position import LogPosition
 from sparkcdc.core.table import TableId
+from sparkcdc.core.table_events import NO_MOVES, ColumnMoves
 
 P = TypeVar("P", bound=LogPosition)
 T = TypeVar("T")
 
-
-@dataclass(frozen=True)
-class ColumnMoves:
-    """What a change did to columns that the columns before and after it cannot tell:
-    which were renamed (old name -> new name) and which dropped (a column dropped and
-    added again under its name is in ``dropped``: its old values are gone). Targets that
-    mirror the table (``schema.change.behavior: evolve``) rename and drop from this."""
-
-    renamed: Mapping[str, str] = field(default_factory=dict)
-    dropped: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """The offset entry's keys (none when the change renamed and dropped nothing)."""
-        data: dict[str, Any] = {}
-        if self.renamed:
-            data["renamed"] = dict(self.renamed)
-        if self.dropped:
-            data["dropped"] = list(self.dropped)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ColumnMoves:
-        return cls(dict(data.get("renamed") or {}), tuple(data.get("dropped") or ()))
-
-
-#: A change that renamed and dropped nothing.
-NO_MOVES = ColumnMoves()
+#: Re-exported: the columns a change renamed and dropped are core vocabulary now
+#: (core/table_events.py), which the connectors name from here.
+__all__ = ["NO_MOVES", "ColumnMoves", "SchemaChange"]
 
 
 @dataclass(frozen=True)
