@@ -1,24 +1,15 @@
 """DROP TABLE / DATABASE (and RENAME away) of captured tables: what the binlog scan reports
-(binlog/schema_scan.py), which drops are new in a batch, and what each
-``schema.change.behavior`` does with one (pipeline/table_drops.py). No Spark: the sinks'
-own drops run in tests/integration/test_pipeline_schema_changes.py."""
+(binlog/schema_scan.py). Which drops are new in a batch: tests/unit/snapshot/test_offset.py;
+what each ``schema.change.behavior`` does with one: tests/unit/pipeline/test_applier.py."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
 from sparkcdc.connectors.mysql.binlog.schema_scan import _change
-from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.table_drops import follow_drops, new_drops
-from sparkcdc.pipeline.targets import Target
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from tests.unit.test_mysql_ddl_columns import TABLE
 from tests.unit.test_mysql_swap import OTHER, TABLES
-from tests.unit.test_truncates import offset, target
 
 T, U = TableId("app", "t"), TableId("app", "u")
 
@@ -51,77 +42,3 @@ def test_a_swap_mixed_with_a_rename_away_is_not_followed() -> None:
     statement = "RENAME TABLE t TO _t_del, _t_gho TO t, u TO u_old"
     found = _change(statement, "shop", TABLES, lambda t: None, True)
     assert found is not None and found.table is None and "RENAME" in found.problem
-
-
-def dropped_at(pos: int, statement: str = "DROP TABLE t") -> dict[str, Any]:
-    return {"table": {}, "change": statement, "table_dropped": {"file": "b.000001", "pos": pos}}
-
-
-def test_a_drop_is_new_in_the_batch_whose_end_first_marks_it() -> None:
-    assert new_drops(None, offset(t=None, u=None)) == {}
-    assert new_drops(None, offset(t=dropped_at(10))) == {T: "DROP TABLE t"}
-    before = offset(t=dropped_at(10), u=None)
-    assert new_drops(before, before) == {}  # a replay of the batch after it: not new
-    assert new_drops(before, offset(u=None)) == {}  # forgotten by the next batch
-    both = offset(t=dropped_at(20, "DROP TABLE t, u"), u=dropped_at(20, "DROP TABLE t, u"))
-    assert new_drops(offset(t=None, u=None), both) == {T: "DROP TABLE t, u", U: "DROP TABLE t, u"}
-
-
-class DroppingSink(Sink):
-    """A sink that records the targets it dropped and released, or refuses to drop."""
-
-    def __init__(self, refuse: bool = False) -> None:
-        self.refuse = refuse
-        self.dropped: list[TableId] = []
-        self.released: list[TableId] = []
-
-    def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
-        del spark, tables
-
-    def write(self, batch: MicroBatch) -> None:
-        del batch
-
-    def snapshot(self, spark: Any, table: SinkTable) -> Any:
-        raise NotImplementedError
-
-    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
-        if self.refuse:
-            super().drop_table(spark, table, batch)
-        self.dropped.append(table.source)
-
-    def release(self, spark: Any, table: SinkTable) -> None:
-        self.released.append(table.source)
-
-
-def follow(behavior: str, targets: list[Target], sink: Sink, **kwargs: Any) -> list[TableId]:
-    batch: Any = None  # passed through to the sink only
-    return follow_drops(None, {T: "DROP TABLE t"}, targets, sink, batch, behavior, **kwargs)
-
-
-def test_evolve_drops_the_target_other_behaviours_keep_and_release_it() -> None:
-    for behavior in ("evolve", "try_evolve"):
-        sink = DroppingSink()
-        assert follow(behavior, [target(T), target(U)], sink) == [T]
-        assert sink.dropped == [T] and sink.released == []
-    for behavior in ("lenient", "ignore"):
-        sink = DroppingSink()
-        assert follow(behavior, [target(T)], sink) == []
-        assert sink.dropped == [] and sink.released == [T]
-    with pytest.raises(SchemaError, match=r"DROP of app\.t \(DROP TABLE t\).*exception"):
-        follow("exception", [target(T)], DroppingSink())
-    for behavior in ("exception", "evolve"):
-        sink = DroppingSink()
-        assert follow(behavior, [target(T)], sink, excluded=frozenset({"drop.table"})) == []
-        assert sink.dropped == [] and sink.released == [T]
-    assert follow("evolve", [target(U)], DroppingSink()) == []  # not written: nothing
-
-
-def test_a_routed_target_is_kept_and_a_refusing_sink_stops_evolve_only() -> None:
-    sink = DroppingSink()
-    assert follow("evolve", [target(U, T)], sink) == []  # holds u's rows too
-    assert sink.dropped == [] and sink.released == [U]
-    refusing = DroppingSink(refuse=True)
-    with pytest.raises(SchemaError, match=r"could not apply it .*cannot drop.*'try_evolve'"):
-        follow("evolve", [target(T)], refusing)
-    assert follow("try_evolve", [target(T)], refusing) == []
-    assert refusing.dropped == [] and refusing.released == [T]

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from sparkcdc.snapshot.handle import SourceHandle
-from sparkcdc.verify.run import later_offset
+from sparkcdc.snapshot.offset import LogJson, SourceOffset
+from sparkcdc.verify import run
 from tests.support.fake_dialect import FakeDatabase
 
 #: A source handle over the fake database: positions are change counts.
@@ -15,7 +16,14 @@ _SOURCE = SourceHandle(FakeDatabase([], {}, now=20))
 
 
 def _offset(pos: int, done: bool) -> dict[str, Any]:
-    return {"log": {"n": pos}, "tables": {"db.t": {"done": done}}}
+    progress = {"done": True} if done else {"started": False}
+    return {"log": {"n": pos}, "tables": {"db.t": progress}, "bounded": False}
+
+
+def later_offset(source: Any, written: dict[str, Any], committed: str | None) -> Any:
+    found = run.later_offset(source, SourceOffset.parse(json.dumps(written)), committed)
+    assert isinstance(found.log, LogJson)
+    return found.to_json()
 
 
 def test_a_later_committed_batch_is_taken_and_an_earlier_one_is_not() -> None:

@@ -10,7 +10,6 @@ table and ``verify``'s verdict. Everything it starts, it stops.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import threading
@@ -28,6 +27,7 @@ from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import BatchReport
+from sparkcdc.snapshot.offset import SourceOffset
 
 ORDERS = [
     (1000, "2021-09-17", "10:20:30", 1, 102, "alice"),
@@ -276,8 +276,8 @@ class Demo:
 def _all_copied(report: BatchReport) -> bool:
     if not report.source_offset:
         return False
-    tables = json.loads(report.source_offset).get("tables", {})
-    return bool(tables) and all(state.get("done") for state in tables.values())
+    tables = SourceOffset.parse(report.source_offset).tables
+    return bool(tables) and all(progress.done for progress in tables.values())
 
 
 def _latest_version(spark: Any, path: str) -> int:

@@ -24,7 +24,7 @@ from sparkcdc.core.errors import OptionError, PositionLostError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import last_committed_offset
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
-from sparkcdc.snapshot.progress import TableProgress
+from sparkcdc.snapshot.offset import LogJson, SourceOffset
 from sparkcdc.snapshot.recovery import touched
 from sparkcdc.snapshot.signal import RECOVER, parse_signal
 from sparkcdc.snapshot.signal_file import append_signal
@@ -51,19 +51,19 @@ def recover(args: argparse.Namespace) -> int:
             f"sparkcdc recover: the pipeline has committed no batch in {checkpoint}: it has "
             "no position to lose; run it (a new checkpoint starts from the log's end)"
         )
-    offset = json.loads(text)
+    offset = SourceOffset.parse(text)
     console = Console(soft_wrap=True)
     lost = _lost(definition, offset)
     if lost is None:
         console.print(
             escape(
                 f"the source still has its log from the pipeline's position "
-                f"({json.dumps(offset['log'])}): nothing is lost and nothing was written. "
+                f"({json.dumps(offset.log.to_json())}): nothing is lost and nothing was written. "
                 "Run the pipeline again: it resumes from its checkpoint"
             )
         )
         return 1
-    entries = {TableId.from_key(k): TableProgress.from_json(v) for k, v in offset["tables"].items()}
+    entries = offset.tables
     again = sorted(t for t, p in entries.items() if touched(p) and not p.dropped)
     waiting = sorted(t for t, p in entries.items() if not touched(p))
     signal = {"id": args.id or str(uuid.uuid4()), "type": RECOVER}
@@ -87,11 +87,13 @@ def recover(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lost(definition: PipelineDefinition, offset: dict[str, Any]) -> PositionLostError | None:
+def _lost(
+    definition: PipelineDefinition, offset: SourceOffset[LogJson]
+) -> PositionLostError | None:
     """Why the source's log from ``offset``'s position is gone, or None (asked read-only)."""
     source = definition.connector.handle(definition.source_config)
     try:
-        return source.lost(offset)
+        return source.lost(offset.position_json())
     finally:
         source.close()
 

@@ -10,7 +10,6 @@ error in its log).
 from __future__ import annotations
 
 import argparse
-import json
 import uuid
 from typing import Any
 
@@ -21,6 +20,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import last_committed_offset
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
+from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.signal import EXECUTE, PAUSE, RESUME, STOP, SignalError, parse_signal
 from sparkcdc.snapshot.signal_file import append_signal
 
@@ -100,7 +100,7 @@ def _checkpoint_tables(definition: PipelineDefinition) -> list[TableId] | None:
     offset = last_committed_offset(definition.settings.checkpoint)
     if offset is None:
         return None
-    return [TableId.from_key(key) for key in json.loads(offset).get("tables", {})]
+    return list(SourceOffset.parse(offset).tables)
 
 
 def _captured(config: Any, name: str) -> TableId:

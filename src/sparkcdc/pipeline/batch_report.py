@@ -109,21 +109,14 @@ class BatchReport:
         return table_states(self.source_offset)
 
 
-def table_states(offset: str | dict[str, Any] | None) -> dict[TableId, str]:
-    """Each table's state in a source offset (JSON text or parsed): ``pending`` (nothing
-    read yet), ``snapshotting`` (a chunk cursor), ``streaming`` (its snapshot is done)."""
-    import json
+def table_states(offset: str | None) -> dict[TableId, str]:
+    """Each table's state in a source offset (JSON text): ``pending`` (nothing read yet),
+    ``snapshotting`` (a chunk cursor), ``streaming`` (its snapshot is done)."""
+    from sparkcdc.snapshot.offset import SourceOffset
 
     if offset is None:
         return {}
-    data = json.loads(offset) if isinstance(offset, str) else offset
-    states = {}
-    for key, progress in data.get("tables", {}).items():
-        if progress.get("done"):
-            state = STREAMING
-        elif "cursor" in progress:
-            state = SNAPSHOTTING
-        else:
-            state = PENDING
-        states[TableId.from_key(key)] = state
-    return states
+    return {
+        table: STREAMING if p.done else SNAPSHOTTING if p.started else PENDING
+        for table, p in SourceOffset.parse(offset).tables.items()
+    }

@@ -12,7 +12,13 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
+
+from sparkcdc.core.table import TableId
+from sparkcdc.core.table_events import TableEvent
+from sparkcdc.snapshot.offset import LogJson, SourceOffset
 
 
 def batch_offset(checkpoint: Path, batch_id: int) -> str | None:
@@ -81,3 +87,45 @@ def ensure_query_id(checkpoint: Path) -> str:
     finally:
         scratch.unlink()
     return query_id(checkpoint)
+
+
+@dataclass(frozen=True)
+class BatchOffsets:
+    """A micro-batch's end offset and the previous batch's end offset (where it starts),
+    as Spark's checkpoint has them: ``foreachBatch`` gets the rows and the batch id only,
+    and the source's planner, in a process of its own, has no other way to tell the
+    pipeline what the batch carries besides rows (table events, progress). Each is
+    decoded once (``SourceOffset.parse``)."""
+
+    batch_id: int
+    #: The end offset's JSON text (None: not found).
+    text: str | None
+    #: The previous batch's end offset's JSON text (None: the first batch, or not found).
+    previous_text: str | None
+
+    @classmethod
+    def read(cls, checkpoint: Path, batch_id: int, before: BatchOffsets | None) -> BatchOffsets:
+        """Batch ``batch_id``'s offsets; the previous one from ``before`` (the batch this
+        process wrote last) when that is the batch before, else from the checkpoint."""
+        text = batch_offset(checkpoint, batch_id)
+        previous = None
+        if batch_id and text is not None:
+            if before is not None and before.batch_id == batch_id - 1:
+                previous = before.text
+            else:
+                previous = batch_offset(checkpoint, batch_id - 1)
+        return cls(batch_id, text, previous)
+
+    @property
+    def end(self) -> SourceOffset[LogJson] | None:
+        return None if self.text is None else SourceOffset.parse(self.text)
+
+    @property
+    def start(self) -> SourceOffset[LogJson] | None:
+        return None if self.previous_text is None else SourceOffset.parse(self.previous_text)
+
+    def events(self, known: Collection[TableId]) -> list[TableEvent]:
+        """The batch's table events for a consumer that holds the tables ``known``
+        (``SourceOffset.table_events``); none when the end offset is not known."""
+        end = self.end
+        return [] if end is None else end.table_events(self.start, known)

@@ -21,70 +21,71 @@ started).
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.offset import SourceOffset
+from sparkcdc.snapshot.progress import TableProgress
 
 log = logging.getLogger(__name__)
 
 
 def chunks_of_one_table(
-    previous: str | None, offset: str, from_scratch: bool = False
+    previous: SourceOffset[Any] | None, offset: SourceOffset[Any], from_scratch: bool = False
 ) -> TableId | None:
     """The table whose chunks are the whole batch from ``previous`` to ``offset`` (the
-    end offsets of the batch before and of this one, JSON text), or None. ``previous``
-    None: the stream's first batch, whose start Spark does not keep; ``from_scratch``
-    says it started with every table not started, each with its columns only (so a
-    drop in it, which marks its table done, is told by its ``schema`` entry's marks:
-    such batches are refused)."""
-    after = json.loads(offset)
-    new = after.pop("tables", {})
-    if any("again" in progress for progress in new.values()):
+    end offsets of the batch before and of this one), or None. ``previous`` None: the
+    stream's first batch, whose start Spark does not keep; ``from_scratch`` says it
+    started with every table not started, each with its columns only (so a drop in it,
+    which marks its table done, is told by its ``schema`` entry's marks: such batches are
+    refused)."""
+    new = offset.tables
+    if any(progress.again is not None for progress in new.values()):
         return None  # a re-read emits updates, not snapshot inserts
     if previous is None:
-        if not from_scratch or any(_marked(progress) for progress in new.values()):
+        if not from_scratch or any(_marked(offset, table) for table in new):
             return None  # a column change, truncate or drop in it
-        moved = [key for key, progress in new.items() if _emitted(progress)]
-        return TableId.from_key(moved[0]) if len(moved) == 1 else None
-    before = json.loads(previous)
-    old = before.pop("tables", {})
+        moved = [table for table, progress in new.items() if progress.started]
+        return moved[0] if len(moved) == 1 else None
+    old = previous.tables
     if old.keys() != new.keys():  # a table created or dropped
         return None
-    if any(_emitted(progress) for progress in old.values()):
-        if before != after:  # the log moved (changes of emitted keys), a pause...
+    if any(progress.started for progress in old.values()):
+        if _rest(previous) != _rest(offset):  # the log moved (changes of emitted keys), a pause
             return None
-    elif {k: v for k, v in before.items() if k != "log"} != {
-        k: v for k, v in after.items() if k != "log"
-    }:
+    elif dataclasses.replace(_rest(previous), log=None) != dataclasses.replace(
+        _rest(offset), log=None
+    ):
         return None
-    moved = [key for key in new if _read(new[key]) != _read(old[key])]
+    moved = [table for table in new if _read(new[table]) != _read(old[table])]
     if len(moved) != 1:
         return None
     was, now = old[moved[0]], new[moved[0]]
-    if was.get("done") or was.get("schema") != now.get("schema"):
+    if was.done or was.schema != now.schema:
         return None  # a mark on a done table (truncate, drop); a change of its columns
-    return TableId.from_key(moved[0])
+    return moved[0]
 
 
-def _read(progress: dict[str, Any]) -> dict[str, Any]:
+def _rest(offset: SourceOffset[Any]) -> SourceOffset[Any]:
+    """The offset without its tables: the log position, the signals, a pause."""
+    return dataclasses.replace(offset, tables={})
+
+
+def _read(progress: TableProgress) -> TableProgress:
     """A table's entry without its span of chunks read (``chunks``): a span that shrinks
     or goes while nothing else of the entry changes reads no row of the table."""
-    return {k: v for k, v in progress.items() if k != "chunks"}
+    return dataclasses.replace(progress, chunks=None)
 
 
-def _marked(progress: dict[str, Any]) -> bool:
+def _marked(offset: SourceOffset[Any], table: TableId) -> bool:
     """Whether a table's ``schema`` entry holds more than its columns: the statement of a
-    column change, a truncate's or a drop's mark (snapshot/progress.py)."""
-    return bool(set(progress.get("schema") or {}) - {"table"})
-
-
-def _emitted(progress: dict[str, Any]) -> bool:
-    """Whether a table's entry says some of its keys were emitted (a cursor, or done)."""
-    return "cursor" in progress or bool(progress.get("done"))
+    column change, a truncate's or a drop's mark."""
+    schema = offset.schema_of(table)
+    return schema is not None and schema.marked
 
 
 def observed(

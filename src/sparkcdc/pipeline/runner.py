@@ -13,43 +13,32 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP
 from sparkcdc.core.errors import PIPELINE_FILE, RESTART_FOR_SCHEMA, SparkCdcError
 from sparkcdc.core.folders import ensure_writable
-from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, TableCounts, table_states
-from sparkcdc.pipeline.checkpoint import (
-    batch_offset,
-    ensure_query_id,
-    private_folder,
-    query_id,
-)
+from sparkcdc.core.table_events import TableEvent
+from sparkcdc.pipeline.applier import Captured, TableEventApplier
+from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, table_states
+from sparkcdc.pipeline.batch_split import BatchSplit, Split
+from sparkcdc.pipeline.checkpoint import BatchOffsets, ensure_query_id, private_folder, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.failure import failure_text
-from sparkcdc.pipeline.lazy_tables import LazyTables
-from sparkcdc.pipeline.log_recovery import follow_recoveries, new_recoveries
 from sparkcdc.pipeline.metrics import PipelineMetrics
-from sparkcdc.pipeline.one_pass import chunks_of_one_table, metrics_in, observed
-from sparkcdc.pipeline.plan import plan, targets_of
+from sparkcdc.pipeline.one_pass import chunks_of_one_table
+from sparkcdc.pipeline.plan import plan
 from sparkcdc.pipeline.query_status import between_triggers
 from sparkcdc.pipeline.run_state import RunState, load_run_state, save_run_state
-from sparkcdc.pipeline.schema_follow import follow_changes
-from sparkcdc.pipeline.shaped_evolution import joined_target
-from sparkcdc.pipeline.shaping import conform, shaped_schema, to_target
 from sparkcdc.pipeline.source_probe import SourceProbe
-from sparkcdc.pipeline.table_drops import follow_drops, new_drops
-from sparkcdc.pipeline.table_tasks import tasks_for
 from sparkcdc.pipeline.tables import captured_tables
-from sparkcdc.pipeline.targets import Target, kept_columns
-from sparkcdc.pipeline.truncates import follow_truncates, new_truncates
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
+from sparkcdc.pipeline.targets import Target
+from sparkcdc.pipeline.write_plan import micro_batch, source_ids
+from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
 from sparkcdc.snapshot.options import ENVELOPE
 from sparkcdc.snapshot.schema_change import ColumnMoves
 from sparkcdc.spark.read_counters import source_retries
@@ -93,6 +82,15 @@ class PipelineRun:
     #: columns now, which a typed query (schema fixed at its start) cannot carry; or the
     #: others were dropped while the query ran in the envelope.
     force_envelope: bool = False
+    #: The last batch's offsets (its end is the next batch's start).
+    _offsets: BatchOffsets | None = None
+    #: Where the batches' table events reach the sink.
+    applier: TableEventApplier = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.applier = TableEventApplier(
+            self.spark, self.sink, self.definition, self.probe, self.metrics
+        )
 
     @property
     def envelope(self) -> bool:
@@ -279,419 +277,105 @@ class PipelineRun:
             self._writing.clear()
 
     def _write(self, frame: Any, batch_id: int) -> None:
+        """One batch: its table events applied around the split (pipeline/applier.py), its
+        rows handed to the sink (pipeline/write_plan.py), its counts recorded."""
         started = time.time()
         checkpoint = self.definition.settings.checkpoint
         if self._pipeline_id is None:  # Spark wrote the checkpoint's metadata at start
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
-        offset = batch_offset(checkpoint, batch_id)
-        previous = batch_offset(checkpoint, batch_id - 1) if batch_id and offset else None
-        alone = self._read_once(frame, batch_id, previous, offset)
+        offsets = BatchOffsets.read(checkpoint, batch_id, self._offsets)
+        alone = self._read_once(frame, offsets)
         if alone is None:
             frame = frame.persist()  # lazy: the count below fills it
         try:
-            version = None if offset is None else self.probe.position(offset).version
-            if offset is not None:
-                self._capture_created(offset)
-                follow_changes(
-                    self.spark,
-                    offset,
-                    self.tables,
-                    self.targets,
-                    self.probe,
-                    self.sink,
-                    self.definition.settings.schema_change_behavior,
-                    self._schema_changing,
-                    self._schema_changed,
-                    shaped_schema(self.spark, self.definition.namespace),
-                    self.definition.excluded_changes,
-                )
-            uncounted: frozenset[TableId] = frozenset()
-            on_read: Callable[[Any], None] | None = None
-            if alone is None:
-                changes, tally = self._split(frame, version)
-            else:  # counted as the sink writes it
-                changes, observation, recount = self._split_once(frame, alone, version)
-                tally = _Tally({}, None)
-                uncounted = frozenset(
-                    t.table.source for t in self.targets if alone in _source_ids(t)
-                )
-                on_read = self._read_checker(alone, observation, batch_id)
-            fetched = time.time()
-            rows = tally.rows
-            snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
-            namespace = self.definition.namespace
-            # kept columns matter to rows read again only: other batches reduce plainly
-            reread = {t.table.source: _summed(t, tally.reread) > 0 for t in self.targets}
-            by_target = {t.table.source: t for t in self.targets}
-            batch = MicroBatch(
-                pipeline=self._pipeline_id,
-                batch_id=batch_id,
-                # made for the targets a sink writes only (pipeline/lazy_tables.py)
-                changes=LazyTables(
-                    by_target,
-                    lambda s: to_target(changes, by_target[s], namespace, marked=reread[s]),
-                ),
-                source_offset=offset,
-                # counts before filters: an upper bound, which is all sinks need (skip a
-                # target with 0; all of a target's rows are snapshot rows when both agree)
-                row_counts={t.table.source: _summed(t, rows) for t in self.targets},
-                snapshot_version=version,
-                snapshot_counts={t.table.source: _summed(t, snapshot_rows) for t in self.targets},
-                insert_counts={
-                    t.table.source: tally.counts[t.table.source].inserts
-                    for t in self.targets
-                    if t.as_captured and t.table.source in tally.counts
-                },
-                kept_columns={
-                    t.table.source: kept_columns(t) for t in self.targets if reread[t.table.source]
-                },
-                uncounted=uncounted,
-                on_read=on_read,
-                sources={
-                    t.table.source: tuple(s.table.source for s in t.sources) for t in self.targets
-                },
-            )
-            if offset is not None:
-                truncated = new_truncates(previous, offset)
-                if truncated:
-                    follow_truncates(
-                        self.spark,
-                        truncated,
-                        self.targets,
-                        self.sink,
-                        batch,
-                        self.definition.settings.schema_change_behavior,
-                        self.metrics.truncate_applied,
-                        self.definition.excluded_changes,
-                    )
-                dropped = new_drops(previous, offset)
-                if dropped:
-                    self._follow_drops(dropped, batch)
-                recovered = new_recoveries(previous, offset)
-                if recovered:
-                    follow_recoveries(
-                        self.spark,
-                        recovered,
-                        self.targets,
-                        self.sink,
-                        batch,
-                        self.metrics.truncate_applied,
-                    )
-            self.sink.write(batch)
+            events = offsets.events({t.source for t in self.tables})
+            self._captured = self.applier.before_split(events, self._captured, self.envelope)
+            version = None if offsets.text is None else self.probe.position(offsets.text).version
+            split = self._splitter().of(frame, batch_id, version, alone)
             if alone is not None:
-                tally = self._counted_once(
-                    alone, observed(observation, recount, batch.read_frames), batch_id
-                )
-                fetched = time.time()
+                split.uncounted = frozenset(t.table.source for t in self._into(alone))
+            batch = micro_batch(
+                self._pipeline_id,
+                batch_id,
+                offsets.text,
+                version,
+                split,
+                self.targets,
+                self.definition.namespace,
+            )
+            self._before_write(events, batch)
+            self.sink.write(batch)
+            split.written(batch.read_frames)
         finally:
             frame.unpersist()
+        self._offsets = offsets
+        self._record(batch_id, split, offsets.text, started)
+
+    @property
+    def _captured(self) -> Captured:
+        return Captured(self.tables, self.targets)
+
+    @_captured.setter
+    def _captured(self, captured: Captured) -> None:
+        self.tables, self.targets = captured.tables, captured.targets
+
+    def _splitter(self) -> BatchSplit:
+        return BatchSplit(self.tables, self.envelope, self.definition.path)
+
+    def _before_write(self, events: Sequence[TableEvent], batch: MicroBatch) -> None:
+        """The batch's truncates, drops and lost logs; a table whose target was dropped
+        leaves the run (created again, it is a new table with a new target)."""
+        if not events:
+            return
+        envelope = self.envelope
+        self._captured, gone = self.applier.before_write(events, self._captured, batch)
+        if gone:  # the running query's rows stay in the envelope when one table is left
+            self.force_envelope = envelope
+
+    def _record(self, batch_id: int, split: Split, offset: str | None, started: float) -> None:
+        tally = split.tally
         report = BatchReport(
             batch_id,
             tally.rows,
-            batch.source_offset,
+            offset,
             counts=tally.counts,
             newest_commit=tally.newest_commit,
             started=started,
-            fetched=fetched,
+            fetched=split.fetched,
             written=time.time(),
         )
         self.batches.append(report)
         self.metrics.record(report)
-        save_run_state(checkpoint, self.metrics.state)
+        save_run_state(self.definition.settings.checkpoint, self.metrics.state)
         if self.on_batch is not None:
             self.on_batch(report)
 
-    @contextmanager
-    def _schema_changing(self, target: TableId, schema: str, moves: ColumnMoves) -> Iterator[None]:
-        """While the sink applies a schema change to ``target``: written ahead into the
-        run state (``RunState.pending``), so a crash meanwhile leaves the restart what to
-        finish, renames and drops included. A change the sink refuses (an error, not a
-        crash) is taken back out: the behaviour decides what follows."""
-        checkpoint = self.definition.settings.checkpoint
-        self.metrics.schema_changing(target, schema, moves.to_json())
-        save_run_state(checkpoint, self.metrics.state)
-        try:
-            yield
-        except BaseException:
-            self.metrics.schema_refused(target)
-            save_run_state(checkpoint, self.metrics.state)
-            raise
+    def _into(self, table: TableId) -> list[Target]:
+        return [t for t in self.targets if table in source_ids(t)]
 
-    def _schema_changed(self, table: TableId, target: TableId, schema: str | None) -> None:
-        """A schema change reached ``target``: recorded, and the run state saved at once.
-        The target has the change now, committed batch or not; a restart whose state were
-        behind it would plan the target without it (and finish that evolution by adding
-        back columns the change renamed or dropped)."""
-        self.metrics.schema_changed(table, target, schema)
-        save_run_state(self.definition.settings.checkpoint, self.metrics.state)
-
-    def _follow_drops(self, dropped: dict[TableId, str], batch: MicroBatch) -> None:
-        """Apply the batch's DROPs (pipeline/table_drops.py). A table whose target was
-        dropped leaves the run: created again, it is a new table with a new target."""
-        gone = follow_drops(
-            self.spark,
-            dropped,
-            self.targets,
-            self.sink,
-            batch,
-            self.definition.settings.schema_change_behavior,
-            self.definition.excluded_changes,
-        )
-        for table in dropped:
-            self.metrics.table_dropped(table, table in gone)
-        if gone:
-            # the running query's rows stay in the envelope when one table is left
-            self.force_envelope = self.envelope
-            self.tables = [t for t in self.tables if t.source not in gone]
-            self.targets = [
-                t for t in self.targets if not {s.table.source for s in t.sources} <= set(gone)
-            ]
-
-    def _capture_created(self, offset: str) -> None:
-        """Tables created while the pipeline runs come into the source's offset (MySQL,
-        with ``scan.newly-added-table.enabled``, several tables): plan and open their
-        targets before the batch that has their first rows is split, so none of their
-        rows is left out of it."""
-        if not self.envelope:
-            return
-        added = self.probe.tables_added(offset, {t.source for t in self.tables})
-        if not added:
-            return
-        targets = targets_of(self.definition, self.spark, added)
-        everything = self._joined(targets)
-        shared = shared_targets(self.sink, [t.table for t in everything])
-        if shared:
-            target, sources = next(iter(shared.items()))
-            raise SparkCdcError(
-                f"{', '.join(str(t.source) for t in added)} was created while the pipeline "
-                f"runs and goes into the target {target} of {', '.join(map(str, sources))} "
-                "through the sink's 'table-name'; their changes would collide. Merge them "
-                "on purpose with a route block, or give each table its own target"
-            )
-        self.sink.open(self.spark, [t.table for t in everything])
-        self.tables = [*self.tables, *added]
-        self.targets = everything
-        self.metrics.add_tables([t.source for t in added])
-        log.info(
-            "capturing %s (created while the pipeline runs) into %s",
-            ", ".join(str(t.source) for t in added),
-            ", ".join(str(self.sink.target_of(t.table) or t.table.source) for t in targets),
-        )
-
-    def _joined(self, planned: list[Target]) -> list[Target]:
-        """The run's targets with ``planned`` (of tables created while it runs): a target
-        a route already merges others into takes the new tables in, evolved for their
-        columns (pipeline/shaped_evolution.py); the others are new."""
-        everything = list(self.targets)
-        at = {t.table.source: i for i, t in enumerate(everything)}
-        behavior = self.definition.settings.schema_change_behavior
-        for target in planned:
-            i = at.get(target.table.source)
-            if i is None:
-                everything.append(target)
-                continue
-            before = everything[i]
-            joined = joined_target(before, target, behavior, self.definition.namespace)
-            if joined.table.schema != before.table.schema:
-                self.sink.evolve(self.spark, joined.table, before.table, ColumnMoves())
-            for source in target.sources:
-                self.metrics.schema_changed(
-                    source.table.source, joined.table.source, joined.table.schema.json()
-                )
-            everything[i] = joined
-        return everything
-
-    def _read_once(
-        self, frame: Any, batch_id: int, previous: str | None, offset: str | None
-    ) -> TableId | None:
+    def _read_once(self, frame: Any, offsets: BatchOffsets) -> TableId | None:
         """The table whose snapshot rows are the whole batch, when its target appends them
         in one write: then the batch is neither cached nor counted before the write
         (pipeline/one_pass.py). None: cache and count as usual."""
+        end = offsets.end
+        if end is None:
+            return None
         mode = getattr(self.definition.source_config, "startup_mode", None)
         # only the checkpoint's first batch starts from the initial offset (a later one
         # whose previous offset cannot be read is not known to start anywhere)
-        from_scratch = batch_id == 0 and mode in ("initial", "snapshot")
-        alone = None if offset is None else chunks_of_one_table(previous, offset, from_scratch)
+        from_scratch = offsets.batch_id == 0 and mode in ("initial", "snapshot")
+        alone = chunks_of_one_table(offsets.start, end, from_scratch)
         if alone is None or alone not in {t.source for t in self.tables}:
             return None
         if not self.envelope and not all(c in frame.columns for c in self.tables[0].columns):
             return None  # the query's columns are not the table's (a schema change)
-        into = [t for t in self.targets if alone in _source_ids(t)]
+        into = self._into(alone)
         pipeline = self._pipeline_id or ""
         if not into or not all(
             self.sink.writes_snapshot_once(self.spark, t.table, pipeline) for t in into
         ):
             return None
         return alone
-
-    def _split_once(
-        self, frame: Any, alone: TableId, snapshot_version: int | None
-    ) -> tuple[Mapping[TableId, Any], Any, Callable[[], Any]]:
-        """The batch per table as typed changelogs, as :meth:`_split` gives them, for a
-        batch of ``alone``'s snapshot rows only: the batch under its rows carries an
-        observation of the same measures (filled by the sink's write), every other table's
-        rows are empty without reading anything. Also how to count the batch again (a
-        replay's write is skipped: nothing observes it)."""
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        from sparkcdc.spark.envelope import unpack_table
-
-        # observed below the split: rows of any other table in the batch are counted too
-        # (as ``o``), so an offset that said wrong fails the run instead of losing them
-        measures = _measures(snapshot_version)
-        if self.envelope:
-            theirs = (F.col("database_name") == alone.database) & (
-                F.col("table_name") == alone.table
-            )
-            measures.append(F.count(F.when(~theirs, 1)).alias("o"))
-        observation = Observation()
-        observed_frame = frame.observe(observation, *measures)
-        by_source = {t.source: t for t in self.tables}
-
-        def typed(source: TableId) -> Any:
-            table, mine = by_source[source], source == alone
-            rows = observed_frame if mine else frame
-            if self.envelope:
-                rows = unpack_table(rows, source.database, source.table, table.schema)
-            rows = rows.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
-            # the other tables' rows: planned as empty, so nothing reads them
-            return rows if mine else rows.limit(0)
-
-        changes = LazyTables(by_source, typed)
-
-        def recount() -> Any:
-            (row,) = frame.agg(*measures).collect()
-            return row.asDict()  # as the observation gives it
-
-        return changes, observation, recount
-
-    def _read_checker(
-        self, alone: TableId, observation: Any, batch_id: int
-    ) -> Callable[[Any], None]:
-        """What checks a DataFrame a sink read to its end (``MicroBatch.on_read``): the
-        counts its plan holds must be snapshot rows of ``alone`` only, or the batch fails
-        before the sink commits it (:meth:`_counted_once`)."""
-
-        def check(frame: Any) -> None:
-            row = metrics_in(frame, observation)
-            if row is not None:
-                self._counted_once(alone, row, batch_id)
-
-        return check
-
-    def _counted_once(self, alone: TableId, row: Any, batch_id: int) -> _Tally:
-        """The tally of a batch written in one pass, from what its write observed. The
-        offsets said it holds snapshot rows only; a log change in it would have been
-        dropped by the sink's append, so it fails the run loudly."""
-        tally = _Tally.of({alone: row})
-        tally.fill(t.source for t in self.tables)
-        counts = tally.counts[alone]
-        others = int(row["o"]) if "o" in row else 0
-        if counts.inserts or counts.updates or counts.deletes or counts.reread_rows or others:
-            raise SparkCdcError(
-                f"batch {batch_id} of {alone} held log changes ({counts}) or {others} rows "
-                "of other tables where its offsets said it held snapshot rows of this "
-                "table only; the targets may lack them. This is a "
-                f"defect: please report it, and read the table again with `sparkcdc "
-                f"snapshot {self.definition.path} --table {alone}`"
-            )
-        return tally
-
-    def _split(
-        self, frame: Any, snapshot_version: int | None
-    ) -> tuple[Mapping[TableId, Any], _Tally]:
-        """The batch per table as typed changelogs, and what it holds per table (changelog
-        rows, snapshot rows, changes by kind, rows read again on demand, the newest log
-        commit time) counted in one Spark job."""
-        measures = _measures(snapshot_version)
-        if not self.envelope:
-            table = self.tables[0]
-            (row,) = frame.agg(*measures).collect()
-            tally = _Tally.of({table.source: row})
-            if all(c in frame.columns for c in table.columns):
-                columns = [quoted(c) for c in table.columns] + list(CHANGE_COLUMNS)
-                return {table.source: frame.select(*columns)}, tally
-            # the batch of a schema change: the query still has the old columns (and no rows)
-            return {table.source: conform(frame, table)}, tally
-        from sparkcdc.spark.envelope import unpack_table
-
-        counted = frame.groupBy("database_name", "table_name").agg(*measures).collect()
-        tally = _Tally.of({TableId(r["database_name"], r["table_name"]): r for r in counted})
-        tally.fill(t.source for t in self.tables)
-        by_source = {t.source: t for t in self.tables}
-
-        def typed(source: TableId) -> Any:
-            table = by_source[source]
-            unpacked = unpack_table(frame, source.database, source.table, table.schema)
-            changes = unpacked.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
-            # as many tasks as its own rows need, not one per partition of the whole batch
-            # (pipeline/table_tasks.py)
-            return changes.coalesce(tasks_for(tally.rows.get(source, 0)))
-
-        return LazyTables(by_source, typed), tally
-
-
-def _measures(snapshot_version: int | None) -> list[Any]:
-    """What a batch holds (``_Tally.of`` reads them): snapshot rows ``s``, log inserts
-    ``i``, updates ``u``, deletes ``d``, rows read again ``r``, the newest log commit
-    time ``t``. Rows at the batch end's version are read by the snapshot (no log change
-    has a position's version): inserts of a first snapshot, updates of a re-read."""
-    from pyspark.sql import functions as F
-
-    kind = F.col(CHANGE_TYPE)
-    at_end = F.col(COMMIT_VERSION) == F.lit(snapshot_version)
-    update = kind.isin("update", "update_postimage")
-    snapshot = (kind == "insert") & at_end
-    reread = update & at_end
-    logged = F.coalesce(~(snapshot | reread), F.lit(True))
-    return [
-        F.count(F.when(snapshot, 1)).alias("s"),
-        F.count(F.when((kind == "insert") & logged, 1)).alias("i"),
-        F.count(F.when(update & logged, 1)).alias("u"),
-        F.count(F.when(kind == "delete", 1)).alias("d"),
-        F.count(F.when(reread, 1)).alias("r"),
-        F.max(F.when(logged, F.col(COMMIT_TIMESTAMP))).alias("t"),
-    ]
-
-
-def _source_ids(target: Target) -> set[TableId]:
-    return {s.table.source for s in target.sources}
-
-
-def _summed(target: Target, counts: dict[TableId, int]) -> int:
-    return sum(counts.get(s.table.source, 0) for s in target.sources)
-
-
-@dataclass
-class _Tally:
-    """A batch's counts per table, from the aggregate rows of ``_split``."""
-
-    counts: dict[TableId, TableCounts]
-    newest_commit: float | None
-
-    @classmethod
-    def of(cls, rows: dict[TableId, Any]) -> _Tally:
-        counts = {
-            t: TableCounts(int(r["s"]), int(r["i"]), int(r["u"]), int(r["d"]), int(r["r"]))
-            for t, r in rows.items()
-        }
-        times = [r["t"].timestamp() for r in rows.values() if r["t"] is not None]
-        return cls(counts, max(times) if times else None)
-
-    def fill(self, tables: Any) -> None:
-        for table in tables:
-            self.counts.setdefault(table, TableCounts())
-
-    @property
-    def rows(self) -> dict[TableId, int]:
-        """Changelog rows per table, as a one-table stream has them (an update is two)."""
-        return {t: c.changelog_rows for t, c in self.counts.items()}
-
-    @property
-    def reread(self) -> dict[TableId, int]:
-        """Rows read again per table."""
-        return {t: c.reread_rows for t, c in self.counts.items()}
 
 
 def _observed(stream: Any) -> Any:

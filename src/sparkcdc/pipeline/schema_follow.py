@@ -30,12 +30,14 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
+from sparkcdc.core.table_events import ColumnMoves
 from sparkcdc.pipeline.crash_points import SCHEMA_ALTERED, SCHEMA_APPLIED, crash_point
-from sparkcdc.pipeline.evolution import MIRRORING, evolution, evolved_target
+from sparkcdc.pipeline.evolution import MIRRORING, change_types, evolution, evolved_target
 from sparkcdc.pipeline.run_state import RunState
 from sparkcdc.pipeline.shaped_evolution import (
     reshaped,
@@ -44,10 +46,9 @@ from sparkcdc.pipeline.shaped_evolution import (
     shaped_evolution,
     with_source,
 )
-from sparkcdc.pipeline.source_probe import SourceProbe
+from sparkcdc.pipeline.source_probe import OffsetColumns
 from sparkcdc.pipeline.targets import ShapedSchema, Target, TargetSource
 from sparkcdc.sinks.base import Sink, SinkTable
-from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
 
@@ -98,165 +99,157 @@ def restore_targets(targets: Sequence[Target], state: RunState, behavior: str) -
     return restored
 
 
-def follow_changes(
-    spark: Any,
-    offset: str,
-    tables: list[SinkTable],
-    targets: list[Target],
-    probe: SourceProbe,
-    sink: Sink,
-    behavior: str,
-    applying: Callable[[TableId, str, ColumnMoves], AbstractContextManager[None]],
-    applied: Callable[[TableId, TableId, str | None], None],
-    shaped: ShapedSchema,
-    excluded: frozenset[str] = frozenset(),
-) -> None:
-    """Apply the schema changes ``offset`` shows to the sink, updating ``tables`` (the
-    columns rows are read with) and ``targets`` (what they are written as) in place;
-    the sink applies each under ``applying(target, its schema JSON after the change,
-    moves)`` (written ahead: a crash meanwhile leaves a record a restart finishes), and
-    ``applied(table, target, target schema JSON or None)`` is told of it after (the run
-    state). Change types in ``excluded`` are taken as ``ignore`` takes them. ``shaped``
-    gives a transform's output columns (pipeline/shaping.py)."""
-    changed = probe.table_columns(offset)
-    if not changed:
-        return
-    for i, table in enumerate(tables):
-        found = changed.get(table.source)
-        if found is None or _fields(found.columns) == _fields(table.schema):
-            continue
-        columns, statement = found.columns, found.statement
-        t = next(n for n, g in enumerate(targets) if table.source in _sources(g))
-        target = targets[t]
+@dataclass(frozen=True)
+class SchemaFollower:
+    """What following a change of a table's columns needs (pipeline/applier.py makes one
+    per batch): the sink and its declaration, the behaviour and the excluded change
+    types, a transform's output columns (``shaped``, pipeline/shaping.py), and the run
+    state's write-ahead: the sink applies each change under ``applying(target, its schema
+    JSON after the change, moves)`` (a crash meanwhile leaves a record a restart
+    finishes), and ``applied(table, target, target schema JSON or None)`` is told of it
+    after."""
+
+    spark: Any
+    sink: Sink
+    behavior: str
+    excluded: frozenset[str]
+    shaped: ShapedSchema
+    applying: Callable[[TableId, str, ColumnMoves], AbstractContextManager[None]]
+    applied: Callable[[TableId, TableId, str | None], None]
+
+    def follow(
+        self, table: SinkTable, target: Target, found: OffsetColumns
+    ) -> tuple[SinkTable, Target]:
+        """``table`` with the columns ``found`` (the columns its rows are read with from
+        now on), and its target after the change, applied to the sink."""
+        new_table = dataclasses.replace(table, schema=found.columns)
         if not is_plain(target):
-            tables[i] = dataclasses.replace(table, schema=columns)
-            targets[t] = _follow_shaped(
-                spark,
-                target,
-                tables[i],
-                found,
-                sink,
-                behavior,
-                excluded,
-                shaped,
-                applying,
-                applied,
-            )
-            continue
-        before = target.table.schema
-        moves = found.moves
-        if not statement and behavior in MIRRORING:
+            return new_table, self._follow_shaped(target, new_table, found)
+        columns, statement, moves = found.columns, found.statement, found.moves
+        if not statement and self.behavior in MIRRORING:
             # no change in the log explains the difference: the table changed between the
             # pipeline's start (which planned its target) and the stream's first offset,
             # before any row was written; the target mirrors the table as the stream has it
             gone = tuple(n for n in table.columns if n not in columns.fieldNames())
             moves = ColumnMoves(dropped=gone)
-        change = evolution(behavior, before, columns, table.source, statement, moves, excluded)
+        before = target.table.schema
+        excluded = self._excluded(before, columns, moves, table.source, statement)
+        change = evolution(self.behavior, before, columns, table.source, statement, moves, excluded)
         schema = change.schema
-        new_table = dataclasses.replace(table, schema=columns)
         new_target = plain_target(new_table, schema)
         if _fields(schema) != _fields(before) or change.moves != ColumnMoves():
             try:
-                with applying(table.source, schema.json(), change.moves):
-                    sink.evolve(spark, new_target.table, target.table, change.moves)
+                with self.applying(table.source, schema.json(), change.moves):
+                    self.sink.evolve(self.spark, new_target.table, target.table, change.moves)
                 crash_point(SCHEMA_ALTERED)
             except Exception as exc:
-                if behavior not in MIRRORING:
+                if self.behavior not in MIRRORING:
                     raise
-                schema = _refused(behavior, exc, before, columns, table.source, statement)
+                schema = self._failed(exc, before, columns, table.source, statement)
                 new_target = plain_target(new_table, schema)
         log.info(
             "schema change of %s (%s) followed (%s): target columns %s",
             table.source,
             _short(statement),
-            behavior,
+            self.behavior,
             ", ".join(f.name for f in schema.fields),
         )
-        tables[i] = new_table
-        targets[t] = new_target
-        keep = behavior in MIRRORING or not new_target.as_captured
-        applied(table.source, table.source, schema.json() if keep else None)
+        keep = self.behavior in MIRRORING or not new_target.as_captured
+        self.applied(table.source, table.source, schema.json() if keep else None)
         crash_point(SCHEMA_APPLIED)  # the fault suite's kill (pipeline/crash_points.py)
+        return new_table, new_target
 
+    def _follow_shaped(self, target: Target, table: SinkTable, found: OffsetColumns) -> Target:
+        """``target`` (shaped by a transform or merged by a route) once ``table``'s rows
+        come with its new columns (pipeline/shaped_evolution.py)."""
+        statement = found.statement
+        before = next(s for s in target.sources if s.table.source == table.source)
+        after = reshaped(before, table, self.shaped, statement)
+        excluded = self._excluded(
+            target.table.schema, after.schema, found.moves, table.source, statement
+        )
+        change = shaped_evolution(
+            self.behavior, target, before, after, statement, found.moves, excluded
+        )
+        schema = change.schema
+        if _fields(schema) != _fields(target.table.schema):
+            new_table = dataclasses.replace(target.table, schema=schema)
+            try:
+                with self.applying(target.table.source, schema.json(), change.moves):
+                    self.sink.evolve(self.spark, new_table, target.table, change.moves)
+                crash_point(SCHEMA_ALTERED)
+            except Exception as exc:
+                if self.behavior not in MIRRORING:
+                    raise
+                schema = self._failed(
+                    exc, target.table.schema, after.schema, table.source, statement
+                )
+        log.info(
+            "schema change of %s (%s) followed (%s) into %s: target columns %s",
+            table.source,
+            _short(statement),
+            shaped_behavior(self.behavior),
+            target.table.source,
+            ", ".join(f.name for f in schema.fields),
+        )
+        self.applied(table.source, target.table.source, schema.json())
+        return with_source(target, before, after, schema)
 
-def _follow_shaped(
-    spark: Any,
-    target: Target,
-    table: SinkTable,
-    found: Any,
-    sink: Sink,
-    behavior: str,
-    excluded: frozenset[str],
-    shaped: ShapedSchema,
-    applying: Callable[[TableId, str, ColumnMoves], AbstractContextManager[None]],
-    applied: Callable[[TableId, TableId, str | None], None],
-) -> Target:
-    """``target`` (shaped by a transform or merged by a route) once ``table``'s rows come
-    with its new columns (pipeline/shaped_evolution.py)."""
-    statement = found.statement
-    before = next(s for s in target.sources if s.table.source == table.source)
-    after = reshaped(before, table, shaped, statement)
-    change = shaped_evolution(behavior, target, before, after, statement, found.moves, excluded)
-    schema = change.schema
-    if _fields(schema) != _fields(target.table.schema):
-        new_table = dataclasses.replace(target.table, schema=schema)
-        try:
-            with applying(target.table.source, schema.json(), change.moves):
-                sink.evolve(spark, new_table, target.table, change.moves)
-            crash_point(SCHEMA_ALTERED)
-        except Exception as exc:
-            if behavior not in MIRRORING:
-                raise
-            schema = _refused(
-                behavior, exc, target.table.schema, after.schema, table.source, statement
+    def _excluded(
+        self, before: Any, columns: Any, moves: ColumnMoves, table: TableId, statement: str
+    ) -> frozenset[str]:
+        """The change types taken as ``ignore`` takes them: those the sink block excludes,
+        and, where the behaviour goes on past what the sink cannot apply, those the sink
+        does not declare. ``evolve`` stops at those (``exception`` stops at any change)."""
+        if self.behavior == "exception":
+            return self.excluded
+        refused = self.sink.capabilities.refused(change_types(before, columns, moves))
+        refused = [k for k in refused if k not in self.excluded]
+        if not refused:
+            return self.excluded
+        reason = f"the {type(self.sink).__name__} does not apply {', '.join(refused)}"
+        if self.behavior == "evolve":
+            raise _evolve_stops(table, statement, reason)
+        if self.behavior == "try_evolve":
+            log.warning(
+                "schema change of %s (%s): %s; 'try_evolve' goes on without them",
+                table,
+                _short(statement),
+                reason,
             )
-    log.info(
-        "schema change of %s (%s) followed (%s) into %s: target columns %s",
-        table.source,
-        _short(statement),
-        shaped_behavior(behavior),
-        target.table.source,
-        ", ".join(f.name for f in schema.fields),
-    )
-    applied(table.source, target.table.source, schema.json())
-    return with_source(target, before, after, schema)
+        return self.excluded | frozenset(refused)
+
+    def _failed(
+        self, exc: Exception, before: Any, columns: Any, table: TableId, statement: str
+    ) -> Any:
+        """The target schema after the sink failed to apply a change it declares:
+        ``evolve`` stops with the sink's reason and the ways on; ``try_evolve`` goes on as
+        ``ignore`` would (Flink CDC's ``try_evolve`` tolerates a failed apply)."""
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        if self.behavior == "evolve":
+            raise _evolve_stops(table, statement, reason) from exc
+        log.warning(
+            "schema change of %s (%s): the sink could not apply it (%s); 'try_evolve' goes "
+            "on with the target as it was (new columns are not written, columns the table "
+            "lost get NULL)",
+            table,
+            _short(statement),
+            reason,
+        )
+        return evolved_target("ignore", before, columns, table, statement)
 
 
-def _refused(
-    behavior: str,
-    exc: Exception,
-    before: Any,
-    columns: Any,
-    table: TableId,
-    statement: str,
-) -> Any:
-    """The target schema after the sink refused a change: ``evolve`` stops with the
-    sink's reason and the ways on; ``try_evolve`` goes on as ``ignore`` would."""
-    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-    if behavior == "evolve":
-        raise SchemaError(
-            f"schema change of {table} ({_short(statement)}): the sink could not apply it "
-            f"({reason}). Make the target able to take it and run the pipeline again, or set "
-            "'schema.change.behavior' to 'try_evolve' (go on with the target as it is) or "
-            "'lenient'"
-        ) from exc
-    log.warning(
-        "schema change of %s (%s): the sink could not apply it (%s); 'try_evolve' goes on "
-        "with the target as it was (new columns are not written, columns the table lost get "
-        "NULL)",
-        table,
-        _short(statement),
-        reason,
+def _evolve_stops(table: TableId, statement: str, reason: str) -> SchemaError:
+    return SchemaError(
+        f"schema change of {table} ({_short(statement)}): the sink could not apply it "
+        f"({reason}). Make the target able to take it and run the pipeline again, or set "
+        "'schema.change.behavior' to 'try_evolve' (go on with the target as it is) or "
+        "'lenient'"
     )
-    return evolved_target("ignore", before, columns, table, statement)
 
 
 def _short(statement: str) -> str:
     return " ".join(statement.split())[:160]
-
-
-def _sources(target: Target) -> set[Any]:
-    return {s.table.source for s in target.sources}
 
 
 def _fields(schema: Any) -> list[tuple[str, Any, bool]]:

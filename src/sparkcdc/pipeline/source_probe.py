@@ -14,16 +14,16 @@ import dataclasses
 import json
 import logging
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.metrics import LogHead
 from sparkcdc.pipeline.tables import sink_table
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.snapshot.handle import SourceHandle
+from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
@@ -42,56 +42,41 @@ class SourceProbe:
     def __init__(self, handle: SourceHandle[Any, Any]) -> None:
         self.handle = handle
         self._lock = threading.Lock()
-        self._columns: dict[str, Any] = {}  #: Spark schemas of offsets' table JSON
+        #: The tables of offsets' table JSON (their columns and key), by its text
+        self._columns: dict[str, SinkTable] = {}
         self.last_error: str | None = None  #: why the last question failed
 
     def position(self, offset: str) -> Any:
         """The log position of a source offset (JSON text); no connection needed."""
-        return self.handle.stored_position(json.loads(offset))
+        return self.handle.stored_position(SourceOffset.parse(offset).position_json())
 
     def table_columns(self, offset: str) -> dict[TableId, OffsetColumns]:
         """Each table's columns at the offset (a Spark StructType), for connectors that
         keep them there, with the change that made them last; no connection needed."""
+        parsed = SourceOffset.parse(offset)
         found: dict[TableId, OffsetColumns] = {}
-        with self._lock:
-            for key, progress in json.loads(offset)["tables"].items():
-                schema = progress.get("schema")
-                if schema is None:
-                    continue
-                found[TableId.from_key(key)] = OffsetColumns(
-                    self._spark_columns(schema["table"]),
-                    str(schema.get("change", "")),
-                    ColumnMoves.from_json(schema),
-                )
+        for table_id in parsed.tables:
+            schema = parsed.schema_of(table_id)
+            if schema is not None:
+                columns = self.spark_columns(schema.table)
+                found[table_id] = OffsetColumns(columns, schema.change, schema.moves)
         return found
 
-    def tables_added(self, offset: str, known: Collection[TableId]) -> list[SinkTable]:
-        """The tables the offset captures that are not ``known`` (created while the
-        pipeline runs), with their columns and key as the offset has them (what the
-        source decodes their rows with); no connection needed."""
-        added = []
-        with self._lock:
-            for key, progress in json.loads(offset)["tables"].items():
-                table_id = TableId.from_key(key)
-                if table_id in known:
-                    continue
-                schema = progress.get("schema")
-                if schema is None:
-                    raise SparkCdcError(
-                        f"the source captures {table_id}, which the pipeline did not know when "
-                        "it started, without its columns in the offset: restart the pipeline"
-                    )
-                table = sink_table(self.handle.columns(schema["table"]))
-                added.append(dataclasses.replace(table, source=table_id))
-        return added
+    def spark_columns(self, table: Mapping[str, Any]) -> Any:
+        """The Spark StructType of a table as the connector's JSON has it (an offset's
+        ``schema`` entry); no connection needed."""
+        return self.sink_table(TableId("", ""), table).schema
 
-    def _spark_columns(self, table_json: Mapping[str, Any]) -> Any:
-        text = json.dumps(table_json, sort_keys=True)
-        columns = self._columns.get(text)
-        if columns is None:
-            columns = sink_table(self.handle.columns(table_json)).schema
-            self._columns[text] = columns
-        return columns
+    def sink_table(self, table_id: TableId, table: Mapping[str, Any]) -> SinkTable:
+        """``table_id`` as the pipeline writes it, from the connector's JSON of the table
+        (an offset's ``schema`` entry): its columns and key, as the source decodes its rows
+        with them; no connection needed."""
+        with self._lock:
+            text = json.dumps(table, sort_keys=True)
+            found = self._columns.get(text)
+            if found is None:
+                found = self._columns[text] = sink_table(self.handle.columns(table))
+        return dataclasses.replace(found, source=table_id)
 
     def describe(self, offset: str) -> str:
         return str(self.position(offset))
@@ -115,7 +100,7 @@ class SourceProbe:
         with self._lock:
             try:
                 handle = self.handle
-                position = handle.position(json.loads(offset))
+                position = handle.position(SourceOffset.parse(offset).position_json())
                 head = handle.head()
                 behind = handle.bytes_behind(position, head)
                 since, known = None, waiting and handle.tells_change_times

@@ -25,7 +25,7 @@ from sparkcdc.pipeline.run_state import load_run_state
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.registry import make_sink
-from sparkcdc.snapshot.progress import Resnapshot
+from sparkcdc.snapshot.offset import SourceOffset
 
 
 class NoCheckpointError(SparkCdcError):
@@ -103,20 +103,18 @@ def last_commit(checkpoint: Path) -> tuple[int, float] | None:
 def running_rereads(offset: str) -> dict[TableId, dict[str, Any]]:
     """The re-reads running in a source offset (JSON text), by table, as
     :attr:`TableStatus.reread` shows them (keys as text; a one-column key is its value)."""
-    data = json.loads(offset)
-    paused = bool(data.get("paused"))
+    parsed = SourceOffset.parse(offset)
     found = {}
-    for key, progress in data.get("tables", {}).items():
-        again = progress.get("again")
-        if not again or again.get("done"):
+    for table, progress in parsed.tables.items():
+        resnapshot = progress.again
+        if resnapshot is None or resnapshot.done:
             continue
-        resnapshot = Resnapshot.from_json(again)
-        found[TableId.from_key(key)] = {
+        found[table] = {
             "signal": resnapshot.signal,
             "from": _key_text(resnapshot.lo),
             "to": _key_text(resnapshot.hi),
             "at": _key_text(resnapshot.cursor) if resnapshot.started else None,
-            "paused": paused,
+            "paused": parsed.paused,
         }
     return found
 

@@ -13,11 +13,9 @@ a target with the source *as of that offset* while the pipeline keeps running.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -25,7 +23,9 @@ from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.schema_change import ColumnMoves
+from sparkcdc.core.table_events import ColumnMoves
+from sparkcdc.sinks.capabilities import SinkCapabilities
+from sparkcdc.snapshot.offset import LogJson, SourceOffset
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,6 @@ class SinkTable:
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.schema.fields)
-
-
-@lru_cache(maxsize=2)
-def _parsed_offset(text: str) -> dict[str, Any]:
-    """A batch's offset, parsed once for all its targets (not once per target)."""
-    parsed: dict[str, Any] = json.loads(text)
-    return parsed
 
 
 @dataclass(frozen=True)
@@ -118,12 +111,8 @@ class MicroBatch:
         sources = self.sources.get(target)
         if self.source_offset is None or sources is None:
             return self.source_offset
-        data = _parsed_offset(self.source_offset)
-        tables = data.get("tables")
-        if not isinstance(tables, dict):
-            return self.source_offset
-        keys = {s.key for s in sources}
-        return json.dumps({**data, "tables": {k: v for k, v in tables.items() if k in keys}})
+        offset = SourceOffset.try_parse(self.source_offset)
+        return self.source_offset if offset is None else offset.only(sources).to_text()
 
     def has_changes(self, table: TableId) -> bool:
         if table in self.uncounted:
@@ -185,8 +174,9 @@ class MicroBatch:
             F.col(COMMIT_VERSION) == F.lit(self.snapshot_version)
         )
 
-    def offset(self) -> dict[str, Any] | None:
-        return None if self.source_offset is None else json.loads(self.source_offset)
+    def offset(self) -> SourceOffset[LogJson] | None:
+        """The batch's end offset, decoded (None: unknown, or another source's)."""
+        return None if self.source_offset is None else SourceOffset.try_parse(self.source_offset)
 
 
 @dataclass(frozen=True)
@@ -214,6 +204,13 @@ class Sink(ABC):
     #: Whether the run is stopping (set by the pipeline): a sink writing a batch's
     #: targets at once starts no further target once it is.
     stopping: Callable[[], bool] | None = None
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> SinkCapabilities:
+        """What this sink does (its type's declaration for its configuration): the
+        pipeline calls :meth:`evolve`, :meth:`truncate`, :meth:`drop_table` and
+        :meth:`snapshot` only where it says so."""
 
     @abstractmethod
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
@@ -343,5 +340,8 @@ class SinkType(Generic[Config]):
     #: checkpoint identity, see MicroBatch, or None when not known: ``validate`` before a
     #: first run) -> the sink.
     create: Callable[[Config, Path | None, str | None], Sink]
+    #: config -> what the sink so configured does (sinks/capabilities.py): the pipeline
+    #: decides from it which table events reach the sink and whether ``verify`` can run.
+    capabilities: Callable[[Config], SinkCapabilities]
     #: The option specs ``parse`` validates against (the README's table is made of them).
     specs: tuple[OptionSpec, ...] = ()

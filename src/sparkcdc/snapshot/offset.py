@@ -163,6 +163,19 @@ class SourceOffset(Generic[L]):
         few offsets, and a 1000-table offset (~1.2 MB) takes tens of milliseconds."""
         return _parsed(text)
 
+    @staticmethod
+    def try_parse(text: str) -> SourceOffset[LogJson] | None:
+        """:meth:`parse`, or None when ``text`` is another source's offset (a changelog
+        source's: no log position and table progress)."""
+        data = _json(text)
+        if (
+            not isinstance(data, dict)
+            or "log" not in data
+            or not isinstance(data.get("tables"), dict)
+        ):
+            return None
+        return _parsed(text)
+
     def position_json(self) -> dict[str, Any]:
         """The log position with the server it was read from, as the connector reads a
         position that may come from another server (``Dialect.log_position``)."""
@@ -232,4 +245,9 @@ class SourceOffset(Generic[L]):
 
 @functools.lru_cache(maxsize=4)
 def _parsed(text: str) -> SourceOffset[LogJson]:
-    return SourceOffset.from_json(json.loads(text), LogJson)
+    return SourceOffset.from_json(_json(text), LogJson)
+
+
+@functools.lru_cache(maxsize=4)
+def _json(text: str) -> Any:
+    return json.loads(text)

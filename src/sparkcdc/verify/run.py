@@ -25,7 +25,7 @@ from sparkcdc.pipeline.shaping import to_target
 from sparkcdc.pipeline.targets import Target
 from sparkcdc.sinks.base import Sink
 from sparkcdc.snapshot.handle import SourceHandle
-from sparkcdc.snapshot.progress import TABLE_DROPPED
+from sparkcdc.snapshot.offset import LogJson, SourceOffset
 from sparkcdc.verify.compare import Comparison, compare_tables
 
 #: Source options that make no sense for a one-off snapshot read of one table.
@@ -60,16 +60,15 @@ def verify_tables(
         if snapshot.source_offset is None:
             verdicts.append(TableVerdict(table.source, "empty", "-"))
             continue
-        offset = later_offset(handle, json.loads(snapshot.source_offset), committed)
-        at = handle.position(offset)  # on the server connected now (failover)
+        offset = later_offset(handle, SourceOffset.parse(snapshot.source_offset), committed)
+        at = handle.position(offset.position_json())  # on the server connected now (failover)
         log, position = at.to_json(), str(at)
-        progress = offset.get("tables", {})
-        entries = [progress.get(s.table.source.key) for s in target.sources]
-        if any(e is None or TABLE_DROPPED in (e.get("schema") or {}) for e in entries):
+        entries = [offset.tables.get(s.table.source) for s in target.sources]
+        if any(e is None or e.dropped for e in entries):
             # dropped (the target kept its rows) or no longer matched: nothing to compare
             verdicts.append(TableVerdict(table.source, "not captured", position))
             continue
-        if not all(progress.get(s.table.source.key, {}).get("done", False) for s in target.sources):
+        if not all(e is not None and e.done for e in entries):
             verdicts.append(TableVerdict(table.source, "snapshotting", position))
             continue
         frames = {
@@ -90,8 +89,8 @@ def verify_tables(
 
 
 def later_offset(
-    source: SourceHandle[Any, Any], written: dict[str, Any], committed: str | None
-) -> dict[str, Any]:
+    source: SourceHandle[Any, Any], written: SourceOffset[LogJson], committed: str | None
+) -> SourceOffset[LogJson]:
     """The offset to verify a target at: the end of the last batch that wrote it, or of
     the last batch Spark committed when that is as late or later. At the same log
     position the committed batch is the one to take: a batch that read the last, empty
@@ -108,8 +107,8 @@ def later_offset(
     may have written it."""
     if committed is None:
         return written
-    later: dict[str, Any] = json.loads(committed)
-    if source.position(later) >= source.position(written):
+    later = SourceOffset.parse(committed)
+    if source.position(later.position_json()) >= source.position(written.position_json()):
         return later
     return written
 

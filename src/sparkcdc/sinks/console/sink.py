@@ -17,6 +17,7 @@ from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.console.config import ConsoleSinkConfig
 from sparkcdc.sinks.console.print_format import format_change
 from sparkcdc.sinks.reduce import change_rank
@@ -28,6 +29,12 @@ class ConsoleSink(Sink):
         self.config = config
         self._out = out
         self.tables: dict[TableId, SinkTable] = {}
+
+    @property
+    def capabilities(self) -> SinkCapabilities:
+        from sparkcdc.sinks.console import capabilities
+
+        return capabilities(self.config)
 
     @property
     def out(self) -> TextIO:

@@ -35,6 +35,7 @@ from sparkcdc.core.folders import ensure_writable, is_uri
 from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
+from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.delta.appended import SNAPSHOT_ROWS, snapshot_appended
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
 from sparkcdc.sinks.delta.history import repeated_changes, replayed
@@ -91,6 +92,12 @@ class DeltaSink(Sink):
         #: Per target, the last batch whose snapshot rows are known to be in it (-1: none),
         #: where this process created it or found out (sinks/delta/appended.py).
         self._appended: dict[TableId, int] = {}
+
+    @property
+    def capabilities(self) -> SinkCapabilities:
+        from sparkcdc.sinks.delta import capabilities
+
+        return capabilities(self.config)
 
     @property
     def upsert(self) -> bool:

@@ -10,7 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkcdc.sinks.base import Sink, SinkType
+from sparkcdc.sinks.capabilities import ALL_CHANGES, EXACTLY_ONCE, UPSERT, SinkCapabilities
 from sparkcdc.sinks.jdbc.config import SPECS, JdbcSinkConfig
+
+
+def capabilities(config: JdbcSinkConfig) -> SinkCapabilities:
+    """Every table event, applied with the batch's transaction (PostgreSQL's DDL is
+    transactional, MySQL's commits at once); upserts by key, exactly once (the offsets row
+    is written in the batch's transaction); ``verify`` reads a target in one consistent
+    transaction."""
+    del config
+    return SinkCapabilities(
+        applies=ALL_CHANGES, write_mode=UPSERT, delivery=EXACTLY_ONCE, verifiable=True
+    )
 
 
 def _create(config: JdbcSinkConfig, base_dir: Path | None, pipeline_id: str | None) -> Sink:
@@ -19,4 +31,10 @@ def _create(config: JdbcSinkConfig, base_dir: Path | None, pipeline_id: str | No
     return JdbcSink(config, pipeline=pipeline_id)
 
 
-SINK = SinkType(name="jdbc", parse=JdbcSinkConfig.from_options, create=_create, specs=SPECS)
+SINK = SinkType(
+    name="jdbc",
+    parse=JdbcSinkConfig.from_options,
+    create=_create,
+    capabilities=capabilities,
+    specs=SPECS,
+)

@@ -40,6 +40,7 @@ from typing import Any
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot
+from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.csv_blocks import csv_blocks
 from sparkcdc.sinks.jdbc.dialects import Converter, Dialect, SinkError, Target, dialect_for
@@ -85,6 +86,12 @@ class JdbcSink(Sink):
         self._releasing: set[TableId] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> SinkCapabilities:
+        from sparkcdc.sinks.jdbc import capabilities
+
+        return capabilities(self.config)
 
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         """Create the offsets table and missing targets; check existing targets have the

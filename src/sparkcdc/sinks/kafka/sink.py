@@ -20,6 +20,7 @@ from typing import Any
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 from sparkcdc.sinks.reduce import KEPT_SET
 from sparkcdc.snapshot.schema_change import ColumnMoves
@@ -34,6 +35,12 @@ class KafkaSink(Sink):
     def __init__(self, config: KafkaSinkConfig) -> None:
         self.config = config
         self.tables: dict[TableId, SinkTable] = {}
+
+    @property
+    def capabilities(self) -> SinkCapabilities:
+        from sparkcdc.sinks.kafka import capabilities
+
+        return capabilities(self.config)
 
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         keyless = [str(t.source) for t in tables if not t.key]
@@ -101,7 +108,7 @@ class KafkaSink(Sink):
                 "(debezium-json writes a 't' message)"
             )
         offset = batch.offset()
-        self.writer(table.source).write_truncate(spark, offset["log"] if offset else None)
+        self.writer(table.source).write_truncate(spark, offset.log.to_json() if offset else None)
 
     def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
         """Nothing to do: a topic is a history, and a dropped table has no more changes

@@ -6,10 +6,18 @@ import json
 from typing import Any
 
 from sparkcdc.core.table import TableId
-from sparkcdc.pipeline.one_pass import chunks_of_one_table
+from sparkcdc.pipeline import one_pass
+from sparkcdc.snapshot.offset import SourceOffset
 
 LOG = {"file": "binlog.000002", "pos": 2910236, "gtid": "0-1001-45688"}
 SCHEMA = {"table": {"table": "app.a"}, "change": "ALTER TABLE a ADD COLUMN c INT"}
+
+
+def chunks_of_one_table(
+    previous: str | None, offset: str, from_scratch: bool = False
+) -> TableId | None:
+    start = None if previous is None else SourceOffset.parse(previous)
+    return one_pass.chunks_of_one_table(start, SourceOffset.parse(offset), from_scratch)
 
 
 def offset(tables: dict[str, Any], log: dict[str, Any] | None = None, **top: Any) -> str:
