@@ -32,9 +32,10 @@ from typing import Any
 
 from benchmarks._common import print_kv, spark_session
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.write_plan import plan_of
 
 TABLE = TableId("bench", "orders")
 #: The batches' pipeline id; a target the sink creates for it is marked as its own.
@@ -137,11 +138,11 @@ class Target:
         rows = as_changes(orders_rows(self.spark, frame, self.batch_id), change_type, self.batch_id)
         rows = rows.cache()
         rows.count()
-        batch = MicroBatch(
+        batch = plan_of(
             pipeline=PIPELINE,
             batch_id=self.batch_id,
             changes={TABLE: rows},
-            row_counts={TABLE: len(ids)},
+            rows={TABLE: len(ids)},
         )
         started = time.perf_counter()
         self.sink.write(batch)

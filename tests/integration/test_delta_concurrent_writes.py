@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import APPENDS_FOR, DeltaSink
+from sparkcdc.sinks.write_plan import WritePlan, plan_of
 from sparkcdc.spark.concurrent_writes import WritesStopped
 
 PIPELINE = "many:query-1"
@@ -35,16 +36,16 @@ def _changes(spark: Any, rows: list[tuple[int, str, str, int]], fail: bool = Fal
     return frame
 
 
-def _batch(batch_id: int, changes: dict[TableId, Any], snapshot: int | None = None) -> MicroBatch:
+def _batch(batch_id: int, changes: dict[TableId, Any], snapshot: int | None = None) -> WritePlan:
     counts = {t: 2 for t in changes}
-    return MicroBatch(
+    return plan_of(
         pipeline=PIPELINE,
         batch_id=batch_id,
         changes=changes,
         source_offset=json.dumps({"batch": batch_id}),
-        row_counts=counts,
+        rows=counts,
         snapshot_version=snapshot,
-        snapshot_counts=counts if snapshot is not None else None,
+        snapshot_rows=counts if snapshot is not None else None,
     )
 
 

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta import sink as delta_sink
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.pruning import COLLECTED_ROWS, LISTED_KEYS, key_bounds
 from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.write_plan import plan_of
 
 KEY_KINDS: dict[str, tuple[str, Any]] = {
     # name: (Spark type of the first key column, key value of an integer)
@@ -111,11 +112,11 @@ def test_bounded_merges_write_exactly_the_expected_rows(
         changes = _random_batch(pick, kind, state, size)
         frame = _batch(spark, table.schema, changes, batch_id)
         sink.write(
-            MicroBatch(
+            plan_of(
                 pipeline="bounds-test",
                 batch_id=batch_id,
                 changes={table.source: frame},
-                row_counts={table.source: len(changes)},
+                rows={table.source: len(changes)},
             )
         )
         frame.unpersist()
@@ -198,11 +199,11 @@ def test_a_batch_at_both_ends_of_the_table_reads_only_the_files_there(
     changes += [(k, 1, "ins", "insert") for k in range(8_000, 8_100)]
     frame = _batch(spark, table.schema, changes, 1)
     sink.write(
-        MicroBatch(
+        plan_of(
             pipeline="bounds-test",
             batch_id=1,
             changes={table.source: frame},
-            row_counts={table.source: len(changes)},
+            rows={table.source: len(changes)},
         )
     )
     got = dict(spark.read.format("delta").load(path).select("k", "v").collect())

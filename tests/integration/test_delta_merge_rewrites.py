@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta import sink as delta_sink
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.write_plan import plan_of
 
 _SWITCH = "spark.databricks.delta.merge.deletionVectors.persistent"
 
@@ -41,11 +42,11 @@ def _updated(spark: Any, tmp_path: Path, batch_id: int = 1) -> tuple[DeltaSink, 
         "_commit_timestamp timestamp",
     ).cache()
     sink.write(
-        MicroBatch(
+        plan_of(
             pipeline="rewrites-test",
             batch_id=batch_id,
             changes={table.source: changes},
-            row_counts={table.source: 3},
+            rows={table.source: 3},
         )
     )
     changes.unpersist()

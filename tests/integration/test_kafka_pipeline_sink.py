@@ -7,9 +7,10 @@ from typing import Any
 
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedKafka
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 from sparkcdc.sinks.kafka.sink import KafkaSink
+from sparkcdc.sinks.write_plan import plan_of
 from sparkcdc.spark.kafka.source import decode_changelog_json, read_kafka
 
 
@@ -37,7 +38,7 @@ def test_sink_writes_each_table_to_its_topic(spark: Any, kafka: EmbeddedKafka, t
         ],
         "id long, v string, _change_type string, _commit_version long, _commit_timestamp timestamp",
     )
-    sink.write(MicroBatch("p", 0, {table: changes}))
+    sink.write(plan_of("p", 0, {table: changes}))
     raw = read_kafka(spark, kafka.bootstrap_servers, f"shop.{topic}", streaming=False)
     back = decode_changelog_json(raw, schema).orderBy("_commit_version").collect()
     assert [(r["_change_type"], r["v"]) for r in back] == [

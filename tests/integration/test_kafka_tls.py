@@ -17,9 +17,10 @@ import pytest
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedKafka
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 from sparkcdc.sinks.kafka.sink import KafkaSink
+from sparkcdc.sinks.write_plan import plan_of
 from sparkcdc.snapshot.driver import IncrementalSource
 from sparkcdc.spark.kafka.signals import KafkaSignals
 from sparkcdc.spark.kafka.source import decode_changelog_json, read_kafka
@@ -75,7 +76,7 @@ def test_the_sink_produces_over_verified_tls_and_refuses_an_unknown_ca(
     )
     sink = _sink(tls_kafka, _tls(certificates))
     sink.open(spark, [SinkTable(table, schema, ("id",))])
-    sink.write(MicroBatch("p", 0, {table: changes}))
+    sink.write(plan_of("p", 0, {table: changes}))
     raw = read_kafka(
         spark,
         tls_kafka.ssl_bootstrap_servers,
@@ -94,7 +95,7 @@ def test_the_sink_produces_over_verified_tls_and_refuses_an_unknown_ca(
     refused = _sink(tls_kafka, wrong)
     refused.open(spark, [SinkTable(table, schema, ("id",))])
     with pytest.raises(Exception, match="SSL handshake failed"):
-        refused.write(MicroBatch("p", 1, {table: changes}))
+        refused.write(plan_of("p", 1, {table: changes}))
     # nothing of the failed batch reached the topic (read on the plain-text listener)
     assert (
         read_kafka(spark, tls_kafka.bootstrap_servers, "shop.secure", streaming=False).count() == 3

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.reduce import DELETED, KEPT_SET, REREAD, last_change_per_key
+from sparkcdc.sinks.write_plan import WritePlan, plan_of
 
 END = 10  #: the batch end's version: rows read again carry it
 
@@ -140,7 +141,7 @@ def _batch(
     rows: list[tuple[Any, ...]],
     version: int,
     kept: tuple[tuple[str, ...], ...] = ((),),
-) -> MicroBatch:
+) -> WritePlan:
     """``rows``: id, a, b, change, version, and with several ``kept`` sets, the row's."""
     frame = spark.createDataFrame(
         [(*r[:5], None, *r[5:]) for r in rows],
@@ -148,7 +149,7 @@ def _batch(
         " _commit_timestamp timestamp" + (f", {KEPT_SET} int" if len(kept) > 1 else ""),
     )
     table = TableId("db", "t")
-    return MicroBatch(
+    return plan_of(
         "p:1",
         batch_id,
         {table: frame},

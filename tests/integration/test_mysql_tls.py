@@ -21,10 +21,11 @@ from sparkcdc.connectors.mysql.snapshot.reader import reader_for
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import SinkError
 from sparkcdc.sinks.jdbc.sink import JdbcSink
+from sparkcdc.sinks.write_plan import plan_of
 
 DB = "tls_db"
 
@@ -170,7 +171,7 @@ def test_the_jdbc_sink_writes_and_reads_back_over_verified_tls(
             cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
             assert cur.fetchone()[1]  # this very session is encrypted
         sink_session.close()
-        verified.write(MicroBatch("tls-pipeline", 0, {table.source: changes}, '{"pos": 1}'))
+        verified.write(plan_of("tls-pipeline", 0, {table.source: changes}, '{"pos": 1}'))
     finally:
         verified.close()
     assert tls_mariadb.execute("SELECT id, v FROM target_orders", database=DB) == [(2, "b")]

@@ -23,8 +23,8 @@ from sparkcdc.embedded import EmbeddedMariaDB
 from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import PipelineRun, prepare
-from sparkcdc.sinks.base import MicroBatch
 from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.write_plan import WritePlan, plan_of
 from sparkcdc.verify.run import verify_tables
 from tests.integration.test_mysql_source import orders
 from tests.support.mariadb_writes import mariadb_writer, table_state
@@ -120,13 +120,13 @@ def test_a_replayed_batch_changes_nothing(
         "id long, name string, qty int, _change_type string, _commit_version long,"
         " _commit_timestamp timestamp",
     )
-    batch = MicroBatch("p:1", 0, {table.source: changes}, '{"log": {}}')
+    batch = plan_of("p:1", 0, {table.source: changes}, '{"log": {}}')
     run.sink.write(batch)
     replay = spark.createDataFrame([(1, "a", 1, "delete", 12, None)], changes.schema)
-    run.sink.write(MicroBatch("p:1", 0, {table.source: replay}, None))  # same batch id
+    run.sink.write(plan_of("p:1", 0, {table.source: replay}, None))  # same batch id
     path = scratch / "lake" / orders / "orders"
     assert sorted(delta_rows(spark, path)) == [1, 2]
-    run.sink.write(MicroBatch("p:1", 1, {table.source: replay}, None))  # the next one
+    run.sink.write(plan_of("p:1", 1, {table.source: replay}, None))  # the next one
     assert sorted(delta_rows(spark, path)) == [2]
 
 
@@ -161,11 +161,11 @@ def test_a_history_target_appends_without_transaction_ids_and_skips_replays(
         return sorted((r["_commit_version"], r["_change_type"]) for r in rows)
 
     once = [(10, "insert"), (11, "update_postimage"), (11, "update_preimage")]
-    run.sink.write(MicroBatch(pipeline, 0, {source: first}, None))
-    run.sink.write(MicroBatch(pipeline, 0, {source: first}, None))  # a replay
-    run.sink.write(MicroBatch(pipeline, 1, {source: second}, None))
+    run.sink.write(plan_of(pipeline, 0, {source: first}, None))
+    run.sink.write(plan_of(pipeline, 0, {source: first}, None))  # a replay
+    run.sink.write(plan_of(pipeline, 1, {source: second}, None))
     restarted = prepare(definition, spark=spark)  # knows only the target's history
-    restarted.sink.write(MicroBatch(pipeline, 1, {source: second}, None))
+    restarted.sink.write(plan_of(pipeline, 1, {source: second}, None))
     assert changes() == once
     commits = sorted((path / "_delta_log").glob("*.json"))
     assert not any('"txn"' in c.read_text() for c in commits), "a transaction id was written"
@@ -178,7 +178,7 @@ def test_a_history_target_appends_without_transaction_ids_and_skips_replays(
         commit.with_suffix(".crc").unlink(missing_ok=True)
     cleaned = prepare(definition, spark=spark)
     with pytest.raises(Exception, match="cannot tell whether batch 1's changes") as failed:
-        cleaned.sink.write(MicroBatch(pipeline, 1, {source: second}, None))
+        cleaned.sink.write(plan_of(pipeline, 1, {source: second}, None))
     assert "UNSET TBLPROPERTIES ('sparkcdc.appends-for')" in str(failed.value)
     assert changes() == once
 
@@ -583,8 +583,8 @@ def test_snapshot_batches_written_in_one_pass_count_their_rows_and_replay_once(
         run = prepare(load_pipeline(pipeline), spark=spark, on_batch=reports.append)
         write = run.sink.write
 
-        def spied(batch: MicroBatch) -> None:
-            uncounted.append(batch.uncounted)
+        def spied(batch: WritePlan) -> None:
+            uncounted.append(frozenset(t for t, w in batch.targets.items() if w.read_once))
             write(batch)
 
         run.sink.write = spied  # type: ignore[method-assign]

@@ -15,10 +15,11 @@ from sparkcdc.connectors.registry import connector
 from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedPostgres
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import SinkError
 from sparkcdc.sinks.jdbc.sink import JdbcSink
+from sparkcdc.sinks.write_plan import plan_of
 from tests.support.inprocess import run_batches
 
 DB = "tls_db"
@@ -160,7 +161,7 @@ def test_the_jdbc_sink_writes_and_reads_back_over_verified_tls(
     sink = _sink(tls_postgres, _verified(certificates))
     sink.open(spark, [table])
     try:
-        sink.write(MicroBatch("tls-pipeline", 0, {table.source: changes}, '{"lsn": 1}'))
+        sink.write(plan_of("tls-pipeline", 0, {table.source: changes}, '{"lsn": 1}'))
     finally:
         sink.close()
     assert tls_postgres.execute("SELECT id, v FROM target_orders", dbname=DB) == [(2, "b")]

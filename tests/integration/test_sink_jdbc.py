@@ -19,11 +19,12 @@ from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import SinkError
 from sparkcdc.sinks.jdbc.own_files import ForeignFileRequest
 from sparkcdc.sinks.jdbc.sink import JdbcSink
+from sparkcdc.sinks.write_plan import WritePlan, plan_of
 
 UTC = timezone.utc
 
@@ -156,7 +157,7 @@ def test_changes_land_once_in_created_targets(spark: Any, target: TargetDb) -> N
         assert primary_key(target, "orders") == ["id"]
 
         batch1 = [(*order(i, f"n{i}"), "insert", i) for i in (1, 2, 3, 6)]
-        sink.write(MicroBatch("p1", 0, {ORDERS: changelog(spark, schema, batch1)}, '{"pos": 1}'))
+        sink.write(plan_of("p1", 0, {ORDERS: changelog(spark, schema, batch1)}, '{"pos": 1}'))
         batch2 = [
             (*order(1, "n1"), "update_preimage", 10),
             (*order(1, "n1-new", "-99999999.999"), "update_postimage", 10),
@@ -171,7 +172,7 @@ def test_changes_land_once_in_created_targets(spark: Any, target: TargetDb) -> N
             (*order(6, "n6"), "delete", 17),  # deleted, then back
             (*order(6, "n6-back"), "insert", 18),
         ]
-        sink.write(MicroBatch("p1", 1, {ORDERS: changelog(spark, schema, batch2)}, '{"pos": 2}'))
+        sink.write(plan_of("p1", 1, {ORDERS: changelog(spark, schema, batch2)}, '{"pos": 2}'))
         expected = {
             1: "n1-new",
             5: None,
@@ -184,8 +185,8 @@ def test_changes_land_once_in_created_targets(spark: Any, target: TargetDb) -> N
 
         # Replays of both batches, even with other contents, change nothing.
         wipe = [(*order(i, "x"), "delete", 99) for i in (1, 5, 6, 30)]
-        sink.write(MicroBatch("p1", 1, {ORDERS: changelog(spark, schema, wipe)}, '{"pos": 9}'))
-        sink.write(MicroBatch("p1", 0, {ORDERS: changelog(spark, schema, wipe)}, '{"pos": 9}'))
+        sink.write(plan_of("p1", 1, {ORDERS: changelog(spark, schema, wipe)}, '{"pos": 9}'))
+        sink.write(plan_of("p1", 0, {ORDERS: changelog(spark, schema, wipe)}, '{"pos": 9}'))
         assert {r[0]: r[1] for r in target.rows("orders")} == expected
         assert target.offsets() == [("p1", 1, '{"pos": 2}')]
 
@@ -218,16 +219,16 @@ def test_snapshot_rows_are_bulk_loaded(
 
     def batch(
         batch_id: int, rows: list[tuple[Any, ...]], version: int, pipeline: str = "p1"
-    ) -> MicroBatch:
+    ) -> WritePlan:
         snapshot = sum(1 for r in rows if r[-2:] == ("insert", version))
-        return MicroBatch(
+        return plan_of(
             pipeline,
             batch_id,
             {ORDERS: changelog(spark, schema, rows)},
             f'{{"pos": {batch_id}}}',
-            row_counts={ORDERS: len(rows)},
+            rows={ORDERS: len(rows)},
             snapshot_version=version,
-            snapshot_counts={ORDERS: snapshot},
+            snapshot_rows={ORDERS: snapshot},
         )
 
     def applied(batch_id: int) -> str:
@@ -303,7 +304,7 @@ def test_a_batch_read_once_is_checked_before_its_commit_and_a_replay_reads_nothi
     spark: Any, target: TargetDb
 ) -> None:
     """A batch of one table's snapshot rows the pipeline did not count
-    (``MicroBatch.uncounted``) is read once into the bulk load: the sink hands the
+    (``WritePlan.uncounted``) is read once into the bulk load: the sink hands the
     DataFrame it read to its end to ``read_through`` (its plan holds the counts) before it
     commits, so a check that fails there leaves nothing written; a replay the target
     already has reads nothing and says so (None). A load MariaDB refused (a key already
@@ -314,17 +315,17 @@ def test_a_batch_read_once_is_checked_before_its_commit_and_a_replay_reads_nothi
     sink.open(spark, [table])
     seen: list[Any] = []
 
-    def batch(batch_id: int, first: int, check: Callable[[Any], None]) -> MicroBatch:
+    def batch(batch_id: int, first: int, check: Callable[[Any], None]) -> WritePlan:
         rows = [(*order(i, f"s{i}"), "insert", 100 + batch_id) for i in range(first, first + 3)]
-        return MicroBatch(
+        return plan_of(
             "p1",
             batch_id,
             {ORDERS: changelog(spark, schema, rows)},
             f'{{"pos": {batch_id}}}',
-            row_counts={},
+            rows={},
             snapshot_version=100 + batch_id,
-            snapshot_counts={},
-            uncounted=frozenset({ORDERS}),
+            snapshot_rows={},
+            read_once=frozenset({ORDERS}),
             on_read=check,
         )
 
@@ -396,14 +397,14 @@ def test_copied_snapshot_rows_keep_every_value(spark: Any, postgres: Any, pg_db:
     sink.open(spark, [table])
     try:
         sink.write(
-            MicroBatch(
+            plan_of(
                 "p",
                 0,
                 {edges: rows},
                 "o0",
-                row_counts={edges: len(EDGE_ROWS)},
+                rows={edges: len(EDGE_ROWS)},
                 snapshot_version=7,
-                snapshot_counts={edges: len(EDGE_ROWS)},
+                snapshot_rows={edges: len(EDGE_ROWS)},
             )
         )
         snap = sink.snapshot(spark, table)
@@ -438,14 +439,14 @@ def test_rows_loaded_into_mariadb_equal_rows_upserted(
         sink.open(spark, [table])
         try:
             sink.write(
-                MicroBatch(
+                plan_of(
                     name,
                     0,
                     {edges: rows},
                     "o0",
-                    row_counts={edges: len(edge_rows)},
+                    rows={edges: len(edge_rows)},
                     snapshot_version=7,
-                    snapshot_counts={edges: len(edge_rows) if version == 7 else 0},
+                    snapshot_rows={edges: len(edge_rows) if version == 7 else 0},
                 )
             )
             read[name] = {
@@ -578,7 +579,7 @@ def test_failed_batch_leaves_nothing_behind(spark: Any, target: TargetDb) -> Non
             ),
             stock: changelog(spark, stock_schema, [("s1", 5, "insert", 4)]),
         }
-        sink.write(MicroBatch("p", 7, first, "o7"))
+        sink.write(plan_of("p", 7, first, "o7"))
         assert target.rows("regions", "label") == [("eu", 1, "a"), ("eu ", 1, "b"), ("EU", 1, "c")]
 
         def second(qty: int) -> dict[TableId, Any]:
@@ -596,12 +597,12 @@ def test_failed_batch_leaves_nothing_behind(spark: Any, target: TargetDb) -> Non
             }
 
         with pytest.raises(Exception, match=r"(?i)check|constraint"):
-            sink.write(MicroBatch("p", 8, second(qty=500), "o8"))
+            sink.write(plan_of("p", 8, second(qty=500), "o8"))
         assert target.rows("regions", "label") == [("eu", 1, "a"), ("eu ", 1, "b"), ("EU", 1, "c")]
         assert target.rows("stock") == [("s1", 5, "kept")]
         assert target.offsets() == [("p", 7, "o7")]
 
-        sink.write(MicroBatch("p", 8, second(qty=50), "o8"))  # a fresh connection after the failure
+        sink.write(plan_of("p", 8, second(qty=50), "o8"))  # a fresh connection after the failure
         assert target.rows("regions", "label") == [("eu ", 1, "b"), ("EU", 1, "c"), ("us", 2, "d")]
         assert target.rows("stock") == [("s1", 50, "kept")]
         assert target.offsets() == [("p", 8, "o8")]
@@ -628,7 +629,7 @@ def test_all_source_types_round_trip(
     sink = target.sink(**{"table-name": "{table}_copy", "batch-size": "2"})
     sink.open(spark, [table])
     try:
-        sink.write(MicroBatch("types", 0, {table.source: changes}, None))
+        sink.write(plan_of("types", 0, {table.source: changes}, None))
         snap = sink.snapshot(spark, table)
     finally:
         sink.close()
@@ -698,12 +699,12 @@ def test_targets_named_with_percent_are_the_ones_emptied_and_dropped(target: Tar
     for name in ("x%y", "x%%y"):
         target.query(f"INSERT INTO {q}{name}{q} VALUES (1)")
     try:
-        sink.truncate(None, table, MicroBatch("p", 0, {}, '{"pos": 1}'))
-        sink.write(MicroBatch("p", 0, {}, '{"pos": 1}'))
+        sink.truncate(None, table, plan_of("p", 0, {}, '{"pos": 1}'))
+        sink.write(plan_of("p", 0, {}, '{"pos": 1}'))
         assert target.rows("x%y") == []
         assert target.rows("x%%y") == [(1,)]  # the other table keeps its row
-        sink.drop_table(None, table, MicroBatch("p", 1, {}, '{"pos": 2}'))
-        sink.write(MicroBatch("p", 1, {}, '{"pos": 2}'))
+        sink.drop_table(None, table, plan_of("p", 1, {}, '{"pos": 2}'))
+        sink.write(plan_of("p", 1, {}, '{"pos": 2}'))
     finally:
         sink.close()
     here = "current_schema()" if target.family == "postgresql" else "DATABASE()"

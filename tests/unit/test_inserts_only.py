@@ -7,43 +7,43 @@ from hypothesis import strategies as st
 
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import TableCounts
-from sparkcdc.sinks.base import MicroBatch
+from sparkcdc.sinks.write_plan import WritePlan, plan_of
 
 T = TableId("shop", "events")
 
 
-def batch(counts: TableCounts, mirrored: bool = True) -> MicroBatch:
+def batch(counts: TableCounts, mirrored: bool = True) -> WritePlan:
     """A batch as the runner makes it from one table's counts."""
-    return MicroBatch(
+    return plan_of(
         "p",
         3,
-        {},
-        row_counts={T: counts.changelog_rows},
+        {T: None},
+        rows={T: counts.changelog_rows},
         snapshot_version=7,
-        snapshot_counts={T: counts.snapshot_rows},
-        insert_counts={T: counts.inserts} if mirrored else {},
+        snapshot_rows={T: counts.snapshot_rows},
+        log_inserts={T: counts.inserts} if mirrored else {},
     )
 
 
 def test_inserts_and_snapshot_rows_alone_are_new_keys() -> None:
-    assert batch(TableCounts(inserts=5)).inserts_only(T)
-    assert batch(TableCounts(snapshot_rows=100, inserts=5)).inserts_only(T)
+    assert batch(TableCounts(inserts=5)).targets[T].inserts_only
+    assert batch(TableCounts(snapshot_rows=100, inserts=5)).targets[T].inserts_only
 
 
 def test_any_other_change_is_not() -> None:
-    assert not batch(TableCounts(inserts=5, updates=1)).inserts_only(T)
-    assert not batch(TableCounts(inserts=5, deletes=1)).inserts_only(T)
-    assert not batch(TableCounts(inserts=5, reread_rows=1)).inserts_only(T)
+    assert not batch(TableCounts(inserts=5, updates=1)).targets[T].inserts_only
+    assert not batch(TableCounts(inserts=5, deletes=1)).targets[T].inserts_only
+    assert not batch(TableCounts(inserts=5, reread_rows=1)).targets[T].inserts_only
 
 
 def test_a_target_that_is_not_one_table_as_captured_is_not() -> None:
     # a route or a transform: its rows' keys may be in the target from elsewhere
-    assert not batch(TableCounts(inserts=5), mirrored=False).inserts_only(T)
+    assert not batch(TableCounts(inserts=5), mirrored=False).targets[T].inserts_only
 
 
 def test_an_empty_or_uncounted_batch_is_not() -> None:
-    assert not batch(TableCounts()).inserts_only(T)
-    assert not MicroBatch("p", 3, {}, insert_counts={T: 5}).inserts_only(T)
+    assert not batch(TableCounts()).targets[T].inserts_only
+    assert not plan_of("p", 3, {T: None}, log_inserts={T: 5}).targets[T].inserts_only
 
 
 @given(
@@ -58,4 +58,4 @@ def test_exactly_when_nothing_but_snapshot_rows_and_inserts(
 ) -> None:
     counts = TableCounts(snapshot, inserts, updates, deletes, reread)
     expected = snapshot + inserts > 0 and updates == deletes == reread == 0
-    assert batch(counts).inserts_only(T) == expected
+    assert batch(counts).targets[T].inserts_only == expected

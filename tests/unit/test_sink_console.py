@@ -8,9 +8,10 @@ import io
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, SinkTable
+from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.console.config import ConsoleSinkConfig
 from sparkcdc.sinks.console.sink import ConsoleSink
+from sparkcdc.sinks.write_plan import plan_of
 
 ORDERS, ITEMS = TableId("shop", "orders"), TableId("shop", "items")
 
@@ -26,7 +27,7 @@ def test_schema_changes_truncates_and_drops_are_printed_with_the_table() -> None
     sink.open(None, [table(ORDERS, key), table(ITEMS, key)])
     evolved = table(ORDERS, key, StructField("note", StringType()))
     sink.evolve(None, evolved, sink.tables[ORDERS])
-    batch = MicroBatch("p:1", 3, {})
+    batch = plan_of("p:1", 3, {})
     sink.truncate(None, sink.tables[ITEMS], batch)
     sink.drop_table(None, sink.tables[ITEMS], batch)
     assert out.getvalue().splitlines() == [

@@ -1,4 +1,4 @@
-"""What a target's commit records of a batch's offset (``MicroBatch.offset_of``): the log
+"""What a target's commit records of a batch's offset (``WritePlan.offset_of``): the log
 position and the progress of the target's own source tables, which is all ``verify``
 reads; not every captured table's progress."""
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch
+from sparkcdc.sinks.write_plan import plan_of
 
 TABLES = [TableId("shop", f"t{i}") for i in range(8)]
 PROGRESS = st.one_of(
@@ -42,7 +42,9 @@ def test_a_target_records_the_log_and_its_own_tables_progress(
         **extra,
     }
     text = json.dumps(offset)
-    batch = MicroBatch("p", 1, {}, text, sources={t: tuple(s) for t, s in targets.items()})
+    batch = plan_of(
+        "p", 1, dict.fromkeys(TABLES), text, sources={t: tuple(s) for t, s in targets.items()}
+    )
     for table in TABLES:
         recorded = batch.offset_of(table)
         if table not in targets:
@@ -61,5 +63,5 @@ def test_a_target_records_the_log_and_its_own_tables_progress(
 def test_an_offset_without_table_progress_is_recorded_whole() -> None:
     t = TABLES[0]
     kafka = json.dumps({"topic": {"0": 42}})  # a changelog source's offset
-    assert MicroBatch("p", 0, {}, kafka, sources={t: (t,)}).offset_of(t) == kafka
-    assert MicroBatch("p", 0, {}, None, sources={t: (t,)}).offset_of(t) is None
+    assert plan_of("p", 0, {t: None}, kafka, sources={t: (t,)}).offset_of(t) == kafka
+    assert plan_of("p", 0, {t: None}, None, sources={t: (t,)}).offset_of(t) is None

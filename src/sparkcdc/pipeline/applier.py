@@ -60,7 +60,8 @@ from sparkcdc.pipeline.shaped_evolution import joined_target
 from sparkcdc.pipeline.shaping import shaped_schema
 from sparkcdc.pipeline.source_probe import OffsetColumns, SourceProbe
 from sparkcdc.pipeline.targets import Target, target_holding
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, shared_targets
+from sparkcdc.sinks.base import Sink, SinkTable, shared_targets
+from sparkcdc.sinks.write_plan import WritePlan
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ class TableEventApplier:
 
     # -- before the write: truncates, drops, lost logs --------------------------------
     def before_write(
-        self, events: Sequence[TableEvent], captured: Captured, batch: MicroBatch
+        self, events: Sequence[TableEvent], captured: Captured, batch: WritePlan
     ) -> tuple[Captured, list[TableId]]:
         """``captured`` after the batch's truncates, drops and lost logs, applied to the
         targets of ``batch`` before it is written; and the tables whose targets the sink
@@ -239,7 +240,7 @@ class TableEventApplier:
                 self._recover(event, target, batch)
         return (captured.without(gone) if gone else captured), gone
 
-    def _truncate(self, event: TruncateTableEvent, target: Target, batch: MicroBatch) -> None:
+    def _truncate(self, event: TruncateTableEvent, target: Target, batch: WritePlan) -> None:
         what = f"TRUNCATE of {event.table} ({event.short})"
         behavior = self._behavior(event)
         if behavior == "exception":
@@ -277,7 +278,7 @@ class TableEventApplier:
         log.info("%s applied: its target is empty", what)
         self.metrics.truncate_applied(event.table)
 
-    def _drop(self, event: DropTableEvent, target: Target, batch: MicroBatch) -> bool:
+    def _drop(self, event: DropTableEvent, target: Target, batch: WritePlan) -> bool:
         """Whether the sink dropped the target."""
         what = f"DROP of {event.table} ({event.short})"
         behavior = self._behavior(event)
@@ -327,7 +328,7 @@ class TableEventApplier:
         self.metrics.table_dropped(event.table, False)
         return False
 
-    def _recover(self, event: LostLogEvent, target: Target, batch: MicroBatch) -> None:
+    def _recover(self, event: LostLogEvent, target: Target, batch: WritePlan) -> None:
         """Empty the target whatever the behaviour: the recovery was asked for, and the
         table's rows all come again in the batches after this one."""
         refused = self._empty(event, target, batch)
@@ -349,7 +350,7 @@ class TableEventApplier:
         )
         self.metrics.truncate_applied(event.table)
 
-    def _empty(self, event: TableEvent, target: Target, batch: MicroBatch) -> str | None:
+    def _empty(self, event: TableEvent, target: Target, batch: WritePlan) -> str | None:
         """Empty ``event.table``'s target before ``batch`` is written (``Sink.truncate``);
         why it could not be, or None when it is empty. A route's target that also holds
         other tables' rows is not emptied: theirs would go too."""

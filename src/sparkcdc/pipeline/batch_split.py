@@ -137,7 +137,7 @@ class BatchSplit:
     def read_checker(
         self, alone: TableId, observation: Any, batch_id: int
     ) -> Callable[[Any], None]:
-        """What checks a DataFrame a sink read to its end (``MicroBatch.on_read``): the
+        """What checks a DataFrame a sink read to its end (``WritePlan.on_read``): the
         counts its plan holds must be snapshot rows of ``alone`` only, or the batch fails
         before the sink commits it (:meth:`counted_once`)."""
 
@@ -230,7 +230,7 @@ class Split:
     tally: Tally
     #: When the batch was counted (for a one-pass batch: when it was written).
     fetched: float
-    #: Targets whose rows are read once by the sink, uncounted (``MicroBatch.uncounted``).
+    #: Targets whose rows are read once by the sink, uncounted (``TargetWrite.read_once``).
     uncounted: frozenset[TableId] = frozenset()
     on_read: Callable[[Any], None] | None = None
     #: One pass: the tally from the DataFrames the sink read to their end.

@@ -4,7 +4,7 @@ Making one table's typed changelog out of a batch of several (the envelope's row
 table, unpacked, shaped for its target) costs a few hundred milliseconds of the driver's
 time: dozens of Py4J calls and the JVM's analysis of each step. A pipeline of 1000 tables
 whose batch changes three of them would pay that 1000 times, for DataFrames no sink reads:
-sinks skip the tables a batch has no rows of (``MicroBatch.has_changes``) before they ask.
+sinks skip the tables a batch has no rows of (``TargetWrite.has_changes``) before they ask.
 """
 
 from __future__ import annotations

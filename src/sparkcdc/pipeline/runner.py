@@ -4,7 +4,7 @@ The source stream (the connector's format, e.g. ``format("mysql-cdc")``) capture
 table of the pipeline in one log read. Each micro-batch goes through ``foreachBatch``: it
 is cached once, split by table (several tables arrive in the envelope format and are
 unpacked to typed columns), counted in one job, and handed to the sink as a
-:class:`MicroBatch`. Spark's checkpoint is the only state: stopping (Ctrl-C) or killing the
+:class:`WritePlan`. Spark's checkpoint is the only state: stopping (Ctrl-C) or killing the
 process and running again resumes.
 """
 
@@ -37,8 +37,9 @@ from sparkcdc.pipeline.run_state import RunState, load_run_state, save_run_state
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.pipeline.tables import captured_tables
 from sparkcdc.pipeline.targets import Target
-from sparkcdc.pipeline.write_plan import micro_batch, source_ids
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.pipeline.write_plan import source_ids, write_plan
+from sparkcdc.sinks.base import Sink, SinkTable
+from sparkcdc.sinks.write_plan import WritePlan
 from sparkcdc.snapshot.options import ENVELOPE
 from sparkcdc.snapshot.schema_change import ColumnMoves
 from sparkcdc.spark.read_counters import source_retries
@@ -294,7 +295,7 @@ class PipelineRun:
             split = self._splitter().of(frame, batch_id, version, alone)
             if alone is not None:
                 split.uncounted = frozenset(t.table.source for t in self._into(alone))
-            batch = micro_batch(
+            batch = write_plan(
                 self._pipeline_id,
                 batch_id,
                 offsets.text,
@@ -322,7 +323,7 @@ class PipelineRun:
     def _splitter(self) -> BatchSplit:
         return BatchSplit(self.tables, self.envelope, self.definition.path)
 
-    def _before_write(self, events: Sequence[TableEvent], batch: MicroBatch) -> None:
+    def _before_write(self, events: Sequence[TableEvent], batch: WritePlan) -> None:
         """The batch's truncates, drops and lost logs; a table whose target was dropped
         leaves the run (created again, it is a new table with a new target)."""
         if not events:

@@ -38,7 +38,7 @@ def to_target(
     """The rows of ``target``: each of its tables' frame (keyed by source table id)
     shaped, conformed to the target's schema, and unioned. ``marked``: where the tables'
     rows keep different target columns, each row says which (``sinks.reduce.KEPT_SET``,
-    for the sinks; see ``MicroBatch.kept_columns``)."""
+    for the sinks; see ``TargetWrite.kept_columns``)."""
     from pyspark.sql import functions as F
 
     if target.as_captured:

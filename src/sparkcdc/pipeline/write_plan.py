@@ -1,19 +1,20 @@
-"""What the sink is handed for one micro-batch: each target's rows and what is known of
-them (sinks/base.py, ``MicroBatch``)."""
+"""The write plan the runner hands its sink for one micro-batch (sinks/write_plan.py): each
+target's rows, shaped from its tables' changelogs, with what the batch's count says of
+them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_split import Split
-from sparkcdc.pipeline.lazy_tables import LazyTables
 from sparkcdc.pipeline.shaping import to_target
 from sparkcdc.pipeline.targets import Target, kept_columns
-from sparkcdc.sinks.base import MicroBatch
+from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
 
 
-def micro_batch(
+def write_plan(
     pipeline: str,
     batch_id: int,
     offset: str | None,
@@ -21,38 +22,35 @@ def micro_batch(
     split: Split,
     targets: Sequence[Target],
     namespace: str | None,
-) -> MicroBatch:
-    """The batch for the sink: the tables' changelogs shaped into their targets (made for
-    the targets the sink writes only: pipeline/lazy_tables.py), with their counts."""
+) -> WritePlan:
+    """The batch for the sink: each target's rows (made when the sink first asks for them:
+    making them costs the driver, and most targets of a large pipeline have none in a
+    batch) and their counts (before filters: an upper bound, which is all sinks need to
+    skip a target with 0; all of a target's rows are snapshot rows when both agree)."""
     tally = split.tally
     rows = tally.rows
     snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
-    # kept columns matter to rows read again only: other batches reduce plainly
-    reread = {t.table.source: summed(t, tally.reread) > 0 for t in targets}
-    by_target = {t.table.source: t for t in targets}
-    changes = split.changes
-    return MicroBatch(
-        pipeline=pipeline,
-        batch_id=batch_id,
-        changes=LazyTables(
-            by_target, lambda s: to_target(changes, by_target[s], namespace, marked=reread[s])
-        ),
-        source_offset=offset,
-        # counts before filters: an upper bound, which is all sinks need (skip a target
-        # with 0; all of a target's rows are snapshot rows when both agree)
-        row_counts={t.table.source: summed(t, rows) for t in targets},
-        snapshot_version=version,
-        snapshot_counts={t.table.source: summed(t, snapshot_rows) for t in targets},
-        insert_counts={
-            t.table.source: tally.counts[t.table.source].inserts
-            for t in targets
-            if t.as_captured and t.table.source in tally.counts
-        },
-        kept_columns={t.table.source: kept_columns(t) for t in targets if reread[t.table.source]},
-        uncounted=split.uncounted,
-        on_read=split.on_read,
-        sources={t.table.source: source_ids(t) for t in targets},
-    )
+    writes = {}
+    for target in targets:
+        name = target.table.source
+        # kept columns matter to rows read again only: other batches reduce plainly
+        reread = summed(target, tally.reread) > 0
+        counted = tally.counts.get(name)
+        writes[name] = TargetWrite(
+            name,
+            _maker(split, target, namespace, reread),
+            rows=summed(target, rows),
+            snapshot_rows=None if version is None else summed(target, snapshot_rows),
+            log_inserts=counted.inserts if target.as_captured and counted is not None else None,
+            kept_columns=kept_columns(target) if reread else (),
+            read_once=name in split.uncounted,
+            sources=source_ids(target),
+        )
+    return WritePlan(pipeline, batch_id, writes, offset, version, split.on_read)
+
+
+def _maker(split: Split, target: Target, namespace: str | None, reread: bool) -> Any:
+    return lambda: to_target(split.changes, target, namespace, marked=reread)
 
 
 def source_ids(target: Target) -> tuple[TableId, ...]:

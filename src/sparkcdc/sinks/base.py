@@ -1,11 +1,13 @@
 """The contract between a pipeline and its sink.
 
-A pipeline hands its sink one :class:`MicroBatch` per Spark micro-batch: for every captured
-table, that batch's changes as a typed changelog DataFrame (the table's columns, then
-``_change_type``, ``_commit_version``, ``_commit_timestamp``). Spark may hand the same batch
-again after a crash (foreachBatch is at-least-once), so :meth:`Sink.write` must make a
-replayed batch change nothing: exactly-once is the sink's job, keyed by
-``(pipeline, batch_id)``.
+A pipeline hands its sink one write plan per Spark micro-batch (sinks/write_plan.py): for
+every target, that batch's changes as a typed changelog DataFrame and what the pipeline
+counted of them. Spark may hand the same batch again after a crash (foreachBatch is
+at-least-once), so a sink that declares exactly-once delivery (its capabilities,
+sinks/capabilities.py) makes a replayed batch change nothing, keyed by
+``(pipeline, batch_id)``. Table events (core/table_events.py) reach the sink through
+:meth:`Sink.evolve`, :meth:`Sink.truncate` and :meth:`Sink.drop_table`, called only for
+the types it declares.
 
 Sinks also record the source offset each batch ended at, so ``sparkcdc verify`` can compare
 a target with the source *as of that offset* while the pipeline keeps running.
@@ -15,17 +17,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
 from sparkcdc.core.table_events import ColumnMoves
 from sparkcdc.sinks.capabilities import SinkCapabilities
-from sparkcdc.snapshot.offset import LogJson, SourceOffset
+from sparkcdc.sinks.write_plan import WritePlan
 
 
 @dataclass(frozen=True)
@@ -44,139 +45,6 @@ class SinkTable:
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.schema.fields)
-
-
-@dataclass(frozen=True)
-class MicroBatch:
-    """One Spark micro-batch of a pipeline, split by source table."""
-
-    #: Identifies the pipeline's checkpoint (its name and Spark query id): a new checkpoint
-    #: starts batch ids at 0 again, so exactly-once bookkeeping is keyed by this, not the name.
-    pipeline: str
-    batch_id: int
-    #: Typed changelog rows per target, keyed by the target's table id (every target is
-    #: present; one without changes in this batch has no rows), made from the batch the
-    #: pipeline cached. Each DataFrame is made when first asked for
-    #: (pipeline/lazy_tables.py): ask for the targets :meth:`has_changes` says have rows.
-    changes: Mapping[TableId, Any]
-    #: The source offset at the end of this batch (JSON text: log position and per-table
-    #: snapshot progress), or None when unknown. Sinks store it next to the data.
-    source_offset: str | None = None
-    #: Changelog rows per table in this batch, when the pipeline counted them (one Spark job
-    #: for all tables): sinks skip tables with 0 instead of running a job to find out.
-    row_counts: Mapping[TableId, int] | None = None
-    #: ``_commit_version`` of the batch's snapshot rows (the version of its end position):
-    #: inserts at exactly this version are rows the snapshot read now, of keys this pipeline
-    #: never emitted before (no log change has a position's version). None: unknown.
-    snapshot_version: int | None = None
-    #: Of ``row_counts``, the snapshot rows per table (when counted).
-    snapshot_counts: Mapping[TableId, int] | None = None
-    #: Of ``row_counts``, the log's inserts per target that mirrors one table as captured
-    #: (one source, no transform): there an insert's key cannot be in the target, since
-    #: the target held the table's rows as of the batch's start and the key was not in
-    #: the table until the insert (:meth:`inserts_only`). Other targets are left out.
-    insert_counts: Mapping[TableId, int] = field(default_factory=dict)
-    #: Per target, the target's columns its rows do not carry (NULL in them): columns a
-    #: schema change dropped or renamed away that ``lenient``/``ignore`` keep in the
-    #: target, or that only other tables of a merged target have. A row read again
-    #: (:meth:`is_reread_row`) leaves them as the target has them. One set per kind of
-    #: row: the tables merged into a target may lack different columns; with more than one
-    #: set, each row holds the index of its own in ``sinks.reduce.KEPT_SET``. The pipeline
-    #: gives them for targets with rows read again in the batch only.
-    kept_columns: Mapping[TableId, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
-    #: Targets whose rows were neither counted nor cached (``row_counts`` lacks them):
-    #: every row is a snapshot row of one table, read from the source as the sink writes
-    #: it (pipeline/one_pass.py). Only for targets the sink said it appends to
-    #: (:meth:`Sink.writes_snapshot_once`), which must read them once.
-    uncounted: frozenset[TableId] = frozenset()
-    #: Filled by the sink while it writes (so the one mutable part of a frozen batch): a
-    #: sink that reads an ``uncounted`` target's rows with ``toLocalIterator`` records
-    #: here the DataFrame it read to its end, or None (:meth:`read_through`).
-    read_frames: list[Any] = field(default_factory=list)
-    #: Called by :meth:`read_through` with each DataFrame read to its end: the pipeline
-    #: checks there, before the sink commits, that the rows were what the batch's offsets
-    #: said (snapshot rows of one table only), so a wrong batch fails uncommitted.
-    on_read: Callable[[Any], None] | None = None
-    #: The source tables each target is made of (a route merges several), when the
-    #: pipeline gives them: what a target records of the offset (:meth:`offset_of`).
-    sources: Mapping[TableId, tuple[TableId, ...]] = field(default_factory=dict)
-
-    def offset_of(self, target: TableId) -> str | None:
-        """The source offset as ``target``'s own commit records it: the log position and
-        the progress of the target's source tables only, which is all ``verify`` reads
-        of it. A pipeline of 1000 tables would otherwise write its whole offset (~1.2 MB,
-        every table's columns) into every commit of every target, and into each of
-        those commits' Spark SQL events. The whole offset when the sources are not given
-        or the offset has no per-table progress (a changelog source's)."""
-        sources = self.sources.get(target)
-        if self.source_offset is None or sources is None:
-            return self.source_offset
-        offset = SourceOffset.try_parse(self.source_offset)
-        return self.source_offset if offset is None else offset.only(sources).to_text()
-
-    def has_changes(self, table: TableId) -> bool:
-        if table in self.uncounted:
-            return True
-        return self.row_counts is None or self.row_counts.get(table, 0) > 0
-
-    def read_through(self, frame: Any) -> None:
-        """``frame``, made from an ``uncounted`` target's rows, was read to its end with
-        ``toLocalIterator``. Spark's ``Observation`` of the rows completes, empty, as such a
-        read starts (no action it listens to runs the jobs), so the pipeline counts them
-        from ``frame``'s own plan instead (pipeline/one_pass.py). None: the rows are read
-        in parts, some other way, or not at all (a replay the sink skips): the pipeline
-        counts them again. A sink records None before such a read and the DataFrame once
-        it is read, so a read cut short leaves None last."""
-        self.read_frames.append(frame)
-        if frame is not None and self.on_read is not None:
-            self.on_read(frame)
-
-    def snapshot_rows(self, table: TableId) -> int | None:
-        """How many of the table's rows in this batch are snapshot rows (None: unknown)."""
-        if self.snapshot_version is None or self.snapshot_counts is None:
-            return None
-        return self.snapshot_counts.get(table, 0)
-
-    def inserts_only(self, table: TableId) -> bool:
-        """Whether all of the target's rows in this batch are of keys it cannot hold yet:
-        snapshot rows and the log's inserts (``insert_counts``), nothing else. A sink
-        whose target holds this pipeline's rows only may append them. Every row is an
-        insert then (``_change_type``), and no key comes twice: a second insert of a key
-        needs a delete between, and a snapshot row's key was never emitted by the log."""
-        if self.row_counts is None or self.snapshot_counts is None:
-            return False
-        inserts = self.insert_counts.get(table)
-        rows = self.row_counts.get(table, 0)
-        return (
-            inserts is not None
-            and rows > 0
-            and rows == inserts + self.snapshot_counts.get(table, 0)
-        )
-
-    def is_snapshot_row(self) -> Any:
-        """A Spark column: whether a changelog row is a snapshot row of this batch."""
-        from pyspark.sql import functions as F
-
-        return (F.col(CHANGE_TYPE) == "insert") & (
-            F.col(COMMIT_VERSION) == F.lit(self.snapshot_version)
-        )
-
-    def is_reread_row(self) -> Any:
-        """A Spark column: whether a changelog row is a row read again in this batch (an
-        update post-image at the batch end's version, without a pre-image: a re-read on
-        demand, or after a schema change). It says what the row holds now; of a kept
-        column it knows nothing, so the sink leaves the target's value there."""
-        from pyspark.sql import functions as F
-
-        if self.snapshot_version is None:
-            return F.lit(False)
-        return F.col(CHANGE_TYPE).isin("update", "update_postimage") & (
-            F.col(COMMIT_VERSION) == F.lit(self.snapshot_version)
-        )
-
-    def offset(self) -> SourceOffset[LogJson] | None:
-        """The batch's end offset, decoded (None: unknown, or another source's)."""
-        return None if self.source_offset is None else SourceOffset.try_parse(self.source_offset)
 
 
 @dataclass(frozen=True)
@@ -218,15 +86,15 @@ class Sink(ABC):
         source schemas; fail clearly when an existing target cannot take the rows."""
 
     @abstractmethod
-    def write(self, batch: MicroBatch) -> None:
+    def write(self, batch: WritePlan) -> None:
         """Apply one micro-batch. A batch already applied (same pipeline and batch id, or an
         older one) must change nothing."""
 
     def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
         """Whether a batch of only snapshot rows into ``table`` (a target) is written
-        reading its rows once, uncounted and uncached (``MicroBatch.uncounted``): an
+        reading its rows once, uncounted and uncached (``TargetWrite.read_once``): an
         append, in one Spark action, where Spark's ``Observation`` sees the rows, or a
-        read with ``toLocalIterator`` handed to :meth:`MicroBatch.read_through` (never
+        read with ``toLocalIterator`` handed to :meth:`WritePlan.read_through` (never
         one without: its observation would say 0 rows). The pipeline then skips the
         batch's cache and count. Asked before each such batch."""
         del spark, table, pipeline
@@ -254,7 +122,7 @@ class Sink(ABC):
             "set 'schema.change.behavior' to 'exception' to stop at them instead"
         )
 
-    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def truncate(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """The source table was truncated (pipeline/truncates.py): empty its target, before
         ``batch`` (the truncate's own, which has no rows) is written. Idempotent: the
         target gets no rows between a truncate and its replay."""
@@ -263,7 +131,7 @@ class Sink(ABC):
             f"the {type(self).__name__} cannot empty its targets (of {table.source})"
         )
 
-    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """The source table was dropped (pipeline/table_drops.py): drop its target, before
         ``batch`` (the drop's own, which has no rows) is written. Idempotent: a target that
         is gone is dropped. A table created again under the name later gets a new target
@@ -337,7 +205,7 @@ class SinkType(Generic[Config]):
     #: option and what is valid.
     parse: Callable[[Mapping[str, str]], Config]
     #: (config, the pipeline file's folder for relative paths or None, the pipeline's
-    #: checkpoint identity, see MicroBatch, or None when not known: ``validate`` before a
+    #: checkpoint identity, see WritePlan, or None when not known: ``validate`` before a
     #: first run) -> the sink.
     create: Callable[[Config, Path | None, str | None], Sink]
     #: config -> what the sink so configured does (sinks/capabilities.py): the pipeline

@@ -16,10 +16,10 @@ from sparkcdc.core.identifiers import quoted
 
 DELETED = "_deleted"
 #: A column sinks carry through the reduction: when the key's last change is a row read
-#: again (``MicroBatch.is_reread_row``), the index of its kind of row in
-#: ``MicroBatch.kept_columns`` (NULL otherwise): the target's columns it leaves alone.
+#: again (``WritePlan.is_reread_row``), the index of its kind of row in
+#: ``TargetWrite.kept_columns`` (NULL otherwise): the target's columns it leaves alone.
 REREAD = "_sparkcdc_reread"
-#: In a target whose tables' rows keep different columns (``MicroBatch.kept_columns`` has
+#: In a target whose tables' rows keep different columns (``TargetWrite.kept_columns`` has
 #: more than one set), each row says which set is its own.
 KEPT_SET = "_sparkcdc_kept_set"
 GONE = "_sparkcdc_gone"
@@ -43,9 +43,9 @@ def last_change_per_key(
     and ``_deleted`` (true when that change removed the key). Works on batch DataFrames.
 
     With ``kept`` (per kind of row, the target columns it carries as NULL,
-    ``MicroBatch.kept_columns``; rows say their kind in :data:`KEPT_SET` when there are
+    ``TargetWrite.kept_columns``; rows say their kind in :data:`KEPT_SET` when there are
     several) and ``reread`` (a Spark column: the row was read again,
-    ``MicroBatch.is_reread_row``), a row also says in :data:`REREAD` which kept columns'
+    ``WritePlan.is_reread_row``), a row also says in :data:`REREAD` which kept columns'
     target values stay: a row read again knows nothing of them. When the key also changed
     in the log earlier in the batch, that change said what they hold (its value, NULL after
     a delete), and the row carries it instead, written as any row. A key's rows are all of

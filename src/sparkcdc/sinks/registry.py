@@ -55,7 +55,7 @@ def make_sink(
     pipeline_id: str | None = None,
 ) -> Sink:
     """A sink of type ``kind``; relative paths in its options resolve against ``base_dir``
-    (the pipeline file's folder). ``pipeline_id`` (name and query id, see MicroBatch) lets a
+    (the pipeline file's folder). ``pipeline_id`` (name and query id, see WritePlan) lets a
     sink that keeps per-pipeline bookkeeping find it before the first batch (``verify``)."""
     declared = sink_type(kind)
     return declared.create(declared.parse(options), base_dir, pipeline_id)

@@ -28,8 +28,9 @@ from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.run_state import RunState
 from sparkcdc.pipeline.targets import Target, TargetSource
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.sinks.capabilities import ALL_CHANGES, EXACTLY_ONCE, UPSERT, SinkCapabilities
+from sparkcdc.sinks.write_plan import WritePlan
 
 T, U = TableId("app", "t"), TableId("app", "u")
 PIPELINE = """\
@@ -65,15 +66,15 @@ class RecordingSink(Sink):
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         del spark, tables
 
-    def write(self, batch: MicroBatch) -> None:
+    def write(self, batch: WritePlan) -> None:
         del batch
 
-    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def truncate(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         if self.fails:
             raise RuntimeError(self.fails)
         self.emptied.append(table.source)
 
-    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         if self.fails:
             raise RuntimeError(self.fails)
         self.dropped.append(table.source)

@@ -16,11 +16,12 @@ from typing import Any, TextIO
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.console.config import ConsoleSinkConfig
 from sparkcdc.sinks.console.print_format import format_change
 from sparkcdc.sinks.reduce import change_rank
+from sparkcdc.sinks.write_plan import WritePlan
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 
@@ -65,25 +66,23 @@ class ConsoleSink(Sink):
         print(f"{self._prefix(table.source)}schema change: {columns}", file=self.out)
         self.out.flush()
 
-    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def truncate(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """Prints the truncate (the rows printed before are history, not a table)."""
         del spark, batch
         print(f"{self._prefix(table.source)}truncate table", file=self.out)
         self.out.flush()
 
-    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """Prints the drop."""
         del spark, batch
         print(f"{self._prefix(table.source)}drop table", file=self.out)
         self.out.flush()
 
-    def write(self, batch: MicroBatch) -> None:
+    def write(self, batch: WritePlan) -> None:
         from pyspark.sql import functions as F
 
-        for table_id in batch.changes:
-            if not batch.has_changes(table_id):
-                continue
-            changes = batch.changes[table_id]
+        for write in batch.with_changes():
+            table_id, changes = write.target, write.changes
             columns = self.tables[table_id].columns
             ordered = changes.orderBy(COMMIT_VERSION, change_rank(F.col(CHANGE_TYPE)))
             prefix = self._prefix(table_id)

@@ -34,13 +34,14 @@ from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.folders import ensure_writable, is_uri
 from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot, target_names
+from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.delta.appended import SNAPSHOT_ROWS, snapshot_appended
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
 from sparkcdc.sinks.delta.history import repeated_changes, replayed
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
+from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
 from sparkcdc.snapshot.schema_change import ColumnMoves
 from sparkcdc.spark.concurrent_writes import SessionClones, write_concurrently
 
@@ -293,26 +294,26 @@ class DeltaSink(Sink):
                 "somewhere else or drop that table so the sink creates it from the source schema"
             )
 
-    def write(self, batch: MicroBatch) -> None:
+    def write(self, batch: WritePlan) -> None:
         """Each target with changes, up to ``concurrent-writes`` at once: every target's
         commits are idempotent on their own, so a batch cut short by one target's error
         is replayed, and each target skips what it committed."""
-        pending = [(t, batch.changes[t]) for t in batch.changes if batch.has_changes(t)]
+        pending = list(batch.with_changes())
         if not pending:
             return
-        spark = pending[0][1].sparkSession
+        spark = pending[0].changes.sparkSession  # each target's rows made here, not in threads
 
-        def write_table(session: Any, item: tuple[TableId, Any]) -> None:
-            table, changes = self.tables[item[0]], item[1]
+        def write_table(session: Any, write: TargetWrite) -> None:
+            table = self.tables[write.target]
             if self.upsert:
-                self._upsert(session, table, changes, batch)
+                self._upsert(session, table, write, batch)
             else:
-                self._append(session, table, changes, batch)
+                self._append(session, table, write.changes, batch)
 
         threads = self.config.concurrent_writes
         write_concurrently(spark, pending, threads, write_table, self._sessions, self.stopping)
 
-    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def truncate(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """``DELETE`` of every row, a commit of the truncate's batch (skipped on replay, and
         recording the batch's offset for ``verify``). Upsert targets only: an append-mode
         target is a history of changes, which a truncate does not rewrite."""
@@ -324,7 +325,7 @@ class DeltaSink(Sink):
         with _commit_options(spark, batch, table.source, app=TRUNCATE_APP):
             spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
 
-    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """Deletes the target's directory (a path-based table has no catalog entry to drop)
         through Hadoop's file system (any storage Spark writes to), and Delta's cached log
         of it, so a table created under the name again starts a new target."""
@@ -357,22 +358,22 @@ class DeltaSink(Sink):
         holds only this pipeline's rows (:meth:`_appendable`). Either is one write."""
         return not self.upsert or self._appendable(spark, self.tables[table.source], pipeline)
 
-    def _upsert(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+    def _upsert(self, spark: Any, table: SinkTable, write: TargetWrite, batch: WritePlan) -> None:
         """Snapshot rows are appended when the target holds only this pipeline's rows (their
         keys cannot be there yet), and so is a batch of the log's inserts alone
-        (``MicroBatch.inserts_only``); other changes are merged. A MERGE costs a join with
+        (``TargetWrite.inserts_only``); other changes are merged. A MERGE costs a join with
         the target, so a snapshot merged batch by batch grows with the table squared, and
         a MERGE of a few inserts costs several times their append."""
-        uncounted = table.source in batch.uncounted  # all snapshot rows, appendable
-        inserted = not uncounted and batch.inserts_only(table.source)  # all new keys
-        snapshot = None if uncounted else batch.snapshot_rows(table.source)
+        changes, uncounted = write.changes, write.read_once  # all snapshot rows, appendable
+        inserted = not uncounted and write.inserts_only  # all new keys
+        snapshot = None if uncounted else write.snapshot_rows
         if not uncounted and (
             not (snapshot or inserted) or not self._appendable(spark, table, batch.pipeline)
         ):
             with _commit_options(spark, batch, table.source):
-                self._merge(spark, table, changes, batch)
+                self._merge(spark, table, changes, batch, write.kept_columns)
             return
-        total = batch.row_counts.get(table.source, 0) if batch.row_counts else None
+        total = write.rows
         merged = (
             not uncounted
             and not inserted
@@ -392,19 +393,20 @@ class DeltaSink(Sink):
                 batch.batch_id,
             )
             with _commit_options(spark, batch, table.source, snapshot_rows=True):
-                self._merge(spark, table, changes, batch)
+                self._merge(spark, table, changes, batch, write.kept_columns)
             self._appended[table.source] = batch.batch_id
             return
         if merged:
+            rest = changes.where(~batch.is_snapshot_row())
             with _commit_options(spark, batch, table.source):
-                self._merge(spark, table, changes.where(~batch.is_snapshot_row()), batch)
+                self._merge(spark, table, rest, batch, write.kept_columns)
 
     def _append_once(
         self,
         spark: Any,
         table: SinkTable,
         rows: Any,
-        batch: MicroBatch,
+        batch: WritePlan,
         offset: bool,
         whole_history: bool = False,
     ) -> bool:
@@ -456,13 +458,19 @@ class DeltaSink(Sink):
         self._appends[table.source] = owner == pipeline
         return owner == pipeline
 
-    def _merge(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+    def _merge(
+        self,
+        spark: Any,
+        table: SinkTable,
+        changes: Any,
+        batch: WritePlan,
+        kept: tuple[tuple[str, ...], ...],
+    ) -> None:
         """One MERGE of each key's last change. A key whose last change is a row read
-        again leaves the target's kept columns (``MicroBatch.kept_columns``) as they are."""
+        again leaves the target's kept columns (``TargetWrite.kept_columns``) as they are."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
-        kept = batch.kept_columns.get(table.source, ())
         last = last_change_per_key(changes, table.key, table.columns, kept, batch.is_reread_row())
         matches = F.expr(" AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in table.key))
         path = self.target_path(table.source)
@@ -489,7 +497,7 @@ class DeltaSink(Sink):
         with _session_setting(spark, _MERGE_DELETION_VECTORS, "false" if small else None):
             merge.execute()
 
-    def _append(self, spark: Any, table: SinkTable, changes: Any, batch: MicroBatch) -> None:
+    def _append(self, spark: Any, table: SinkTable, changes: Any, batch: WritePlan) -> None:
         """A history target's changes, appended. Into a target of this pipeline alone
         without a transaction id, a replay told by the pipeline's own commits, as for
         snapshot rows; into any other with Delta's ``txnAppId``/``txnVersion``. When the
@@ -613,9 +621,9 @@ def recorded_offset(metadata: str | None, pipeline: str | None = None) -> str | 
     return offset if isinstance(offset, str) and offset else None
 
 
-def _metadata(batch: MicroBatch, target: TableId, offset: bool, snapshot_rows: bool = False) -> str:
+def _metadata(batch: WritePlan, target: TableId, offset: bool, snapshot_rows: bool = False) -> str:
     """A commit's ``userMetadata``: the pipeline, the batch and (``offset``) its source
-    offset as ``target`` records it (:meth:`MicroBatch.offset_of`), which ``verify``
+    offset as ``target`` records it (:meth:`WritePlan.offset_of`), which ``verify``
     reads back; a MERGE that carries the batch's snapshot rows says so
     (sinks/delta/appended.py)."""
     metadata: dict[str, Any] = {
@@ -628,7 +636,7 @@ def _metadata(batch: MicroBatch, target: TableId, offset: bool, snapshot_rows: b
     return json.dumps(metadata)
 
 
-def _write_options(batch: MicroBatch, target: TableId) -> dict[str, str]:
+def _write_options(batch: WritePlan, target: TableId) -> dict[str, str]:
     """A history append's writer options that make it idempotent and record the offset:
     what :func:`_commit_options` sets for a MERGE, as options of the one write (no session
     setting, which writes of other targets in other threads would see)."""
@@ -642,7 +650,7 @@ def _write_options(batch: MicroBatch, target: TableId) -> dict[str, str]:
 @contextmanager
 def _commit_options(
     spark: Any,
-    batch: MicroBatch,
+    batch: WritePlan,
     target: TableId,
     app: str = "",
     offset: bool = True,

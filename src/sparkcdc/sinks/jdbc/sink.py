@@ -16,7 +16,7 @@ Each micro-batch is applied in ONE target transaction, for all tables at once:
    ``LOAD DATA LOCAL`` into any target, undone to a savepoint and upserted instead when
    the server skipped a row or warned. A batch of one table's snapshot rows only
    is read once, uncached (pipeline/one_pass.py): the blocks' DataFrame, read to its
-   end, goes to ``MicroBatch.read_through`` (the DataFrame's plan holds the batch's
+   end, goes to ``WritePlan.read_through`` (the DataFrame's plan holds the batch's
    counts, which the pipeline checks there, before the commit);
 3. record the batch id and the source offset in the offsets row, and commit.
 
@@ -39,12 +39,13 @@ from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable, TargetSnapshot
+from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.csv_blocks import csv_blocks
 from sparkcdc.sinks.jdbc.dialects import Converter, Dialect, SinkError, Target, dialect_for
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
+from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
@@ -209,14 +210,14 @@ class JdbcSink(Sink):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def write(self, batch: MicroBatch) -> None:
+    def write(self, batch: WritePlan) -> None:
         """Apply one micro-batch in one transaction; skip it when already applied. A lost
         or refused connection (the target restarting) is retried ``sink.max-retries``
         times with backoff: the transaction is all or nothing, and a retry whose first try
         did commit (the reply was lost) finds the batch applied and skips it."""
         if not self._offsets_sql:
             raise SinkError("jdbc sink: open() must be called before write()")
-        missing = [str(t) for t in batch.changes if t not in self._targets]
+        missing = [str(t) for t in batch.targets if t not in self._targets]
         if missing:
             raise SinkError(
                 f"jdbc sink: batch {batch.batch_id} has tables the sink was not opened with: "
@@ -275,7 +276,7 @@ class JdbcSink(Sink):
         secret = self.config.password.reveal()
         return text.replace(secret, "******") if secret else text
 
-    def _write_once(self, batch: MicroBatch) -> list[str] | None:
+    def _write_once(self, batch: WritePlan) -> list[str] | None:
         """One try at the batch's transaction: what it wrote per table, or None when the
         target had it already."""
         conn = self._connection()
@@ -283,7 +284,7 @@ class JdbcSink(Sink):
             with conn.cursor() as cur:
                 stored = self._lock_offsets(cur, batch.pipeline)
                 if stored >= batch.batch_id:
-                    if batch.uncounted:
+                    if any(w.read_once for w in batch.targets.values()):
                         batch.read_through(None)  # nothing is read: counted again at once
                     log.info(
                         "jdbc sink: pipeline %s batch %d already applied (target is at batch "
@@ -309,15 +310,13 @@ class JdbcSink(Sink):
                     cur.execute(f"DROP TABLE IF EXISTS {table_sql}", ())
                     self._owned.pop(table_id, None)
                     counts.append(f"{table_id}: dropped (DROP TABLE)")
-                for table_id in batch.changes:
-                    if not batch.has_changes(table_id):
-                        continue
-                    target = self._targets[table_id]
-                    changes = batch.changes[table_id]
-                    copied, deleted, upserted = self._write_table(cur, target, changes, batch)
+                for write in batch.with_changes():
+                    target = self._targets[write.target]
+                    copied, deleted, upserted = self._write_table(cur, target, write, batch)
                     if copied or deleted or upserted:
                         counts.append(
-                            f"{table_id}: {copied} copied, {upserted} upserted, {deleted} deleted"
+                            f"{write.target}: {copied} copied, {upserted} upserted, "
+                            f"{deleted} deleted"
                         )
                 cur.execute(
                     self.dialect.update_offsets_sql(self._offsets_sql),
@@ -330,7 +329,7 @@ class JdbcSink(Sink):
             raise
         return counts
 
-    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def truncate(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """The target is emptied (``DELETE``) in the transaction that writes ``batch``,
         with its offset: a replay the target already has skips both."""
         del spark, batch
@@ -338,7 +337,7 @@ class JdbcSink(Sink):
             raise SinkError(f"jdbc sink: {table.source} is not a target the sink was opened with")
         self._truncating.add(table.source)
 
-    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """The target is dropped (``DROP TABLE IF EXISTS``) in the transaction that writes
         ``batch``, with its offset (PostgreSQL: one transaction; MySQL/MariaDB commit DDL
         at once, so a replay finds it dropped, which changes nothing)."""
@@ -359,41 +358,44 @@ class JdbcSink(Sink):
         return int(cur.fetchone()[0])
 
     def _write_table(
-        self, cur: Any, target: Target, changes: Any, batch: MicroBatch
+        self, cur: Any, target: Target, write: TargetWrite, batch: WritePlan
     ) -> tuple[int, int, int]:
         """One table's batch: its snapshot rows bulk-loaded where the target takes them
         (:meth:`_loads`), the rest applied as deletes and upserts. A load the target
         refused (MySQL: a key already there, a value it warned about) left nothing, and
         the rows are upserted. Returns (copied, deleted, upserted)."""
-        if target.source in batch.uncounted:  # snapshot rows only, read once (asked before)
+        changes, kept = write.changes, write.kept_columns
+        if write.read_once:  # snapshot rows only, read once (asked before)
             if self._loads(cur, target, batch.pipeline):
-                copied = self._copy(cur, target, changes, batch)
+                copied = self._copy(cur, target, changes, batch, read_once=True)
                 if copied is not None:
                     return copied, 0, 0
             # rows came in since, or the load was refused: merged, and counted again.
             # Recorded before _apply runs: its first action (isEmpty) completes the
             # observation with a part of the rows
             batch.read_through(None)
-            return (0, *self._apply(cur, target, changes, batch))
-        snapshot = batch.snapshot_rows(target.source)
+            return (0, *self._apply(cur, target, changes, batch, kept))
+        snapshot = write.snapshot_rows
         if not snapshot or not self._loads(cur, target, batch.pipeline):
-            return (0, *self._apply(cur, target, changes, batch))
+            return (0, *self._apply(cur, target, changes, batch, kept))
         copied = self._copy(cur, target, changes, batch)
         if copied is None:
-            return (0, *self._apply(cur, target, changes, batch))
-        total = batch.row_counts.get(target.source, 0) if batch.row_counts else None
+            return (0, *self._apply(cur, target, changes, batch, kept))
+        total = write.rows
         if total is not None and total <= snapshot:
             return copied, 0, 0
         rest = changes.where(~batch.is_snapshot_row())
-        return (copied, *self._apply(cur, target, rest, batch))
+        return (copied, *self._apply(cur, target, rest, batch, kept))
 
-    def _copy(self, cur: Any, target: Target, changes: Any, batch: MicroBatch) -> int | None:
+    def _copy(
+        self, cur: Any, target: Target, changes: Any, batch: WritePlan, read_once: bool = False
+    ) -> int | None:
         """The batch's snapshot rows of ``target`` bulk-loaded (``COPY``, ``LOAD DATA``);
         how many, or None when the target refused them (nothing of them stayed)."""
         rows = csv_blocks(
             changes.where(batch.is_snapshot_row()), target.schema.fields, self.dialect.csv_form
         )
-        uncounted = target.source in batch.uncounted
+        uncounted = read_once
         if uncounted:
             batch.read_through(None)  # stays last if the read is cut short
         # a task computes the next partition's blocks while the target takes this one's
@@ -447,15 +449,21 @@ class JdbcSink(Sink):
             self._owned[target.source] = known
         return known
 
-    def _apply(self, cur: Any, target: Target, changes: Any, batch: MicroBatch) -> tuple[int, int]:
+    def _apply(
+        self,
+        cur: Any,
+        target: Target,
+        changes: Any,
+        batch: WritePlan,
+        kept: tuple[tuple[str, ...], ...] = (),
+    ) -> tuple[int, int]:
         """Deletes, then upserts, of one table's batch; returns their counts. A key whose
         last change is a row read again leaves the target's kept columns
-        (``MicroBatch.kept_columns``) as they are."""
+        (``TargetWrite.kept_columns``) as they are."""
         from pyspark.sql import functions as F
 
         if changes.isEmpty():
             return 0, 0
-        kept = batch.kept_columns.get(target.source, ())
         reduced = last_change_per_key(
             changes, target.key, target.columns, kept, batch.is_reread_row()
         ).persist()

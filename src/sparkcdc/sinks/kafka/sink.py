@@ -19,10 +19,11 @@ from typing import Any
 
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
-from sparkcdc.sinks.base import MicroBatch, Sink, SinkTable
+from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
 from sparkcdc.sinks.reduce import KEPT_SET
+from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 #: What Kafka allows as a topic name.
@@ -101,7 +102,7 @@ class KafkaSink(Sink):
         if table.source in self.tables:
             self.tables[table.source] = table
 
-    def truncate(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def truncate(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         if self.config.format != "debezium-json":
             raise SparkCdcError(
                 f"a {self.config.format} topic cannot say that {table.source} was truncated "
@@ -110,12 +111,12 @@ class KafkaSink(Sink):
         offset = batch.offset()
         self.writer(table.source).write_truncate(spark, offset.log.to_json() if offset else None)
 
-    def drop_table(self, spark: Any, table: SinkTable, batch: MicroBatch) -> None:
+    def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """Nothing to do: a topic is a history, and a dropped table has no more changes
         (Debezium writes no message on data topics for a drop either)."""
         del spark, table, batch
 
-    def write(self, batch: MicroBatch) -> None:
+    def write(self, batch: WritePlan) -> None:
         """Every table's records in one Kafka write: one Spark job for the batch, not one
         per table (a batch that changes many tables paid each job's fixed cost in turn).
         The tables' changes are staged to one shape and shuffled together, by table and
@@ -124,34 +125,36 @@ class KafkaSink(Sink):
         rather than a task per table and partition of the batch."""
         from sparkcdc.spark.kafka.sink import produce, records_of_staged
 
-        staged: dict[TableId, Any] = {}
-        inserted: dict[TableId, Any] = {}
-        for table in batch.changes:
-            if not batch.has_changes(table):
-                continue
+        staged: dict[TableId, TargetWrite] = {}
+        inserted: dict[TableId, TargetWrite] = {}
+        records: list[Any] = []
+        stages: list[Any] = []
+        for write in batch.with_changes():
             # records carry every column: not the marker of merged rows' kept columns
-            changes = batch.changes[table].drop(KEPT_SET)
-            only_inserts = _snapshot_rows_only(batch, table)
-            writer = self.writer(table, batch.snapshot_version, only_inserts)
+            changes = write.changes.drop(KEPT_SET)
+            only_inserts = write.snapshot_only and batch.snapshot_version is not None
+            writer = self.writer(write.target, batch.snapshot_version, only_inserts)
             if only_inserts:
-                inserted[table] = writer.records(changes)
+                inserted[write.target] = write
+                records.append(writer.records(changes))
             else:
-                staged[table] = writer.staged(changes, len(staged))
+                stages.append(writer.staged(changes, len(staged)))
+                staged[write.target] = write
         parts = []
         if staged:
-            union = fewer_tasks(balanced_union(list(staged.values())), _counted(batch, staged))
+            union = fewer_tasks(balanced_union(stages), _counted(staged.values()))
             parts.append(records_of_staged(union, self.config.format))
         if inserted:
-            union = fewer_tasks(balanced_union(list(inserted.values())), _counted(batch, inserted))
+            union = fewer_tasks(balanced_union(records), _counted(inserted.values()))
             parts.append(union)
         if parts:
             produce(balanced_union(parts), self.config.bootstrap_servers, self.config.producer)
 
 
-def _counted(batch: MicroBatch, tables: Iterable[TableId]) -> int:
-    """The changelog rows ``tables`` have in ``batch``, or -1 if any was not counted."""
-    counts = batch.row_counts or {}
-    return sum(counts[t] for t in tables) if all(t in counts for t in tables) else -1
+def _counted(writes: Iterable[TargetWrite]) -> int:
+    """The changelog rows of ``writes``, or -1 if any was not counted."""
+    rows = [w.rows for w in writes]
+    return -1 if any(r is None for r in rows) else sum(r for r in rows if r is not None)
 
 
 #: Rows a task of a batch's Kafka write makes records of, at most, when the batch is read
@@ -171,13 +174,6 @@ def fewer_tasks(frame: Any, rows: int) -> Any:
         return frame
     cores = frame.sparkSession.sparkContext.defaultParallelism
     return frame.coalesce(max(cores, -(-rows // ROWS_PER_TASK)))
-
-
-def _snapshot_rows_only(batch: MicroBatch, table: TableId) -> bool:
-    """Whether every row of ``table`` in ``batch`` is a snapshot row (an insert of a key
-    the batch has once: chunks do not overlap), as the pipeline counted them."""
-    rows = batch.row_counts.get(table) if batch.row_counts is not None else None
-    return bool(rows) and rows == batch.snapshot_rows(table)
 
 
 def balanced_union(frames: Sequence[Any]) -> Any:
