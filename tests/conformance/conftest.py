@@ -8,10 +8,17 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from sparkcdc.embedded import EmbeddedPostgres
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from tests.conformance.connector import ConnectorUnderTest
 from tests.conformance.mariadb import MariaDbConnector
 from tests.conformance.postgres import PostgresConnector
+from tests.conformance.sink import SinkUnderTest
+from tests.conformance.sinks import (
+    ConsoleUnderTest,
+    DeltaUnderTest,
+    JdbcUnderTest,
+    KafkaUnderTest,
+)
 
 #: Connector registry name -> how to build its fixture from the harness's services.
 FIXTURES: dict[str, Callable[[pytest.FixtureRequest], ConnectorUnderTest]] = {
@@ -50,3 +57,45 @@ def namespace(db: ConnectorUnderTest, request: pytest.FixtureRequest) -> Iterato
     name = db.create_database(f"cf_{stem}_{uuid.uuid4().hex[:6]}")
     yield name
     db.drop(name)
+
+
+#: Sink fixtures by test id: every registered sink type has at least one
+#: (test_every_sink_type_has_a_fixture); a sink type configured in ways that declare other
+#: capabilities (a Delta history) has one per way.
+SINK_FIXTURES: dict[str, Callable[[pytest.FixtureRequest], SinkUnderTest]] = {
+    "delta-upsert": lambda request: DeltaUnderTest("upsert"),
+    "delta-append": lambda request: DeltaUnderTest("append"),
+    "jdbc-postgresql": lambda request: JdbcUnderTest(
+        request.getfixturevalue("postgres"),
+        request.getfixturevalue("conformance_pg_database"),
+        request.getfixturevalue("postgres").user,
+        request.getfixturevalue("postgres").password,
+    ),
+    "jdbc-mariadb": lambda request: JdbcUnderTest(
+        request.getfixturevalue("mariadb"),
+        *request.getfixturevalue("conformance_mariadb_target"),
+    ),
+    "kafka": lambda request: KafkaUnderTest(request.getfixturevalue("kafka")),
+    "console": lambda request: ConsoleUnderTest(),
+}
+
+#: The MariaDB account the JDBC sink fixture writes with (a password, as users have).
+SINK_USER, SINK_PASSWORD = "conformance_sink", "Sink-" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture(scope="session")
+def conformance_mariadb_target(mariadb: EmbeddedMariaDB) -> tuple[str, str, str]:
+    """One MariaDB database for every JDBC sink test (each test has its own tables), and
+    the user and password that write it."""
+    database = mariadb.create_database(f"conformance_sink_{uuid.uuid4().hex[:6]}")
+    mariadb.execute(f"CREATE OR REPLACE USER '{SINK_USER}'@'%%' IDENTIFIED BY %s", (SINK_PASSWORD,))
+    mariadb.execute(f"GRANT ALL ON `{database}`.* TO '{SINK_USER}'@'%'")
+    return database, SINK_USER, SINK_PASSWORD
+
+
+@pytest.fixture(params=sorted(SINK_FIXTURES))
+def sut(request: pytest.FixtureRequest) -> SinkUnderTest:
+    """The sink under test; the services it writes to start (once per session) on first
+    use."""
+    name: str = request.param
+    return SINK_FIXTURES[name](request)

@@ -1,0 +1,206 @@
+"""The sink fixtures of the sink conformance suite: Delta (upsert and history), JDBC into
+PostgreSQL and MariaDB, Kafka (debezium-json) and the console."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.sinks.base import Sink, SinkTable
+from sparkcdc.sinks.console.config import ConsoleSinkConfig
+from sparkcdc.sinks.console.sink import ConsoleSink
+from tests.conformance.connector import BadOption
+from tests.conformance.sink import SinkUnderTest
+
+
+class DeltaUnderTest(SinkUnderTest):
+    name = "delta"
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.variant = f"delta-{mode}"
+
+    def options(self, scratch: Path, stem: str) -> dict[str, str]:
+        return {"path": str(scratch / "lake"), "changelog-mode": self.mode}
+
+    def exists(self, spark: Any, sink: Sink, table: SinkTable) -> bool | None:
+        return Path(sink.target_path(table.source), "_delta_log").exists()  # type: ignore[attr-defined]
+
+    def bad_options(self) -> list[BadOption]:
+        return [
+            BadOption({"changelog-mode": "merge"}, r"'changelog-mode'.*upsert, append"),
+            BadOption({}, r"'path'"),
+            BadOption({"path": "x", "table-name": "{schema}"}, r"'table-name'.*placeholders"),
+            BadOption({"path": "x", "concurrent-writes": "0"}, r"'concurrent-writes'"),
+        ]
+
+
+class JdbcUnderTest(SinkUnderTest):
+    name = "jdbc"
+
+    def __init__(
+        self,
+        server: EmbeddedPostgres | EmbeddedMariaDB,
+        database: str,
+        user: str,
+        password: str,
+    ) -> None:
+        self.server = server
+        self.database = database
+        self.user, self.password = user, password
+        self.family = "postgresql" if isinstance(server, EmbeddedPostgres) else "mariadb"
+        self.variant = f"jdbc-{self.family}"
+
+    def options(self, scratch: Path, stem: str) -> dict[str, str]:
+        server = self.server
+        return {
+            "url": f"{self.family}://{server.host}:{server.port}/{self.database}",
+            "username": self.user,
+            "password": self.password,
+            "table-name": f"{stem}_{{table}}",
+            "offsets-table": f"{stem}_offsets",
+        }
+
+    def exists(self, spark: Any, sink: Sink, table: SinkTable) -> bool | None:
+        name = sink.target_of(table)  # qualifier.name
+        assert name is not None
+        qualifier, _, target = name.partition(".")
+        default = "public" if self.family == "postgresql" else self.database
+        qualifier = qualifier or default
+        sql = (
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_name = %s"
+        )
+        if isinstance(self.server, EmbeddedPostgres):
+            rows = self.server.execute(sql, (qualifier, target), dbname=self.database)
+        else:
+            rows = self.server.execute(sql, (qualifier, target), database=self.database)
+        return bool(rows[0][0])
+
+    def bad_options(self) -> list[BadOption]:
+        return [
+            BadOption({"url": "oracle://h/db", "username": "u"}, r"'url'.*valid schemes"),
+            BadOption({"url": "postgresql://h:99999/db", "username": "u"}, r"'url'.*port"),
+            BadOption({"url": "postgresql://h/db"}, r"'username'"),
+            BadOption(
+                {"url": "postgresql://h/db", "username": "u", "table-name": "{nope}"},
+                r"'table-name'",
+            ),
+        ]
+
+
+class KafkaUnderTest(SinkUnderTest):
+    """debezium-json, the format that can say a truncate; read back by replaying its
+    records in order (a truncate empties the mirror)."""
+
+    name = "kafka"
+    variant = "kafka-debezium-json"
+
+    def __init__(self, kafka: EmbeddedKafka) -> None:
+        self.kafka = kafka
+
+    def options(self, scratch: Path, stem: str) -> dict[str, str]:
+        return {
+            "properties.bootstrap.servers": self.kafka.bootstrap_servers,
+            "value.format": "debezium-json",
+            "topic-pattern": f"{stem}.{{table}}",
+        }
+
+    def _records(self, spark: Any, sink: Sink, table: SinkTable) -> list[dict[str, Any]]:
+        from sparkcdc.spark.kafka.source import read_kafka
+
+        topic = sink.config.topic_of(table.source)  # type: ignore[attr-defined]
+        raw = read_kafka(spark, self.kafka.bootstrap_servers, topic, streaming=False)
+        ordered = raw.orderBy("partition", "offset").select("value").collect()
+        return [json.loads(bytes(r[0])) for r in ordered]
+
+    def mirror(self, spark: Any, sink: Sink, table: SinkTable) -> dict[Any, tuple[Any, ...]]:
+        rows: dict[Any, tuple[Any, ...]] = {}
+        for record in self._records(spark, sink, table):
+            op = record["op"]
+            before: dict[str, Any] = record.get("before") or {}
+            after: dict[str, Any] = record.get("after") or {}
+            if op == "t":
+                rows.clear()
+                continue
+            rows.pop(before.get(table.key[0]), None)  # a delete, or an update's old key
+            if after:
+                values = tuple(after.get(c) for c in table.columns)
+                rows[values[0]] = values
+        return rows
+
+    def repeated(self, spark: Any, sink: Sink, table: SinkTable) -> int:
+        records = [json.dumps(r, sort_keys=True) for r in self._records(spark, sink, table)]
+        return len(records) - len(set(records))
+
+    def bad_options(self) -> list[BadOption]:
+        return [
+            BadOption({}, r"'properties\.bootstrap\.servers'"),
+            BadOption(
+                {"properties.bootstrap.servers": "h:9092", "value.format": "avro"},
+                r"'value\.format'.*debezium-json",
+            ),
+            BadOption(
+                {"properties.bootstrap.servers": "h:9092", "topic-pattern": "{x}"},
+                r"'topic-pattern'",
+            ),
+        ]
+
+
+#: A printed row: ``+I[1, 10, x]`` (after an optional ``prefix> ``).
+_ROW = re.compile(r"^(?:.*?> )?([+-][IUD])\[(.*)\]$")
+
+
+class ConsoleUnderTest(SinkUnderTest):
+    """Read back by replaying the printed lines (values printed as Flink prints them)."""
+
+    name = "console"
+    variant = "console"
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+
+    def options(self, scratch: Path, stem: str) -> dict[str, str]:
+        self.out = io.StringIO()
+        return {}
+
+    def create(self, options: dict[str, str], pipeline: str) -> Sink:
+        return ConsoleSink(ConsoleSinkConfig.from_options(options), out=self.out)
+
+    def mirror(self, spark: Any, sink: Sink, table: SinkTable) -> dict[Any, tuple[Any, ...]]:
+        rows: dict[Any, tuple[Any, ...]] = {}
+        types = [f.dataType.simpleString() for f in table.schema.fields]
+        for line in self.out.getvalue().splitlines():
+            if line.endswith("truncate table"):
+                rows.clear()
+                continue
+            found = _ROW.match(line)
+            if found is None:
+                continue  # a schema change or a drop
+            kind, text = found.groups()
+            values = tuple(_value(v, t) for v, t in zip(text.split(", "), types, strict=False))
+            if kind in ("+I", "+U"):
+                rows[values[0]] = values
+            else:
+                rows.pop(values[0], None)
+        return rows
+
+    def repeated(self, spark: Any, sink: Sink, table: SinkTable) -> int:
+        lines = [line for line in self.out.getvalue().splitlines() if _ROW.match(line)]
+        return len(lines) - len(set(lines))
+
+    def bad_options(self) -> list[BadOption]:
+        return [
+            BadOption({"standard-error": "maybe"}, r"'standard-error'.*true, false"),
+            BadOption({"no.such.option": "1"}, r"unknown option 'no\.such\.option'"),
+        ]
+
+
+def _value(text: str, kind: str) -> Any:
+    if text == "null":
+        return None
+    return int(text) if kind in ("int", "bigint") else text
