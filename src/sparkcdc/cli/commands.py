@@ -20,6 +20,7 @@ from rich.table import Table
 
 from sparkcdc.cli.live import LiveConsole, log_to
 from sparkcdc.cli.status_view import status_view
+from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.printable import printable_name
 from sparkcdc.pipeline.batch_report import BatchReport
@@ -219,8 +220,14 @@ def verdict_json(verdict: TableVerdict) -> dict[str, Any]:
 def verify_pipeline(
     definition: PipelineDefinition, spark: Any | None = None, jvm_log: Path | None = None
 ) -> list[TableVerdict]:
+    from sparkcdc.sinks.registry import sink_capabilities
     from sparkcdc.verify.run import verify_tables
 
+    if not sink_capabilities(definition.sink_type, definition.sink_options).verifiable:
+        raise OptionError(
+            f"sparkcdc verify: the {definition.sink_type} sink's targets cannot be read back "
+            "(its declared capabilities); verify reads Delta and JDBC targets"
+        )
     run = prepare(definition, spark, jvm_log=jvm_log)
     try:
         return verify_tables(run.spark, definition, run.sink, run.targets, run.probe.handle)

@@ -17,6 +17,7 @@ from typing import Any
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.sinks.base import Sink, SinkType
+from sparkcdc.sinks.capabilities import SinkCapabilities
 
 #: Sink type name -> the package whose ``SINK`` declares it (in the order messages list them).
 _SINKS: Mapping[str, str] = {
@@ -46,6 +47,13 @@ def sink_types() -> list[SinkType[Any]]:
 def validate_sink_options(kind: str, options: Mapping[str, str]) -> object:
     """Parse a sink's options; raises OptionError naming the option and the valid values."""
     return sink_type(kind).parse(options)
+
+
+def sink_capabilities(kind: str, options: Mapping[str, str]) -> SinkCapabilities:
+    """What a sink of type ``kind`` with ``options`` declares it does
+    (sinks/capabilities.py), known offline."""
+    declared = sink_type(kind)
+    return declared.capabilities(declared.parse(options))
 
 
 def make_sink(
