@@ -230,6 +230,8 @@ class TableEventApplier:
         for event in events:
             target = target_holding(captured.targets, event.table)
             if target is None:  # a table the pipeline does not write (filtered out)
+                if isinstance(event, DropTableEvent):
+                    self.metrics.table_dropped(event.table, False)
                 continue
             if isinstance(event, TruncateTableEvent):
                 self._truncate(event, target, batch)
