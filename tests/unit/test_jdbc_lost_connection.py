@@ -11,10 +11,10 @@ import pytest
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
-from sparkcdc.sinks.jdbc.dialects import Dialect, dialect_for
+from sparkcdc.sinks.jdbc.dialects import TargetDialect, dialect_for
 
 
-def dialect(url: str) -> Dialect:
+def dialect(url: str) -> TargetDialect:
     config = JdbcSinkConfig.from_options({"url": url, "username": "u", "password": "s3cret"})
     return dialect_for(config)
 

@@ -26,7 +26,7 @@ from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig, JdbcUrl, TableName
 from sparkcdc.sinks.jdbc.csv_blocks import CsvForm
-from sparkcdc.sinks.jdbc.dialects import MySqlDialect, PostgresDialect, Target
+from sparkcdc.sinks.jdbc.dialects import MySqlTarget, PostgresTarget, Target
 
 PASSWORD = "s3cr3t-Pa55w0rd!"
 BASE = {"url": "postgresql://db.example.com/shop", "username": "u", "password": PASSWORD}
@@ -159,9 +159,9 @@ SCHEMA = struct(
 TARGET = Target(TableId("shop", "t"), "s", "t%x", SCHEMA, ("region", "id", "raw"))
 
 
-def dialects() -> tuple[PostgresDialect, MySqlDialect]:
+def dialects() -> tuple[PostgresTarget, MySqlTarget]:
     config = JdbcSinkConfig.from_options(BASE)
-    return PostgresDialect(config), MySqlDialect(config)
+    return PostgresTarget(config), MySqlTarget(config)
 
 
 def test_postgres_sql() -> None:

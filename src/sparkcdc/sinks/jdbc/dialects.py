@@ -114,7 +114,7 @@ def _is(data_type: Any, name: str) -> bool:
     return type(data_type).__name__ == name
 
 
-class Dialect(ABC):
+class TargetDialect(ABC):
     """SQL, types and driver calls of one target family."""
 
     family: str
@@ -376,7 +376,7 @@ OWNER_MARK = "sparkcdc.appends-for="
 TARGET_MARK = "sparkcdc.target"
 
 
-class PostgresDialect(Dialect):
+class PostgresTarget(TargetDialect):
     """PostgreSQL 12+ through psycopg 3."""
 
     family = "postgresql"
@@ -585,7 +585,7 @@ class PostgresDialect(Dialect):
 # ------------------------------------------------------------------------------------------
 
 
-class MySqlDialect(Dialect):
+class MySqlTarget(TargetDialect):
     """MySQL 8 and MariaDB 10.5+ (InnoDB) through PyMySQL."""
 
     family = "mysql"
@@ -953,6 +953,6 @@ def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else value.replace(tzinfo=UTC)
 
 
-def dialect_for(config: JdbcSinkConfig) -> Dialect:
+def dialect_for(config: JdbcSinkConfig) -> TargetDialect:
     """The dialect of the config's URL scheme."""
-    return PostgresDialect(config) if config.family == "postgresql" else MySqlDialect(config)
+    return PostgresTarget(config) if config.family == "postgresql" else MySqlTarget(config)

@@ -43,7 +43,7 @@ from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.csv_blocks import csv_blocks
-from sparkcdc.sinks.jdbc.dialects import Converter, Dialect, SinkError, Target, dialect_for
+from sparkcdc.sinks.jdbc.dialects import Converter, SinkError, Target, TargetDialect, dialect_for
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
 from sparkcdc.snapshot.schema_change import ColumnMoves
@@ -73,7 +73,7 @@ class JdbcSink(Sink):
 
     def __init__(self, config: JdbcSinkConfig, pipeline: str | None = None) -> None:
         self.config = config
-        self.dialect: Dialect = dialect_for(config)
+        self.dialect: TargetDialect = dialect_for(config)
         self.pipeline = pipeline
         self._conn: Any = None
         self._targets: dict[TableId, Target] = {}
