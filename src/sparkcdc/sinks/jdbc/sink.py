@@ -34,18 +34,19 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot
 from sparkcdc.sinks.capabilities import SinkCapabilities
+from sparkcdc.sinks.jdbc.columns import alter_columns, move_columns
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
-from sparkcdc.sinks.jdbc.csv_blocks import csv_blocks
-from sparkcdc.sinks.jdbc.dialects import Converter, SinkError, Target, TargetDialect, dialect_for
-from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
-from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
+from sparkcdc.sinks.jdbc.dialects import SinkError, Target, TargetDialect, dialect_for
+from sparkcdc.sinks.jdbc.read_back import read_offset, read_rows
+from sparkcdc.sinks.jdbc.table_writes import TableWrites
+from sparkcdc.sinks.write_plan import WritePlan
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
 log = logging.getLogger(__name__)
@@ -54,13 +55,6 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF = 10.0
 
 OFFSET_COLUMNS = ("pipeline", "batch_id", "source_offset", "updated_at")
-
-#: An upsert statement is sent once its string and binary values pass this many bytes
-#: (MySQL's max_allowed_packet is 16 MiB by default, and smaller is kinder to both sides).
-MAX_STATEMENT_BYTES = 4 << 20
-
-#: Rows fetched per round trip and per Arrow batch when reading a target back.
-READ_BATCH_ROWS = 10_000
 
 
 class JdbcSink(Sink):
@@ -148,65 +142,14 @@ class JdbcSink(Sink):
                 qualifier = str(target.qualifier)
                 existing = self.dialect.existing_columns(cur, qualifier, target.name)
                 if existing is not None:
-                    existing = self._move(cur, target, existing, moves or ColumnMoves())
-                    self._alter(cur, target, existing, previous)
+                    existing = move_columns(self.dialect, cur, target, existing, moves)
+                    alter_columns(self.dialect, cur, target, existing, previous)
             conn.commit()
         except BaseException:
             self._discard()
             raise
         if table.source in self._targets:
             self._targets[table.source] = target
-
-    def _move(
-        self, cur: Any, target: Target, existing: Sequence[str], moves: ColumnMoves
-    ) -> list[str]:
-        """Renames and drops; the target's columns after them."""
-        table_sql = self.dialect.table_sql(target.qualifier, target.name)
-        columns = list(existing)
-
-        def find(name: str) -> int | None:
-            return next(
-                (i for i, c in enumerate(columns) if self.dialect.same_column(name, c)), None
-            )
-
-        for old, new in moves.renamed.items():
-            at = find(old)
-            if at is None or find(new) is not None:
-                continue
-            quote = self.dialect.quote
-            cur.execute(
-                f"ALTER TABLE {table_sql} RENAME COLUMN {quote(columns[at])} TO {quote(new)}", ()
-            )
-            columns[at] = new
-            log.info("jdbc sink: renamed column %s to %s in %s", old, new, target)
-        for name in moves.dropped:
-            at = find(name)
-            if at is None:
-                continue
-            cur.execute(
-                f"ALTER TABLE {table_sql} DROP COLUMN {self.dialect.quote(columns[at])}", ()
-            )
-            del columns[at]
-            log.info("jdbc sink: dropped column %s from %s", name, target)
-        return columns
-
-    def _alter(
-        self, cur: Any, target: Target, existing: Sequence[str], previous: SinkTable | None
-    ) -> None:
-        table_sql = self.dialect.table_sql(target.qualifier, target.name)
-        before = {} if previous is None else {f.name: f for f in previous.schema.fields}
-        for field in target.schema.fields:
-            present = any(self.dialect.same_column(field.name, e) for e in existing)
-            column = self.dialect.column_type(field, False, 0)
-            if not present:
-                cur.execute(
-                    f"ALTER TABLE {table_sql} ADD COLUMN {self.dialect.quote(field.name)} {column}",
-                    (),
-                )
-                log.info("jdbc sink: added column %s to %s", field.name, target)
-            elif field.name in before and before[field.name].dataType != field.dataType:
-                cur.execute(self.dialect.widen_column_sql(table_sql, field, column), ())
-                log.info("jdbc sink: widened column %s of %s to %s", field.name, target, column)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -296,6 +239,7 @@ class JdbcSink(Sink):
                     conn.rollback()
                     return None
                 counts = []
+                writes = TableWrites(self.dialect, self._owned)
                 for table_id in sorted(self._truncating):
                     target = self._targets[table_id]
                     table_sql = self.dialect.table_sql(target.qualifier, target.name)
@@ -312,7 +256,7 @@ class JdbcSink(Sink):
                     counts.append(f"{table_id}: dropped (DROP TABLE)")
                 for write in batch.with_changes():
                     target = self._targets[write.target]
-                    copied, deleted, upserted = self._write_table(cur, target, write, batch)
+                    copied, deleted, upserted = writes.write(cur, target, write, batch)
                     if copied or deleted or upserted:
                         counts.append(
                             f"{write.target}: {copied} copied, {upserted} upserted, "
@@ -357,54 +301,6 @@ class JdbcSink(Sink):
         cur.execute(self.dialect.lock_offsets_sql(self._offsets_sql), (pipeline,))
         return int(cur.fetchone()[0])
 
-    def _write_table(
-        self, cur: Any, target: Target, write: TargetWrite, batch: WritePlan
-    ) -> tuple[int, int, int]:
-        """One table's batch: its snapshot rows bulk-loaded where the target takes them
-        (:meth:`_loads`), the rest applied as deletes and upserts. A load the target
-        refused (MySQL: a key already there, a value it warned about) left nothing, and
-        the rows are upserted. Returns (copied, deleted, upserted)."""
-        changes, kept = write.changes, write.kept_columns
-        if write.read_once:  # snapshot rows only, read once (asked before)
-            if self._loads(cur, target, batch.pipeline):
-                copied = self._copy(cur, target, changes, batch, read_once=True)
-                if copied is not None:
-                    return copied, 0, 0
-            # rows came in since, or the load was refused: merged, and counted again.
-            # Recorded before _apply runs: its first action (isEmpty) completes the
-            # observation with a part of the rows
-            batch.read_through(None)
-            return (0, *self._apply(cur, target, changes, batch, kept))
-        snapshot = write.snapshot_rows
-        if not snapshot or not self._loads(cur, target, batch.pipeline):
-            return (0, *self._apply(cur, target, changes, batch, kept))
-        copied = self._copy(cur, target, changes, batch)
-        if copied is None:
-            return (0, *self._apply(cur, target, changes, batch, kept))
-        total = write.rows
-        if total is not None and total <= snapshot:
-            return copied, 0, 0
-        rest = changes.where(~batch.is_snapshot_row())
-        return (copied, *self._apply(cur, target, rest, batch, kept))
-
-    def _copy(
-        self, cur: Any, target: Target, changes: Any, batch: WritePlan, read_once: bool = False
-    ) -> int | None:
-        """The batch's snapshot rows of ``target`` bulk-loaded (``COPY``, ``LOAD DATA``);
-        how many, or None when the target refused them (nothing of them stayed)."""
-        rows = csv_blocks(
-            changes.where(batch.is_snapshot_row()), target.schema.fields, self.dialect.csv_form
-        )
-        uncounted = read_once
-        if uncounted:
-            batch.read_through(None)  # stays last if the read is cut short
-        # a task computes the next partition's blocks while the target takes this one's
-        blocks = rows.toLocalIterator(prefetchPartitions=True)
-        copied = self.dialect.copy_csv(cur, target, ((bytes(b), n) for b, n in blocks))
-        if uncounted and copied is not None:
-            batch.read_through(rows)  # checked here, before the commit
-        return copied
-
     def writes_snapshot_once(self, spark: Any, table: SinkTable, pipeline: str) -> bool:
         """A target that takes the bulk load (:meth:`_loads`; on PostgreSQL one that holds
         ``pipeline``'s rows only or is empty, which the batch's transaction marks) takes a
@@ -431,114 +327,12 @@ class JdbcSink(Sink):
             return False  # the batch is cached and counted; its write tries again
         return once
 
-    def _loads(self, cur: Any, target: Target, pipeline: str) -> bool:
-        """Whether the batch's snapshot rows of ``target`` go in with the bulk load: where
-        the dialect has one, into any target (MySQL/MariaDB, whose load finds keys already
-        there itself) or into a target holding ``pipeline``'s rows only (PostgreSQL)."""
-        if not self.dialect.copies_csv:
-            return False
-        return not self.dialect.loads_owned_only or self._owns(cur, target, pipeline)
-
-    def _owns(self, cur: Any, target: Target, pipeline: str) -> bool:
-        """Whether ``target`` holds ``pipeline``'s rows only: marked for it, or empty and
-        marked now (inside the batch's transaction)."""
-        known = self._owned.get(target.source)
-        if known is None:
-            owner = self.dialect.owner(cur, target)
-            known = owner == pipeline or self.dialect.mark_owner(cur, target, pipeline)
-            self._owned[target.source] = known
-        return known
-
-    def _apply(
-        self,
-        cur: Any,
-        target: Target,
-        changes: Any,
-        batch: WritePlan,
-        kept: tuple[tuple[str, ...], ...] = (),
-    ) -> tuple[int, int]:
-        """Deletes, then upserts, of one table's batch; returns their counts. A key whose
-        last change is a row read again leaves the target's kept columns
-        (``TargetWrite.kept_columns``) as they are."""
-        from pyspark.sql import functions as F
-
-        if changes.isEmpty():
-            return 0, 0
-        reduced = last_change_per_key(
-            changes, target.key, target.columns, kept, batch.is_reread_row()
-        ).persist()
-        try:
-            fields = list(target.schema.fields)
-            key_fields = [f for f in fields if f.name in target.key]
-            key_fields.sort(key=lambda f: target.key.index(f.name))
-            gone = reduced.filter(F.col(DELETED)).select(
-                *[self.dialect.select_for_write(f) for f in key_fields]
-            )
-            deleted = self._send(
-                cur,
-                gone.toLocalIterator(),
-                [self.dialect.to_target(f) for f in key_fields],
-                lambda n: self.dialect.delete_sql(target, n),
-                check_bytes=False,
-            )
-            present = reduced.filter(~F.col(DELETED))
-            groups: list[tuple[Any, tuple[str, ...]]] = [(present, ())]
-            if any(kept):
-                kind = F.col(REREAD)
-                groups = [(present.filter(kind.isNull()), ())]
-                groups += [(present.filter(kind == i), k) for i, k in enumerate(kept) if k]
-            upserted = 0
-            written = [self.dialect.select_for_write(f) for f in fields]
-            for rows, keep in groups:
-                upserted += self._send(
-                    cur,
-                    rows.select(*written).toLocalIterator(),
-                    [self.dialect.to_target(f) for f in fields],
-                    lambda n, keep=keep: self.dialect.upsert_sql(target, n, keep),
-                    check_bytes=True,
-                )
-        finally:
-            reduced.unpersist()
-        return deleted, upserted
-
-    def _send(
-        self,
-        cur: Any,
-        rows: Iterator[Any],
-        converters: Sequence[Converter | None],
-        statement: Any,
-        *,
-        check_bytes: bool,
-    ) -> int:
-        """Send ``rows`` as statements of up to the batch size (and byte budget) each."""
-        per_statement = self.dialect.rows_per_statement(len(converters))
-        full_sql = statement(per_statement)
-        params: list[Any] = []
-        pending = size = total = 0
-        for row in rows:
-            values = [v if c is None else c(v) for c, v in zip(converters, row, strict=True)]
-            params.extend(values)
-            pending += 1
-            if check_bytes:
-                size += sum(len(v) for v in values if isinstance(v, str | bytes))
-            if pending == per_statement or size >= MAX_STATEMENT_BYTES:
-                cur.execute(full_sql if pending == per_statement else statement(pending), params)
-                total += pending
-                params, pending, size = [], 0, 0
-        if pending:
-            cur.execute(statement(pending), params)
-            total += pending
-        return total
-
     # -- reading back ----------------------------------------------------------------------
 
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
         """The target's rows and the source offset of the last batch applied, read in one
-        consistent transaction. The rows pass through the driver (as Arrow batches), so
-        the table must fit in the driver's memory."""
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_type
-
+        consistent transaction (sinks/jdbc/read_back.py). The rows pass through the driver
+        (as Arrow batches), so the table must fit in the driver's memory."""
         target = self._targets.get(table.source)
         conn = self.dialect.connect()
         try:
@@ -557,64 +351,16 @@ class JdbcSink(Sink):
                     )
             conn.commit()
             self.dialect.begin_consistent_read(conn)
-            with conn.cursor() as cur:
-                offset = self._read_offset(cur) if has_offsets else None
-            fields = list(table.schema.fields)
-            arrow_schema = pa.schema(
-                [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")) for f in fields]
-            )
-            converters = [self.dialect.from_target(f) for f in fields]
-            select = ", ".join(self.dialect.select_for_read(f) for f in fields)
-            sql = f"SELECT {select} FROM {self.dialect.table_sql(target.qualifier, target.name)}"
-            batches = []
-            with self._streaming_cursor(conn) as cur:
-                cur.execute(sql, ())
-                while chunk := cur.fetchmany(READ_BATCH_ROWS):
-                    columns = list(zip(*chunk, strict=True))
-                    arrays = [
-                        pa.array(
-                            list(values) if c is None else [c(v) for v in values],
-                            type=arrow_schema.field(i).type,
-                        )
-                        for i, (c, values) in enumerate(zip(converters, columns, strict=True))
-                    ]
-                    batches.append(pa.RecordBatch.from_arrays(arrays, schema=arrow_schema))
+            offset = None
+            if has_offsets:
+                with conn.cursor() as cur:
+                    offset = read_offset(cur, self._offsets_sql, offsets.table, self.pipeline)
+            rows = read_rows(self.dialect, conn, target, table.schema)
             conn.rollback()
         finally:
             conn.close()
-        arrow = pa.Table.from_batches(batches, schema=arrow_schema)
-        rows = spark.createDataFrame(arrow, schema=table.schema)  # naive Arrow -> NTZ
-        return TargetSnapshot(rows=rows, source_offset=offset)
-
-    def _read_offset(self, cur: Any) -> str | None:
-        pipeline = self.pipeline
-        if pipeline is None:
-            cur.execute(f"SELECT pipeline FROM {self._offsets_sql}", ())
-            names = sorted(str(r[0]) for r in cur.fetchall())
-            if len(names) > 1:
-                raise SinkError(
-                    f"jdbc sink: offsets table {self.config.offsets_table.table} holds several "
-                    f"pipelines ({', '.join(names)}); create the sink with pipeline=<name>"
-                )
-            if not names:
-                return None
-            pipeline = names[0]
-        cur.execute(
-            f"SELECT batch_id, source_offset FROM {self._offsets_sql} WHERE pipeline = %s",
-            (pipeline,),
-        )
-        row = cur.fetchone()
-        if row is None or int(row[0]) < 0:
-            return None
-        return None if row[1] is None else str(row[1])
-
-    def _streaming_cursor(self, conn: Any) -> Any:
-        """A cursor that fetches rows from the server as they are consumed."""
-        if self.dialect.family == "postgresql":
-            return conn.cursor(name="sparkcdc_snapshot")  # server-side, inside the transaction
-        import pymysql.cursors
-
-        return conn.cursor(pymysql.cursors.SSCursor)
+        frame = spark.createDataFrame(rows, schema=table.schema)  # naive Arrow -> NTZ
+        return TargetSnapshot(rows=frame, source_offset=offset)
 
     # -- targets ---------------------------------------------------------------------------
 
