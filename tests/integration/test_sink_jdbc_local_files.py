@@ -12,7 +12,7 @@ from pyspark.sql.types import IntegerType, StringType, StructType
 
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
-from sparkcdc.sinks.jdbc.dialects import MySqlDialect, Target
+from sparkcdc.sinks.jdbc.dialects import MySqlTarget, Target
 from sparkcdc.sinks.jdbc.own_files import ForeignFileRequest
 from tests.support.fake_mysql import FakeMySqlServer
 
@@ -21,9 +21,9 @@ TARGET = Target(TableId("d", "t"), "d", "t", SCHEMA, ("id",))
 ROWS = [(b"1,a\n2,b\n", 2), (b"3,c\n", 1)]
 
 
-def dialect(server: FakeMySqlServer) -> MySqlDialect:
+def dialect(server: FakeMySqlServer) -> MySqlTarget:
     options = {"url": f"mariadb://127.0.0.1:{server.port}/d", "username": "u", "password": "p"}
-    return MySqlDialect(JdbcSinkConfig.from_options(options))
+    return MySqlTarget(JdbcSinkConfig.from_options(options))
 
 
 def test_a_request_for_another_file_gets_nothing(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from sparkcdc.sinks.delta.sink import recorded_offset
+from sparkcdc.sinks.delta.history import recorded_offset
 
 OURS = json.dumps({"pipeline": "p:1", "batch_id": 3, "source_offset": '{"log": 1}'})
 

@@ -1,5 +1,5 @@
-"""A history target (``changelog-mode: append``) replayed into the table it describes, for
-``verify``.
+"""A Delta target read back for ``verify``: a history target (``changelog-mode: append``)
+replayed into the table it describes.
 
 A history target holds every change with its ``_change_type`` and ``_commit_version``, so
 the source table it mirrors is, per key, its last change unless that is a delete. The last
@@ -12,11 +12,13 @@ the history is wrong for anyone who reads it as a history.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION, ChangeType
 from sparkcdc.core.identifiers import quoted
+from sparkcdc.sinks.base import SinkTable, TargetSnapshot
 
 #: Change types after which the key is gone, or about to get its next image.
 _GONE = (ChangeType.DELETE.value, ChangeType.UPDATE_PREIMAGE.value)
@@ -45,3 +47,48 @@ def repeated_changes(history: Any, key: Sequence[str]) -> int:
     copies = history.groupBy(*identity).count().where(F.col("count") > 1)
     (extra,) = copies.agg(F.coalesce(F.sum(F.col("count") - 1), F.lit(0))).first()
     return int(extra)
+
+
+def read_back(
+    spark: Any, path: str, table: SinkTable, upsert: bool, pipeline: str | None
+) -> TargetSnapshot:
+    """The target at ``path`` as of its newest version and the offset of ``pipeline``'s
+    last commit (any sparkcdc commit's when not known; for ``verify``); a history target's
+    changes replayed, with the changes it holds more than once counted."""
+    history = (
+        spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)}")
+        .select("version", "userMetadata")
+        .orderBy("version", ascending=False)
+        .limit(1000)
+        .collect()
+    )
+    # the table as it is now (a write by anyone else after our last commit is a
+    # difference verify must see), and the offset of the pipeline's last commit
+    latest = history[0][0]
+    offsets = [o for _, m in history if (o := recorded_offset(m, pipeline))]
+    offset = offsets[0] if offsets else None
+    rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
+    if not upsert:
+        return TargetSnapshot(
+            replayed(rows, table.key, table.columns), offset, repeated_changes(rows, table.key)
+        )
+    return TargetSnapshot(rows.select(*[quoted(c) for c in table.columns]), offset)
+
+
+def recorded_offset(metadata: str | None, pipeline: str | None = None) -> str | None:
+    """The source offset a commit's ``userMetadata`` records (:func:`_metadata`), or None
+    when it records none: anyone may write to a Delta table, and another writer's
+    ``userMetadata`` is any text, invalid JSON or JSON of another shape included. With
+    ``pipeline`` known, only that pipeline's commits count."""
+    if not metadata or not metadata.startswith("{"):
+        return None
+    try:
+        parsed = json.loads(metadata)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(parsed, dict) or (
+        pipeline is not None and parsed.get("pipeline") != pipeline
+    ):
+        return None
+    offset = parsed.get("source_offset")
+    return offset if isinstance(offset, str) and offset else None

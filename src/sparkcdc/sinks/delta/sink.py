@@ -37,8 +37,9 @@ from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.delta.appended import SNAPSHOT_ROWS, snapshot_appended
+from sparkcdc.sinks.delta.columns import evolve_columns
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
-from sparkcdc.sinks.delta.history import repeated_changes, replayed
+from sparkcdc.sinks.delta.history import read_back
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
@@ -168,13 +169,8 @@ class DeltaSink(Sink):
         previous: SinkTable | None = None,
         moves: ColumnMoves | None = None,
     ) -> None:
-        """Rename and drop what ``moves`` says (through Delta's column mapping, turned on
-        in ``name`` mode the first time: renames and drops then change metadata only, the
-        data files stay), add the table's new columns (nullable; where a column is not the
-        last one, at its position), drop NOT NULL where its columns allow NULL now, and
-        widen changed types with Delta's type widening (enabled on the table when first
-        needed); Delta refuses what it cannot widen, and the error says how to go on.
-        Compared with the table as it is, so a replay applies nothing twice."""
+        """The target takes the table's new columns (sinks/delta/columns.py); compared
+        with the table as it is, so a replay applies nothing twice."""
         from delta.tables import DeltaTable
 
         del previous
@@ -183,67 +179,7 @@ class DeltaSink(Sink):
             self.tables[table.source] = table
         if not DeltaTable.isDeltaTable(spark, path):
             return  # open() creates it with these columns
-        name = f"delta.{quoted(path)}"
-        existing = {f.name: f for f in spark.read.format("delta").load(path).schema}
-        self._move(spark, name, existing, moves or ColumnMoves(), path)
-        wanted = self._target_schema(table)
-        last = table.schema.fields[-1].name if table.schema.fields else None
-        for index, field in enumerate(wanted.fields):
-            if field.name in existing:
-                continue
-            where = ""
-            if field.name != last and index < len(table.schema.fields):
-                where = (
-                    " FIRST" if index == 0 else f" AFTER {quoted(wanted.fields[index - 1].name)}"
-                )
-            spark.sql(
-                f"ALTER TABLE {name} ADD COLUMNS "
-                f"({quoted(field.name)} {field.dataType.simpleString()}{where})"
-            )
-            existing[field.name] = field
-            log.info("delta sink: added %s to %s", field.name, path)
-        for field in wanted.fields:
-            old = existing.get(field.name)
-            if old is None or old is field:
-                continue
-            if field.nullable and not old.nullable:
-                spark.sql(f"ALTER TABLE {name} ALTER COLUMN {quoted(field.name)} DROP NOT NULL")
-            if old.dataType != field.dataType:
-                self._widen(spark, name, field, old.dataType, table)
-
-    def _move(
-        self, spark: Any, name: str, existing: dict[str, Any], moves: ColumnMoves, path: str
-    ) -> None:
-        """Renames and drops (``existing`` follows them)."""
-        renames = [(o, n) for o, n in moves.renamed.items() if o in existing and n not in existing]
-        drops = [c for c in moves.dropped if c in existing]
-        if not renames and not drops:
-            return
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
-        for old, new in renames:
-            spark.sql(f"ALTER TABLE {name} RENAME COLUMN {quoted(old)} TO {quoted(new)}")
-            existing[new] = existing.pop(old)
-            log.info("delta sink: renamed %s to %s in %s", old, new, path)
-        for column in drops:
-            spark.sql(f"ALTER TABLE {name} DROP COLUMN {quoted(column)}")
-            del existing[column]
-            log.info("delta sink: dropped %s from %s", column, path)
-
-    def _widen(self, spark: Any, name: str, field: Any, old: Any, table: SinkTable) -> None:
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
-        try:
-            spark.sql(
-                f"ALTER TABLE {name} ALTER COLUMN {quoted(field.name)} TYPE "
-                f"{field.dataType.simpleString()}"
-            )
-        except Exception as exc:
-            reason = str(exc).strip().splitlines()[0]
-            raise SparkCdcError(
-                f"the Delta target of {table.source} cannot widen column {field.name} from "
-                f"{old.simpleString()} to {field.dataType.simpleString()} ({reason}). "
-                "Re-snapshot the table into a new target, or set 'schema.change.behavior' to "
-                "'exception' and change the target by hand"
-            ) from None
+        evolve_columns(spark, path, table, self._target_schema(table), moves or ColumnMoves())
 
     def _target_schema(self, table: SinkTable) -> Any:
         from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
@@ -526,29 +462,9 @@ class DeltaSink(Sink):
 
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
         """The target as of its newest version and the offset of the pipeline's last
-        commit; a history target's changes replayed (sinks/delta/history.py), with the
-        changes it holds more than once counted."""
+        commit (sinks/delta/history.py)."""
         path = self.target_path(table.source)
-        history = (
-            spark.sql(f"DESCRIBE HISTORY delta.{quoted(path)}")
-            .select("version", "userMetadata")
-            .orderBy("version", ascending=False)
-            .limit(1000)
-            .collect()
-        )
-        # the table as it is now (a write by anyone else after our last commit is a
-        # difference verify must see), and the offset of the pipeline's last commit
-        latest = history[0][0]
-        offsets = [o for _, m in history if (o := recorded_offset(m, self.pipeline_id))]
-        offset = offsets[0] if offsets else None
-        rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
-        if not self.upsert:
-            return TargetSnapshot(
-                replayed(rows, table.key, table.columns),
-                offset,
-                repeated_changes(rows, table.key),
-            )
-        return TargetSnapshot(rows.select(*[quoted(c) for c in table.columns]), offset)
+        return read_back(spark, path, table, self.upsert, self.pipeline_id)
 
 
 def _qualified(spark: Any, location: str) -> str:
@@ -600,25 +516,6 @@ def _session_setting(spark: Any, key: str, value: str | None) -> Iterator[None]:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
-
-
-def recorded_offset(metadata: str | None, pipeline: str | None = None) -> str | None:
-    """The source offset a commit's ``userMetadata`` records (:func:`_metadata`), or None
-    when it records none: anyone may write to a Delta table, and another writer's
-    ``userMetadata`` is any text, invalid JSON or JSON of another shape included. With
-    ``pipeline`` known, only that pipeline's commits count."""
-    if not metadata or not metadata.startswith("{"):
-        return None
-    try:
-        parsed = json.loads(metadata)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(parsed, dict) or (
-        pipeline is not None and parsed.get("pipeline") != pipeline
-    ):
-        return None
-    offset = parsed.get("source_offset")
-    return offset if isinstance(offset, str) and offset else None
 
 
 def _metadata(batch: WritePlan, target: TableId, offset: bool, snapshot_rows: bool = False) -> str:
