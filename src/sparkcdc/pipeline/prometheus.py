@@ -31,84 +31,102 @@ class PipelineCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         m = self.metrics.snapshot()
-        p = [m.pipeline]
-
-        def gauge(name: str, doc: str, value: float | None) -> Iterator[Metric]:
-            if value is not None:
-                family = GaugeMetricFamily(f"sparkcdc_{name}", doc, labels=["pipeline"])
-                family.add_metric(p, value)
-                yield family
-
-        def counter(name: str, doc: str, value: int) -> Metric:
-            family = CounterMetricFamily(f"sparkcdc_{name}", doc, labels=["pipeline"])
-            family.add_metric(p, value)
-            return family
-
-        yield from gauge("up_seconds", "Seconds since this run started.", m.now - m.started)
-        yield counter("batches", "Batches written by this run.", m.batches)
-        yield counter(
-            "sink_retries",
-            "Batches the sink tried again because its connection to the target was lost "
-            "(this run).",
-            m.sink_retries,
-        )
-        yield counter(
-            "source_retries",
-            "Connections to the source that failed in Spark tasks and were tried again (this run).",
-            m.source_retries,
-        )
-        yield from gauge("last_batch_id", "Id of the last batch written.", m.last_batch_id)
-        yield from gauge(
-            "last_batch_timestamp_seconds",
-            "When the last batch's sink write returned.",
-            m.last_batch_written,
-        )
-        yield from gauge(
-            "last_batch_duration_seconds",
-            "Wall time of the last batch: read, count, sink write.",
-            m.last_batch_seconds,
-        )
-        yield from gauge(
-            "fetch_event_time_lag_seconds",
-            "Fetch time minus commit time of the newest change of the last batch with "
-            "log changes (Flink CDC currentFetchEventTimeLag).",
-            m.fetch_lag,
-        )
-        yield from gauge(
-            "emit_event_time_lag_seconds",
-            "Sink write time minus commit time of that change (Flink CDC "
-            "currentEmitEventTimeLag, Debezium MilliSecondsBehindSource).",
-            m.emit_lag,
-        )
-        yield from gauge(
-            "source_idle_seconds",
-            "Seconds since the last batch with changes (Flink CDC sourceIdleTime).",
-            m.idle_seconds,
-        )
-        if m.head is not None:
-            yield from gauge(
-                "log_bytes_behind",
-                "Bytes of the source's log between the last written position and its end.",
-                m.head.bytes_behind,
-            )
-        if m.position is not None:
-            info = InfoMetricFamily(
-                "sparkcdc_log_position",
-                "The last written position and the source log's end.",
-                labels=["pipeline"],
-            )
-            values = {"position": m.position}
-            if m.head is not None:
-                values["head"] = m.head.position
-            info.add_metric(p, values)
-            yield info
-        yield from gauge(
-            "snapshot_remaining_tables",
-            "Tables whose snapshot is not done (Debezium RemainingTableCount).",
-            m.snapshot_remaining_tables,
-        )
-        yield from gauge("tables", "Captured tables (Debezium TotalTableCount).", len(m.tables))
+        yield from _run_families(m)
+        yield from _log_families(m)
+        yield from _gauge(m, "tables", "Captured tables (Debezium TotalTableCount).", len(m.tables))
         yield from _table_families(m.pipeline, m.tables)
+
+
+def _gauge(m: Any, name: str, doc: str, value: float | None) -> Iterator[Metric]:
+    if value is not None:
+        family = GaugeMetricFamily(f"sparkcdc_{name}", doc, labels=["pipeline"])
+        family.add_metric([m.pipeline], value)
+        yield family
+
+
+def _counter(m: Any, name: str, doc: str, value: int) -> Metric:
+    family = CounterMetricFamily(f"sparkcdc_{name}", doc, labels=["pipeline"])
+    family.add_metric([m.pipeline], value)
+    return family
+
+
+def _run_families(m: Any) -> Iterator[Metric]:
+    """The run's own measures: uptime, batches, retries, the last batch."""
+    yield from _gauge(m, "up_seconds", "Seconds since this run started.", m.now - m.started)
+    yield _counter(m, "batches", "Batches written by this run.", m.batches)
+    yield _counter(
+        m,
+        "sink_retries",
+        "Batches the sink tried again because its connection to the target was lost (this run).",
+        m.sink_retries,
+    )
+    yield _counter(
+        m,
+        "source_retries",
+        "Connections to the source that failed in Spark tasks and were tried again (this run).",
+        m.source_retries,
+    )
+    yield from _gauge(m, "last_batch_id", "Id of the last batch written.", m.last_batch_id)
+    yield from _gauge(
+        m,
+        "last_batch_timestamp_seconds",
+        "When the last batch's sink write returned.",
+        m.last_batch_written,
+    )
+    yield from _gauge(
+        m,
+        "last_batch_duration_seconds",
+        "Wall time of the last batch: read, count, sink write.",
+        m.last_batch_seconds,
+    )
+
+
+def _log_families(m: Any) -> Iterator[Metric]:
+    """How far behind the source's log the run is, and the snapshot's progress."""
+    yield from _gauge(
+        m,
+        "fetch_event_time_lag_seconds",
+        "Fetch time minus commit time of the newest change of the last batch with "
+        "log changes (Flink CDC currentFetchEventTimeLag).",
+        m.fetch_lag,
+    )
+    yield from _gauge(
+        m,
+        "emit_event_time_lag_seconds",
+        "Sink write time minus commit time of that change (Flink CDC "
+        "currentEmitEventTimeLag, Debezium MilliSecondsBehindSource).",
+        m.emit_lag,
+    )
+    yield from _gauge(
+        m,
+        "source_idle_seconds",
+        "Seconds since the last batch with changes (Flink CDC sourceIdleTime).",
+        m.idle_seconds,
+    )
+    if m.head is not None:
+        yield from _gauge(
+            m,
+            "log_bytes_behind",
+            "Bytes of the source's log between the last written position and its end.",
+            m.head.bytes_behind,
+        )
+    if m.position is not None:
+        info = InfoMetricFamily(
+            "sparkcdc_log_position",
+            "The last written position and the source log's end.",
+            labels=["pipeline"],
+        )
+        values = {"position": m.position}
+        if m.head is not None:
+            values["head"] = m.head.position
+        info.add_metric([m.pipeline], values)
+        yield info
+    yield from _gauge(
+        m,
+        "snapshot_remaining_tables",
+        "Tables whose snapshot is not done (Debezium RemainingTableCount).",
+        m.snapshot_remaining_tables,
+    )
 
 
 def _table_families(pipeline: str, tables: Any) -> Iterator[Metric]:

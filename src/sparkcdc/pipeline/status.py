@@ -21,7 +21,7 @@ from sparkcdc.pipeline.batch_report import STREAMING, TableCounts, table_states
 from sparkcdc.pipeline.checkpoint import batch_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.metrics import LogHead, TableMetrics
-from sparkcdc.pipeline.run_state import load_run_state
+from sparkcdc.pipeline.run_state import RunState, load_run_state
 from sparkcdc.pipeline.source_probe import SourceProbe
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.registry import make_sink
@@ -137,7 +137,6 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         )
     state = load_run_state(settings.checkpoint)
     states = table_states(offset)
-    rereads = running_rereads(offset)
     probe = SourceProbe(definition.connector.handle(definition.source_config))
     try:
         position = probe.describe(offset)
@@ -148,28 +147,7 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         error = probe.last_error
     finally:
         probe.close()
-    sink = make_sink(definition.sink_type, definition.sink_options, definition.path.parent)
-    tables = []
-    for table, table_state in sorted(states.items()):
-        totals = state.totals.get(table, TableCounts())
-        metrics = TableMetrics(table, table_state, totals, estimates.get(table))
-        tables.append(
-            TableStatus(
-                table=str(table),
-                state=table_state,
-                snapshot_rows=totals.snapshot_rows,
-                estimated_rows=estimates.get(table),
-                snapshot_progress=metrics.snapshot_progress,
-                inserts=totals.inserts,
-                updates=totals.updates,
-                deletes=totals.deletes,
-                target=sink.target_of(SinkTable(table, None, ())),
-                schema_changes=state.schema_changes.get(table, 0),
-                reread=rereads.get(table),
-                reread_rows=totals.reread_rows,
-            )
-        )
-    sink.close()
+    tables = _table_statuses(definition, states, state, estimates, running_rereads(offset))
     written = state.batch_id >= 0
     return PipelineStatus(
         pipeline=settings.name,
@@ -195,6 +173,39 @@ def pipeline_status(definition: PipelineDefinition) -> PipelineStatus:
         now=now,
         paused_by_file=definition.pause_file.exists(),
     )
+
+
+def _table_statuses(
+    definition: PipelineDefinition,
+    states: dict[TableId, str],
+    state: RunState,
+    estimates: dict[TableId, int | None],
+    rereads: dict[TableId, dict[str, Any]],
+) -> list[TableStatus]:
+    """Each table's line of the status: its state, counts and target."""
+    sink = make_sink(definition.sink_type, definition.sink_options, definition.path.parent)
+    tables = []
+    for table, table_state in sorted(states.items()):
+        totals = state.totals.get(table, TableCounts())
+        metrics = TableMetrics(table, table_state, totals, estimates.get(table))
+        tables.append(
+            TableStatus(
+                table=str(table),
+                state=table_state,
+                snapshot_rows=totals.snapshot_rows,
+                estimated_rows=estimates.get(table),
+                snapshot_progress=metrics.snapshot_progress,
+                inserts=totals.inserts,
+                updates=totals.updates,
+                deletes=totals.deletes,
+                target=sink.target_of(SinkTable(table, None, ())),
+                schema_changes=state.schema_changes.get(table, 0),
+                reread=rereads.get(table),
+                reread_rows=totals.reread_rows,
+            )
+        )
+    sink.close()
+    return tables
 
 
 def seconds_behind(head: LogHead, now: float) -> float | None:
