@@ -152,9 +152,10 @@ class TableCatalog(Generic[P, T]):
         if schemas is None:
             return tables
         for table_id, progress in offset.tables.items():
-            if progress.schema is None or table_id not in tables or progress.dropped:
+            schema = offset.schema_of(table_id)
+            if schema is None or table_id not in tables or progress.dropped:
                 continue
-            data = progress.schema["table"]
+            data = schema.table
             key = repr(data)
             if key not in self._shapes:
                 self._shapes[key] = schemas.table_from_json(data)
@@ -230,11 +231,11 @@ class TableCatalog(Generic[P, T]):
             return gone
         others = []
         for table_id in gone:
-            schema = offset.tables[table_id].schema
+            schema = offset.schema_of(table_id)
             if schema is None or not dialect.matches(table_id):
                 others.append(table_id)
                 continue
-            self.tables[table_id] = dialect.table_from_json(schema["table"])
+            self.tables[table_id] = dialect.table_from_json(schema.table)
             self._vanished.add(table_id)
             log.info(
                 "%s is no longer on the server: its changes up to its drop are read with its "

@@ -49,7 +49,8 @@ class StreamShape(Generic[P, T]):
                 # so a restart cannot make the two agree; the query's columns from now on
                 self._fields = fields
                 return
-            change = progress.schema.get("change")
+            schema = offset.schema_of(table_id)
+            change = "" if schema is None else schema.change
             raise SchemaError(
                 f"the columns of {table_id} at {offset.log} ({', '.join(shaped.column_names)}"
                 f"{f', after {change}' if change else ''}) are not its columns now "
