@@ -143,7 +143,7 @@ class PipelineDefinition:
         """Options for the connector's Spark format, including the pipeline's read limit
         and signal file. Truncates pass the stream (``truncate.handling.mode: skip``) unless
         the source block says otherwise: the runner applies them as
-        ``schema.change.behavior`` says (pipeline/truncates.py)."""
+        ``schema.change.behavior`` says (pipeline/applier.py)."""
         options = dict(self.source_options)
         if self.settings.max_rows_per_trigger is not None:
             options["maxRowsPerTrigger"] = str(self.settings.max_rows_per_trigger)

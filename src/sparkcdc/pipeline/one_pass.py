@@ -102,7 +102,7 @@ def observed(
     measured batch; the short wait is a margin.
 
     A sink that read the rows with ``toLocalIterator`` names what it read in
-    ``read_frames`` (``MicroBatch.read_through``): the observation completed empty as
+    ``read_frames`` (``WritePlan.read_through``): the observation completed empty as
     that read began, so the row comes from the last frame's plan, whose jobs have all
     run (Spark merges a task's metrics before its partition reaches the driver). A last
     entry None: the rows were read in parts, or not at all (a replay the sink skipped)."""

@@ -123,16 +123,16 @@ class Sink(ABC):
         )
 
     def truncate(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
-        """The source table was truncated (pipeline/truncates.py): empty its target, before
-        ``batch`` (the truncate's own, which has no rows) is written. Idempotent: the
-        target gets no rows between a truncate and its replay."""
+        """The source table was truncated, or its log lost (pipeline/applier.py): empty
+        its target, before ``batch`` (the event's own, which has no rows) is written.
+        Idempotent: the target gets no rows between a truncate and its replay."""
         del spark, batch
         raise SparkCdcError(
             f"the {type(self).__name__} cannot empty its targets (of {table.source})"
         )
 
     def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
-        """The source table was dropped (pipeline/table_drops.py): drop its target, before
+        """The source table was dropped (pipeline/applier.py): drop its target, before
         ``batch`` (the drop's own, which has no rows) is written. Idempotent: a target that
         is gone is dropped. A table created again under the name later gets a new target
         through :meth:`open`."""
