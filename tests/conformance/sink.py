@@ -10,6 +10,7 @@ as it declares them. A new sink adds a subclass here and an entry in ``SINK_FIXT
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,18 @@ from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.registry import make_sink, sink_type
 from tests.conformance.connector import BadOption
+
+
+@dataclass(frozen=True)
+class TargetRead:
+    """A target as a test reads it back."""
+
+    #: The rows of the table it mirrors, by their first column.
+    rows: dict[Any, tuple[Any, ...]]
+    #: Changes it holds more than once (a batch written twice).
+    repeated: int
+    #: The source offset it records (None: it records none, or is not read by ``verify``).
+    offset: str | None = None
 
 
 class SinkUnderTest(ABC):
@@ -42,15 +55,17 @@ class SinkUnderTest(ABC):
         declared = sink_type(self.name)
         return declared.capabilities(declared.parse(options))
 
-    def mirror(self, spark: Any, sink: Sink, table: SinkTable) -> dict[Any, tuple[Any, ...]]:
-        """The target read as the table it mirrors, by its first column: an upsert target's
-        rows, a history's changes replayed. By default what ``verify`` reads."""
-        rows = sink.snapshot(spark, table).rows.collect()
-        return {r[0]: tuple(r) for r in rows}
+    def read_back(self, spark: Any, sink: Sink, table: SinkTable) -> TargetRead:
+        """The target read as the table it mirrors (an upsert target's rows, a history's
+        changes replayed) with what it holds twice, in one read. By default what
+        ``verify`` reads."""
+        snapshot = sink.snapshot(spark, table)
+        rows = {r[0]: tuple(r) for r in snapshot.rows.collect()}
+        return TargetRead(rows, snapshot.repeated_changes, snapshot.source_offset)
 
-    def repeated(self, spark: Any, sink: Sink, table: SinkTable) -> int:
-        """Changes the target holds more than once (a history written twice)."""
-        return sink.snapshot(spark, table).repeated_changes
+    def mirror(self, spark: Any, sink: Sink, table: SinkTable) -> dict[Any, tuple[Any, ...]]:
+        """The target's rows by their first column (:meth:`read_back`)."""
+        return self.read_back(spark, sink, table).rows
 
     def exists(self, spark: Any, sink: Sink, table: SinkTable) -> bool | None:
         """Whether the target exists (None: the sink's targets are streams, which a drop

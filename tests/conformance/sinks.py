@@ -14,7 +14,7 @@ from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.sinks.console.config import ConsoleSinkConfig
 from sparkcdc.sinks.console.sink import ConsoleSink
 from tests.conformance.connector import BadOption
-from tests.conformance.sink import SinkUnderTest
+from tests.conformance.sink import SinkUnderTest, TargetRead
 
 
 class DeltaUnderTest(SinkUnderTest):
@@ -118,9 +118,16 @@ class KafkaUnderTest(SinkUnderTest):
         ordered = raw.orderBy("partition", "offset").select("value").collect()
         return [json.loads(bytes(r[0])) for r in ordered]
 
-    def mirror(self, spark: Any, sink: Sink, table: SinkTable) -> dict[Any, tuple[Any, ...]]:
+    def read_back(self, spark: Any, sink: Sink, table: SinkTable) -> TargetRead:
+        records = self._records(spark, sink, table)
+        texts = [json.dumps(r, sort_keys=True) for r in records]
+        return TargetRead(self._replayed(records, table), len(texts) - len(set(texts)))
+
+    def _replayed(
+        self, records: list[dict[str, Any]], table: SinkTable
+    ) -> dict[Any, tuple[Any, ...]]:
         rows: dict[Any, tuple[Any, ...]] = {}
-        for record in self._records(spark, sink, table):
+        for record in records:
             op = record["op"]
             before: dict[str, Any] = record.get("before") or {}
             after: dict[str, Any] = record.get("after") or {}
@@ -132,10 +139,6 @@ class KafkaUnderTest(SinkUnderTest):
                 values = tuple(after.get(c) for c in table.columns)
                 rows[values[0]] = values
         return rows
-
-    def repeated(self, spark: Any, sink: Sink, table: SinkTable) -> int:
-        records = [json.dumps(r, sort_keys=True) for r in self._records(spark, sink, table)]
-        return len(records) - len(set(records))
 
     def bad_options(self) -> list[BadOption]:
         return [
@@ -171,7 +174,11 @@ class ConsoleUnderTest(SinkUnderTest):
     def create(self, options: dict[str, str], pipeline: str) -> Sink:
         return ConsoleSink(ConsoleSinkConfig.from_options(options), out=self.out)
 
-    def mirror(self, spark: Any, sink: Sink, table: SinkTable) -> dict[Any, tuple[Any, ...]]:
+    def read_back(self, spark: Any, sink: Sink, table: SinkTable) -> TargetRead:
+        lines = [line for line in self.out.getvalue().splitlines() if _ROW.match(line)]
+        return TargetRead(self._replayed(table), len(lines) - len(set(lines)))
+
+    def _replayed(self, table: SinkTable) -> dict[Any, tuple[Any, ...]]:
         rows: dict[Any, tuple[Any, ...]] = {}
         types = [f.dataType.simpleString() for f in table.schema.fields]
         for line in self.out.getvalue().splitlines():
@@ -188,10 +195,6 @@ class ConsoleUnderTest(SinkUnderTest):
             else:
                 rows.pop(values[0], None)
         return rows
-
-    def repeated(self, spark: Any, sink: Sink, table: SinkTable) -> int:
-        lines = [line for line in self.out.getvalue().splitlines() if _ROW.match(line)]
-        return len(lines) - len(set(lines))
 
     def bad_options(self) -> list[BadOption]:
         return [
