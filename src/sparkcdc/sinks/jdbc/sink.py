@@ -46,6 +46,7 @@ from sparkcdc.sinks.jdbc.config import JdbcSinkConfig
 from sparkcdc.sinks.jdbc.dialects import SinkError, Target, TargetDialect, dialect_for
 from sparkcdc.sinks.jdbc.read_back import read_offset, read_rows
 from sparkcdc.sinks.jdbc.table_writes import TableWrites
+from sparkcdc.sinks.jdbc.targets import check_columns, folded, prepare_target
 from sparkcdc.sinks.write_plan import WritePlan
 from sparkcdc.snapshot.schema_change import ColumnMoves
 
@@ -394,62 +395,17 @@ class JdbcSink(Sink):
             self.dialect.ensure_qualifier(cur, qualifier)
             cur.execute(self.dialect.create_offsets_sql(table_sql), ())
             return table_sql
-        self._check_columns(f"offsets table {qualifier}.{offsets.table}", existing, OFFSET_COLUMNS)
+        check_columns(
+            self.dialect, f"offsets table {qualifier}.{offsets.table}", existing, OFFSET_COLUMNS
+        )
         self.dialect.check_engine(cur, qualifier, offsets.table)
         return table_sql
 
     def _prepare_target(self, cur: Any, target: Target) -> None:
-        qualifier = str(target.qualifier)
-        existing = self.dialect.existing_columns(cur, qualifier, target.name)
-        if existing is None:
-            self.dialect.ensure_qualifier(cur, qualifier)
-            cur.execute(self.dialect.create_table_sql(target), ())
-            self.dialect.mark_target(cur, target)
-            log.info("jdbc sink: created target table %s for %s", target, target.source)
-            return
-        self._check_columns(f"target table {target}", existing, target.columns)
-        wanted = {self._fold(k) for k in target.key}
-        if not any(
-            {self._fold(c) for c in key} == wanted
-            for key in self.dialect.unique_keys(cur, qualifier, target.name)
-        ):
-            raise SinkError(
-                f"jdbc sink: target table {target} has no primary key or unique constraint "
-                f"on ({', '.join(target.key)}), the source key of {target.source}; upserts "
-                "need one (add it, or drop the table to let the sink create it)"
-            )
-        self.dialect.check_engine(cur, qualifier, target.name)
-        self._adopt(cur, target)
-
-    def _adopt(self, cur: Any, target: Target) -> None:
-        """Take an existing table as ``target`` only if a sink made it a target before, it
-        is empty, or option ``adopt-existing-tables`` says so; then it is marked as one.
-        A non-empty table of the same name is otherwise someone else's: its rows would be
-        upserted over, and a truncate or a dropped source table would empty or drop it."""
-        if self.dialect.is_target(cur, target):
-            return
-        if not self.dialect.is_empty(cur, target) and not self.config.adopt_existing:
-            raise SinkError(
-                f"jdbc sink: target table {target} of {target.source} exists, holds rows and "
-                "was not made by a sparkcdc sink (its comment has no sparkcdc mark); it "
-                "would be written over, and emptied or dropped with its source table. Name "
-                "another target with option 'table-name', or set 'adopt-existing-tables: "
-                "true' to take it as it is (it is marked then)"
-            )
-        self.dialect.mark_target(cur, target)
-        log.info("jdbc sink: took the existing table %s as the target of %s", target, target.source)
+        prepare_target(self.dialect, cur, target, self.config.adopt_existing)
 
     def _fold(self, name: str) -> str:
-        return name.lower() if self.dialect.family == "mysql" else name
-
-    def _check_columns(self, what: str, existing: Sequence[str], needed: Sequence[str]) -> None:
-        missing = [c for c in needed if not any(self.dialect.same_column(c, e) for e in existing)]
-        if missing:
-            raise SinkError(
-                f"jdbc sink: {what} exists but lacks column(s) {', '.join(missing)} "
-                f"(it has {', '.join(existing) or 'no columns'}); add them, or drop the table "
-                "to let the sink create it"
-            )
+        return folded(self.dialect, name)
 
     # -- connections -----------------------------------------------------------------------
 
