@@ -127,11 +127,18 @@ def require_tool(name: str) -> str:
     return found
 
 
-def run_quiet(argv: Sequence[str]) -> float:
-    """Run a command with stdout to /dev/null; seconds taken. Fails loudly on errors."""
+def run_quiet(argv: Sequence[str], password: str = "") -> float:
+    """Run a command with stdout to /dev/null; seconds taken. Fails loudly on errors.
+    ``password``: the MySQL client's (``MYSQL_PWD``: never in the process arguments)."""
     started = time.perf_counter()
+    env = {**os.environ, "MYSQL_PWD": password} if password else None
     done = subprocess.run(
-        list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
+        list(argv),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+        env=env,
     )
     elapsed = time.perf_counter() - started
     if done.returncode != 0:

@@ -204,7 +204,7 @@ def c_reference(db: EmbeddedMariaDB, workload: Workload) -> Decode:
             f"--stop-position={end.pos}",
             *files,
         ]
-        return run_quiet(argv)
+        return run_quiet(argv, db.root.password)
 
     total = decode(workload.start, workload.end)
     bounds = workload.positions

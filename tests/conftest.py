@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedMySQL, EmbeddedPostgres
+from sparkcdc.embedded.binlog_server import BinlogServer
 from sparkcdc.embedded.process import log_tail, process_state
 from sparkcdc.spark.class_archive import JAVA_OPTIONS_ENV
 from tests.support.certificates import issue_certificates
@@ -53,7 +54,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 #: The session's servers whose state and log tail a failed test's report shows.
-SERVER_FIXTURES = ("mariadb", "postgres", "kafka")
+SERVER_FIXTURES = ("mariadb", "mysql8", "mysql57", "binlog_server", "postgres", "kafka")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -92,6 +93,49 @@ def mariadb() -> Iterator[EmbeddedMariaDB]:
 def mysql_db(mariadb: EmbeddedMariaDB, request: pytest.FixtureRequest) -> str:
     """A fresh database on the shared MariaDB, named after the test."""
     return mariadb.create_database(_unique(request, "db"))
+
+
+@pytest.fixture(scope="session")
+def mysql8() -> Iterator[EmbeddedMySQL]:
+    """Oracle's MySQL 8.0.15 (its defaults, but binlog_row_metadata=FULL), started on first
+    use; for what MariaDB cannot prove (GTID sets, MySQL's collations, types, auth)."""
+    server = EmbeddedMySQL("mysql8").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def mysql57() -> Iterator[EmbeddedMySQL]:
+    """Oracle's MySQL 5.7.19, started on first use."""
+    server = EmbeddedMySQL("mysql57").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+#: The flavours of the MySQL family a test can ask for, by fixture name.
+BINLOG_FLAVORS = ("mariadb", "mysql8", "mysql57")
+
+
+@pytest.fixture
+def binlog_server(request: pytest.FixtureRequest) -> BinlogServer:
+    """The session's server of the flavour a test asks for with
+    ``@pytest.mark.parametrize("binlog_server", ["mariadb", "mysql8"], indirect=True)``;
+    MariaDB when it does not ask (the flavour that proves nothing new)."""
+    flavor = getattr(request, "param", "mariadb")
+    if flavor not in BINLOG_FLAVORS:
+        raise ValueError(f"unknown flavour {flavor!r}; choose from {BINLOG_FLAVORS}")
+    server: BinlogServer = request.getfixturevalue(flavor)
+    return server
+
+
+@pytest.fixture
+def flavor_db(binlog_server: BinlogServer, request: pytest.FixtureRequest) -> str:
+    """A fresh database on ``binlog_server``, named after the test."""
+    return binlog_server.create_database(_unique(request, "db"))
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""``python -m sparkcdc.embedded [mariadb] [postgres] [kafka]`` (``make services``): start
-the test servers by hand, print how to reach them, stop them on Ctrl-C."""
+"""``python -m sparkcdc.embedded [mariadb] [postgres] [kafka] [mysql8] [mysql57]`` (``make
+services``): start the test servers by hand (MariaDB, PostgreSQL and Kafka by default),
+print how to reach them, stop them on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -10,17 +11,19 @@ import sys
 import threading
 from typing import Any
 
-from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
+from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedMySQL, EmbeddedPostgres
+from sparkcdc.embedded.binlog_server import BinlogServer
 
-SERVICES = ("mariadb", "postgres", "kafka")
+SERVICES = ("mariadb", "postgres", "kafka", "mysql8", "mysql57")
+DEFAULT_SERVICES = ("mariadb", "postgres", "kafka")
 
 
 def describe(name: str, server: Any) -> str:
-    if isinstance(server, EmbeddedMariaDB):
+    if isinstance(server, BinlogServer):
         return (
-            f"mariadb   127.0.0.1:{server.port}  root (no password); CDC user "
+            f"{name:<9} 127.0.0.1:{server.port}  root / {server.root.password}; CDC user "
             f"{server.cdc.user} / {server.cdc.password}  (binlog ROW, FULL, GTID)  "
-            f"mariadb -h127.0.0.1 -P{server.port} -uroot"
+            f"mariadb -h127.0.0.1 -P{server.port} -uroot -p"
         )
     if isinstance(server, EmbeddedPostgres):
         return (
@@ -32,13 +35,23 @@ def describe(name: str, server: Any) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("services", nargs="*", help=f"any of {', '.join(SERVICES)} (default: all)")
+    parser.add_argument(
+        "services",
+        nargs="*",
+        help=f"any of {', '.join(SERVICES)} (default: {', '.join(DEFAULT_SERVICES)})",
+    )
     args = parser.parse_args(argv)
-    wanted = args.services or list(SERVICES)
+    wanted = args.services or list(DEFAULT_SERVICES)
     unknown = sorted(set(wanted) - set(SERVICES))
     if unknown:
         parser.error(f"unknown service {unknown[0]!r}; choose from {', '.join(SERVICES)}")
-    kinds = {"mariadb": EmbeddedMariaDB, "postgres": EmbeddedPostgres, "kafka": EmbeddedKafka}
+    kinds: dict[str, Any] = {
+        "mariadb": EmbeddedMariaDB,
+        "postgres": EmbeddedPostgres,
+        "kafka": EmbeddedKafka,
+        "mysql8": lambda: EmbeddedMySQL("mysql8"),
+        "mysql57": lambda: EmbeddedMySQL("mysql57"),
+    }
     started: list[Any] = []
     try:
         for name in SERVICES:
