@@ -188,10 +188,14 @@ def test_set_globals_restores_after_failure(flipped: EmbeddedMariaDB) -> None:
 # -- privileges ------------------------------------------------------------------------------
 
 
-def grant_in(message: str) -> str:
-    match = re.search(r"run (GRANT [^(]+?) \(", message)
+def grants_in(message: str) -> tuple[str, str]:
+    """The message's two GRANTs: the global replication privileges, SELECT per database."""
+    match = re.search(
+        r"run (GRANT [^(]+? ON \*\.\* TO \S+), and (GRANT SELECT ON `<database>`\.\* TO \S+) ",
+        message,
+    )
     assert match, message
-    return match.group(1)
+    return match.group(1), match.group(2)
 
 
 @pytest.mark.parametrize(
@@ -211,12 +215,23 @@ def test_missing_privilege(flipped: EmbeddedMariaDB, privileges: str, missing: s
     message = failure(opts(flipped, account), SourceConfigurationError)
     (problem,) = problems(message)
     assert problem.startswith(f"user '{account.user}'@'%' lacks {missing}"), problem
-    # the GRANT in the message is runnable as written and is all it takes
-    statement = grant_in(problem)
-    assert statement == (
-        f"GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{account.user}'@'%'"
+    # the GRANTs in the message are runnable as written (the database named) and are all
+    # it takes; SELECT is asked for per database, never on every database of the server
+    replication, select = grants_in(problem)
+    assert replication == (
+        f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{account.user}'@'%'"
     )
-    flipped.execute(statement)
+    assert select == f"GRANT SELECT ON `<database>`.* TO '{account.user}'@'%'"
+    flipped.execute(replication)
+    flipped.execute(select.replace("<database>", DB))
+    assert "id" in open_source(opts(flipped, account)).names
+
+
+def test_replication_privileges_and_select_on_the_database_are_enough(
+    flipped: EmbeddedMariaDB,
+) -> None:
+    account = make_user(flipped, "REPLICATION SLAVE, BINLOG MONITOR")
+    flipped.execute(f"GRANT SELECT ON `{DB}`.* TO '{account.user}'@'%'")
     assert "id" in open_source(opts(flipped, account)).names
 
 

@@ -1,10 +1,11 @@
-"""The random writer and table state on the harness's MariaDB (tests/support/random_writer.py)."""
+"""The random writer and table state on the harness's MariaDB or MySQL
+(tests/support/random_writer.py): the statements are valid on both."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.embedded.binlog_server import BinlogServer
 from tests.support.random_writer import RandomWriter, WriteStatements
 
 MARIADB_WRITES = WriteStatements(
@@ -19,11 +20,21 @@ MARIADB_WRITES = WriteStatements(
 )
 
 
-def mariadb_writer(mariadb: EmbeddedMariaDB, db: str, seed: int, key_space: int) -> RandomWriter:
+def mariadb_writer(mariadb: BinlogServer, db: str, seed: int, key_space: int) -> RandomWriter:
     """Random writes to ``db.orders`` and ``db.audit`` (tables of the ``orders`` fixture)."""
     return RandomWriter(lambda: mariadb.connect(db), MARIADB_WRITES, seed, key_space)
 
 
-def table_state(mariadb: EmbeddedMariaDB, db: str, table: str) -> dict[Any, tuple[Any, ...]]:
+def fill_orders(server: BinlogServer, db: str, rows: int, first: int = 0) -> None:
+    """``rows`` rows into ``db.orders (id, name, qty)``, ids ``first...`` (MySQL has no
+    ``seq_1_to_N`` tables)."""
+    with server.connect(db) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO orders (id, name, qty) VALUES (%s, %s, %s)",
+            [(i, f"n{i}", i % 7) for i in range(first, first + rows)],
+        )
+
+
+def table_state(mariadb: BinlogServer, db: str, table: str) -> dict[Any, tuple[Any, ...]]:
     """A table's rows by their first column (the key)."""
     return {r[0]: tuple(r) for r in mariadb.execute(f"SELECT * FROM `{table}`", database=db)}

@@ -18,6 +18,7 @@ from sparkcdc.connectors.mysql.config import (
     MySqlSourceConfig,
     parse_config,
 )
+from sparkcdc.connectors.mysql.server.flavor import ServerFlavor
 from sparkcdc.connectors.mysql.server.validation import (
     check_grants,
     global_privileges,
@@ -398,18 +399,22 @@ GOOD = {
 }
 
 
+MARIADB = ServerFlavor.parse("10.11.19-MariaDB-0+deb12u1-log")
+MYSQL8 = ServerFlavor.parse("8.0.15")
+
+
 def test_settings_problems_lists_each_setting_with_its_fix() -> None:
-    assert settings_problems(GOOD, "mariadb") == []
-    assert settings_problems({k: v.lower() for k, v in GOOD.items()}, "mariadb") == []
+    assert settings_problems(GOOD, MARIADB) == []
+    assert settings_problems({k: v.lower() for k, v in GOOD.items()}, MARIADB) == []
     bad = {"log_bin": "OFF", "binlog_format": "MIXED", "binlog_row_image": "MINIMAL"}
-    problems = settings_problems(bad, "mariadb")
+    problems = settings_problems(bad, MARIADB)
     assert len(problems) == 4
     assert problems[0].startswith("log_bin is OFF, needs ON: start the server with log-bin")
     assert problems[1].startswith("binlog_format is MIXED, needs ROW: set binlog_format=ROW")
     assert problems[2].startswith("binlog_row_image is MINIMAL, needs FULL")
     assert problems[3].startswith("binlog_row_metadata is (not set), needs FULL")
     assert "MariaDB 10.5+" in problems[3]
-    assert "MySQL 8.0.14+" in settings_problems({}, "mysql")[3]
+    assert "MySQL 8.0.14+" in settings_problems({}, MYSQL8)[3]
 
 
 def grant(privileges: str, user: str = "cdc") -> str:
@@ -428,8 +433,8 @@ def grant(privileges: str, user: str = "cdc") -> str:
     ],
 )
 def test_grants_accepted(grants: list[str]) -> None:
-    assert grant_problems(grants, "cdc") == []
-    check_grants(grants, "cdc")
+    assert grant_problems(grants, "cdc", MARIADB) == []
+    check_grants(grants, "cdc", MYSQL8)
 
 
 @pytest.mark.parametrize(
@@ -450,18 +455,22 @@ def test_grants_accepted(grants: list[str]) -> None:
     ],
 )
 def test_grants_missing(grants: list[str], missing: str) -> None:
-    problems = grant_problems(grants, "'cdc'@'%'", "mysql")
+    problems = grant_problems(grants, "'cdc'@'%'", MYSQL8)
     assert len(problems) == 1
     assert f"user 'cdc'@'%' lacks {missing}" in problems[0]
-    assert "GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'cdc'@'%'" in problems[0]
+    assert "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'cdc'@'%'" in problems[0]
+    # SELECT per captured database, never on every database of the server
+    assert "GRANT SELECT ON `<database>`.* TO 'cdc'@'%'" in problems[0]
+    assert "SELECT ON *.*" not in problems[0] and "SELECT," not in problems[0]
     assert "*ABCDEF" not in problems[0]
     with pytest.raises(SourceConfigurationError, match="lacks"):
-        check_grants(grants, "cdc")
+        check_grants(grants, "cdc", MYSQL8)
 
 
 def test_grant_message_names_mariadb_spelling_and_placeholder_host() -> None:
-    (problem,) = grant_problems([grant("SELECT, REPLICATION SLAVE")], "cdc", "mariadb")
-    assert "REPLICATION CLIENT (called BINLOG MONITOR in MariaDB 10.5+)" in problem
+    (problem,) = grant_problems([grant("SELECT, REPLICATION SLAVE")], "cdc", MARIADB)
+    assert "REPLICATION CLIENT (called BINLOG MONITOR in MariaDB 10.11.19)" in problem
+    assert "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.*" in problem
     assert "TO 'cdc'@'<host>'" in problem
 
 

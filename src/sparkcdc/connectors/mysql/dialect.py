@@ -45,6 +45,7 @@ from sparkcdc.connectors.mysql.server.discovery import (
     describe_table,
     discover_tables,
 )
+from sparkcdc.connectors.mysql.server.flavor import flavor_of
 from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type
 from sparkcdc.connectors.mysql.server.validation import validate_server
 from sparkcdc.connectors.mysql.snapshot.chunk_ends import key_stats, next_chunk_end
@@ -89,7 +90,6 @@ class MySqlDialect(
     def __init__(self, config: MySqlSourceConfig) -> None:
         self.config = config
         self._conn: Any = None
-        self.flavor = "mariadb"
         #: The range the last schema-change scan walked and its transaction boundaries.
         self._walked: tuple[tuple[int, int], tuple[int, int], list[Boundary]] | None = None
         #: The connection the server identity was read on, and the identity.
@@ -100,6 +100,11 @@ class MySqlDialect(
     @property
     def settings(self) -> MySqlSourceConfig:
         return self.config
+
+    @property
+    def flavor(self) -> str:
+        """``mariadb`` or ``mysql``: the family of the server connected to now."""
+        return flavor_of(self.conn).family
 
     @property
     def retries(self) -> Retries:
@@ -125,7 +130,7 @@ class MySqlDialect(
 
     # -- discovery and types ------------------------------------------------------------
     def discover(self) -> list[CapturedTable]:
-        self.flavor, _ = validate_server(self.conn, self.config.username)
+        validate_server(self.conn, self.config.username)
         if self.config.snapshot_consistency == "exact" and self.flavor != "mariadb":
             raise SourceConfigurationError(
                 "'scan.snapshot.consistency' is 'exact', which needs MariaDB's position of a "

@@ -141,6 +141,18 @@ class MySqlGtidSet:
                 found.setdefault(key, []).append((low, high))
         return cls({u: _merge(v) for u, v in found.items()})
 
+    @classmethod
+    def of(cls, gtids: Iterable[tuple[str, int]]) -> MySqlGtidSet:
+        """The set of single GTIDs ``(uuid, number)``."""
+        found: dict[str, list[tuple[int, int]]] = {}
+        for uuid, number in gtids:
+            found.setdefault(uuid.lower(), []).append((number, number))
+        return cls({u: _merge(v) for u, v in found.items()})
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.intervals.values())
+
     def contains(self, uuid: str, number: int) -> bool:
         return any(lo <= number <= hi for lo, hi in self.intervals.get(uuid.lower(), ()))
 
@@ -158,6 +170,30 @@ class MySqlGtidSet:
 
     def issubset(self, other: MySqlGtidSet) -> bool:
         return self.union(other) == other
+
+    def minus(self, other: MySqlGtidSet) -> MySqlGtidSet:
+        """The GTIDs of this set that ``other`` lacks."""
+        result: dict[str, tuple[tuple[int, int], ...]] = {}
+        for uuid, intervals in self.intervals.items():
+            left: list[tuple[int, int]] = []
+            for lo, hi in intervals:
+                pieces = [(lo, hi)]
+                for olo, ohi in other.intervals.get(uuid, ()):
+                    pieces = [
+                        part
+                        for plo, phi in pieces
+                        for part in ((plo, min(phi, olo - 1)), (max(plo, ohi + 1), phi))
+                        if part[0] <= part[1]
+                    ]
+                left.extend(pieces)
+            if left:
+                result[uuid] = _merge(left)
+        return MySqlGtidSet(result)
+
+    def last(self, uuid: str) -> int:
+        """The highest number of ``uuid`` in the set (0 if none)."""
+        intervals = self.intervals.get(uuid.lower(), ())
+        return intervals[-1][1] if intervals else 0
 
     def __str__(self) -> str:
         return ",".join(

@@ -74,6 +74,8 @@ def advance_log(
                     counted += 1
             elif event_type == "Xid" or (event_type == "Query" and str(info).upper() == "COMMIT"):
                 boundary, in_group = True, False
+            elif event_type == "Query" and str(info).upper() == "BEGIN":
+                standalone = False  # MySQL: its Gtid event does not say BEGIN, this does
             elif event_type == "Query" and standalone:
                 boundary, in_group, standalone = True, False, False
             elif event_type == "Rotate":
@@ -276,6 +278,8 @@ def split_log(
                     state = state.after(str(info))
             elif event_type == "Xid" or (event_type == "Query" and str(info).upper() == "COMMIT"):
                 boundary = True
+            elif event_type == "Query" and str(info).upper() == "BEGIN":
+                standalone = False  # MySQL: its Gtid event does not say BEGIN, this does
             elif event_type == "Query" and standalone:
                 boundary, standalone = True, False
             if boundary and seen >= target * len(cuts):

@@ -18,11 +18,13 @@ from sparkcdc.connectors.mysql.binlog.gtid import (
     MySqlGtidSet,
     resume_index,
 )
+from sparkcdc.connectors.mysql.binlog.mysql_gtids import gtid_set_at
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.binlog.positions import (
     binlog_files,
     current_position,
     gtid_at,
+    gtid_purged,
 )
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import replication_settings
@@ -147,12 +149,68 @@ def position_for_gtid(
             return end if end is not None else current_position(conn)
         tx = seen[index]
         return BinlogPosition(tx.file, tx.pos, gtid_at(conn, tx.file, tx.pos))
-    mysql_target = MySqlGtidSet.parse(text)
-    for tx in transaction_starts(config, files[0], server_id):
-        uuid, _, number = tx.gtid.rpartition(":")
-        if not mysql_target.contains(uuid, int(number)):
-            return BinlogPosition(tx.file, tx.pos, "")
-    return current_position(conn)
+    return _mysql_position_for_gtid(conn, config, text, server_id, end, files[0])
+
+
+def _mysql_position_for_gtid(
+    conn: Any,
+    config: MySqlSourceConfig,
+    text: str,
+    server_id: int,
+    end: BinlogPosition | None,
+    oldest: str,
+) -> BinlogPosition:
+    """MySQL: the server finds the first transaction outside the set, as it does for a
+    replica (``COM_BINLOG_DUMP_GTID``, auto-position); the position is exact only when
+    every transaction of the set comes before it in this server's binlog."""
+    target = MySqlGtidSet.parse(text)
+    lost = gtid_purged(conn).minus(target)
+    if not lost.empty:
+        raise PositionLostError(
+            f"GTID set {text or '(empty)'} lacks transactions the server has purged ({lost}, "
+            "@@gtid_purged): the changes after it are gone from the binlog"
+        )
+    if target.empty:
+        return BinlogPosition(oldest, 4, gtid_at(conn, oldest, 4))
+    first = first_outside(config, str(target), server_id)
+    if first is None:
+        return end if end is not None else current_position(conn)
+    file, pos = first
+    before = gtid_set_at(conn, file, pos)
+    later = target.minus(before)
+    if not later.empty:
+        raise SourceConfigurationError(
+            f"GTID set {text}: its transactions {later} are not in this server's binlog "
+            f"before {file}:{pos}, where the first transaction outside the set starts: they "
+            "come later in this binlog (the server applied them in another order) or it "
+            "does not have them (another topology, or a replica behind). Resuming from any "
+            "binlog position would deliver transactions twice or lose some; use a GTID set "
+            "taken on this server (@@gtid_executed), or 'scan.startup.specific-offset.file'/"
+            "'.pos'"
+        )
+    return BinlogPosition(file, pos, str(before))
+
+
+def first_outside(config: MySqlSourceConfig, gtids: str, server_id: int) -> tuple[str, int] | None:
+    """Where the first transaction not in the MySQL GTID set ``gtids`` starts (file and
+    position), as the server's GTID dump finds it; None when the binlog has none."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import GtidEvent
+
+    stream = BinLogStreamReader(
+        connection_settings=replication_settings(config),
+        server_id=server_id,
+        blocking=False,
+        auto_position=gtids,
+        is_mariadb=False,
+        only_events=[GtidEvent],
+    )
+    try:
+        for event in stream:
+            return str(stream.log_file), event.packet.log_pos - event.packet.event_size
+        return None
+    finally:
+        stream.close()
 
 
 def position_for_timestamp(

@@ -220,7 +220,7 @@ def read_change_blocks(
     if not tables or end <= start:
         return
     from pymysql.err import OperationalError
-    from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent
+    from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
     from sparkcdc.connectors.mysql.binlog.counted_stream import CountedBinLogStream
@@ -245,6 +245,7 @@ def read_change_blocks(
             UpdateRowsEvent,
             DeleteRowsEvent,
             MariadbGtidEvent,
+            GtidEvent,  # MySQL's: uuid:N
             RotateEvent,
             QueryEvent,  # DDL (MariaDB writes no BEGIN query: a GTID event starts a trx)
         ],
@@ -270,7 +271,7 @@ def read_change_blocks(
                 continue  # artificial events the server sends at connect time
             if (file_index(file), event_end) > end_key:
                 break
-            if isinstance(event, MariadbGtidEvent):
+            if isinstance(event, (MariadbGtidEvent, GtidEvent)):
                 gtid = event.gtid
                 continue
             if isinstance(event, QueryEvent):

@@ -136,6 +136,8 @@ def first_schema_change(
                     )
                 if text.upper() == "COMMIT":
                     boundary = True
+                elif text.upper() == "BEGIN":
+                    standalone = False  # MySQL: its Gtid event does not say BEGIN, this does
                 elif standalone:
                     boundary, standalone = True, False
                     found = _statement_change(

@@ -1,63 +1,104 @@
-"""Up-front checks that the server is set up for CDC; each failure says what to change."""
+"""Up-front checks that the server is set up for CDC; each failure says what to change, in
+the flavour's own words (server/flavor.py)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.server.connection import query
+from sparkcdc.connectors.mysql.server.flavor import ServerFlavor, flavor_of
 from sparkcdc.core.errors import SourceConfigurationError
 
 
-def server_flavor(version: str) -> tuple[str, tuple[int, ...]]:
-    """``('mariadb', (10, 11, 9))`` or ``('mysql', (8, 0, 36))`` from ``SELECT VERSION()``."""
-    numbers = tuple(int(x) for x in re.findall(r"\d+", version.split("-")[0])[:3])
-    return ("mariadb" if "mariadb" in version.lower() else "mysql", numbers)
+@dataclass(frozen=True)
+class Setting:
+    """A server variable CDC relies on: the values that do, and how to fix it."""
+
+    name: str
+    needed: str  #: the value a message asks for
+    fix: str
+    accepted: frozenset[str] = frozenset()  #: upper-cased; ``{needed}`` when empty
+
+    def problem(self, actual: str | None) -> str | None:
+        shown = "(not set)" if actual is None else (actual or "''")
+        if (actual or "").upper() in (self.accepted or {self.needed.upper()}):
+            return None
+        return f"{self.name} is {shown}, needs {self.needed}: {self.fix}"
 
 
-def required_settings(flavor: str) -> list[tuple[str, str, str]]:
-    """(variable, required value, how to fix) for the settings row-based CDC relies on."""
-    return [
-        ("log_bin", "ON", "start the server with log-bin (e.g. log-bin=mysql-bin in [mysqld])"),
-        (
+def required_settings(flavor: ServerFlavor) -> list[Setting]:
+    """The settings row-based CDC relies on, on this flavour, each with its fix."""
+    settings = [
+        Setting(
+            "log_bin", "ON", "start the server with log-bin (e.g. log-bin=mysql-bin in [mysqld])"
+        ),
+        Setting(
             "binlog_format",
             "ROW",
             "set binlog_format=ROW in [mysqld] (or SET GLOBAL binlog_format='ROW' and reconnect "
             "writers)",
         ),
-        (
+        Setting(
             "binlog_row_image",
             "FULL",
             "set binlog_row_image=FULL in [mysqld] (or SET GLOBAL binlog_row_image='FULL'); "
             "normalisation and deletes need complete before-images",
         ),
-        (
+        Setting(
             "binlog_row_metadata",
             "FULL",
             "set binlog_row_metadata=FULL in [mysqld] (or SET GLOBAL binlog_row_metadata='FULL'"
-            f"; {'MariaDB 10.5+' if flavor == 'mariadb' else 'MySQL 8.0.14+'}); row events "
+            f"; {'MariaDB 10.5+' if flavor.mariadb else 'MySQL 8.0.14+'}); row events "
             "then carry column names. It only affects events written after the change",
         ),
     ]
-
-
-def check_version(flavor: str, version: tuple[int, ...], text: str) -> None:
-    minimum = (10, 5) if flavor == "mariadb" else (8, 0, 14)
-    if version < minimum:
-        wanted = "MariaDB 10.5" if flavor == "mariadb" else "MySQL 8.0.14"
-        raise SourceConfigurationError(
-            f"server version {text} is too old for CDC: {wanted} or newer is needed "
-            "(binlog_row_metadata=FULL gives row events their column names)"
+    if flavor.gtid_sets:
+        settings += [
+            Setting(
+                "gtid_mode",
+                "ON",
+                "positions carry GTID sets, which restarts, recovery and failover resume by: "
+                "set gtid_mode=ON and enforce_gtid_consistency=ON in [mysqld] (online: SET "
+                "GLOBAL enforce_gtid_consistency=ON, then SET GLOBAL gtid_mode to "
+                "OFF_PERMISSIVE, ON_PERMISSIVE and ON, one step at a time)",
+            ),
+            Setting(
+                "enforce_gtid_consistency",
+                "ON",
+                "set enforce_gtid_consistency=ON in [mysqld] (or SET GLOBAL "
+                "enforce_gtid_consistency=ON); gtid_mode=ON needs it",
+            ),
+        ]
+    if flavor.gtid_sets and flavor.version >= (8, 0, 3):
+        settings.append(
+            Setting(
+                "binlog_row_value_options",
+                "'' (empty)",
+                "PARTIAL_JSON logs a JSON update as a diff, not the new document, so the "
+                "row's value cannot be read from the binlog: SET GLOBAL "
+                "binlog_row_value_options='' and remove it from [mysqld]",
+                accepted=frozenset({""}),
+            )
         )
+    return settings
 
 
-def settings_problems(values: dict[str, str], flavor: str) -> list[str]:
+def check_version(flavor: ServerFlavor) -> None:
+    """Refuse a server too old to capture, saying what is needed."""
+    problem = flavor.too_old()
+    if problem is not None:
+        raise SourceConfigurationError(problem)
+
+
+def settings_problems(values: dict[str, str], flavor: ServerFlavor) -> list[str]:
     """One line per required setting that is wrong: its value, the value needed, the fix."""
     problems = []
-    for name, wanted, fix in required_settings(flavor):
-        actual = values.get(name, "(not set)")
-        if actual.upper() != wanted:
-            problems.append(f"{name} is {actual}, needs {wanted}: {fix}")
+    for setting in required_settings(flavor):
+        problem = setting.problem(values.get(setting.name))
+        if problem is not None:
+            problems.append(problem)
     return problems
 
 
@@ -84,30 +125,33 @@ _NEEDED_PRIVILEGES = (
 )
 
 
-def grant_problems(grants: list[str], user: str, flavor: str = "mysql") -> list[str]:
+def grant_problems(grants: list[str], user: str, flavor: ServerFlavor) -> list[str]:
     """What the user lacks of REPLICATION SLAVE and REPLICATION CLIENT (MariaDB: BINLOG
-    MONITOR), as one line with the GRANT statement that fixes it; empty if nothing."""
+    MONITOR), as one line with the GRANT statements that fix it: the replication
+    privileges are global, SELECT is needed on the captured databases only; empty if
+    nothing is missing."""
     privileges = global_privileges(grants)
     if privileges & {"ALL", "ALL PRIVILEGES"}:
         return []
     missing = [name for name, accepted in _NEEDED_PRIVILEGES if not privileges & accepted]
     if not missing:
         return []
+    client = flavor.replication_client
     names = [
-        "REPLICATION CLIENT (called BINLOG MONITOR in MariaDB 10.5+)"
-        if name == "REPLICATION CLIENT" and flavor == "mariadb"
+        f"REPLICATION CLIENT (called {client} in {flavor.label})"
+        if name == "REPLICATION CLIENT" and client != name
         else name
         for name in missing
     ]
     account = user if "@" in user else f"'{user}'@'<host>'"
     return [
-        f"user {account} lacks {' and '.join(names)} ON *.*: run GRANT SELECT, "
-        f"REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {account} (read-only privileges; "
-        "sparkcdc never writes to the source)"
+        f"user {account} lacks {' and '.join(names)} ON *.*: run GRANT REPLICATION SLAVE, "
+        f"{client} ON *.* TO {account}, and GRANT SELECT ON `<database>`.* TO {account} for "
+        "each captured database (read-only privileges; sparkcdc never writes to the source)"
     ]
 
 
-def check_grants(grants: list[str], user: str, flavor: str = "mysql") -> None:
+def check_grants(grants: list[str], user: str, flavor: ServerFlavor) -> None:
     """The user needs REPLICATION SLAVE and REPLICATION CLIENT (MariaDB: BINLOG MONITOR)."""
     problems = grant_problems(grants, user, flavor)
     if problems:
@@ -121,14 +165,16 @@ def _account(conn: Any, user: str) -> str:
     return f"'{name}'@'{host}'" if name else f"'{user}'@'<host>'"
 
 
-def replica_problems(conn: Any, flavor: str) -> list[str]:
+def replica_problems(conn: Any, flavor: ServerFlavor) -> list[str]:
     """A replica writes what it replicates to its own binlog only with
-    ``log_slave_updates``: without it, capturing the replica would miss every change made
-    on the primary, silently. (A replica that stopped replicating is not detected here.)"""
-    ((updates,),) = query(conn, "SELECT @@log_slave_updates")
+    ``log_slave_updates`` (MySQL 8.0.26+: ``log_replica_updates``): without it, capturing
+    the replica would miss every change made on the primary, silently. (A replica that
+    stopped replicating is not detected here.)"""
+    variable = flavor.replica_updates_variable
+    ((updates,),) = query(conn, f"SELECT @@{variable}")
     if str(updates).upper() in ("1", "ON"):
         return []
-    if flavor == "mariadb":
+    if flavor.mariadb:
         rows = query(conn, "SHOW GLOBAL STATUS WHERE Variable_name = 'Slaves_running'")
         replicating = bool(rows) and int(rows[0][1]) > 0
     else:
@@ -144,18 +190,17 @@ def replica_problems(conn: Any, flavor: str) -> list[str]:
     if not replicating:
         return []
     return [
-        "log_slave_updates is OFF on this replica: the changes it replicates are not "
-        "written to its binlog, so they would never be captured. Set log_slave_updates=ON "
+        f"{variable} is OFF on this replica: the changes it replicates are not "
+        f"written to its binlog, so they would never be captured. Set {variable}=ON "
         "in [mysqld] and restart the server, or capture the primary"
     ]
 
 
-def validate_server(conn: Any, user: str) -> tuple[str, tuple[int, ...]]:
-    """Run every check; raise one error listing every problem; return flavor and version."""
-    ((text,),) = query(conn, "SELECT VERSION()")
-    flavor, version = server_flavor(text)
-    check_version(flavor, version, text)
-    names = [name for name, _, _ in required_settings(flavor)]
+def validate_server(conn: Any, user: str) -> ServerFlavor:
+    """Run every check; raise one error listing every problem; return the flavour."""
+    flavor = flavor_of(conn)
+    check_version(flavor)
+    names = [setting.name for setting in required_settings(flavor)]
     values = {
         k.lower(): str(v)
         for k, v in query(
@@ -169,6 +214,6 @@ def validate_server(conn: Any, user: str) -> tuple[str, tuple[int, ...]]:
     problems += grant_problems(grants, _account(conn, user), flavor)
     if problems:
         raise SourceConfigurationError(
-            "the server is not set up for CDC:\n  - " + "\n  - ".join(problems)
+            f"the server ({flavor.label}) is not set up for CDC:\n  - " + "\n  - ".join(problems)
         )
-    return flavor, version
+    return flavor
