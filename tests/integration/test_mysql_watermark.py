@@ -1,20 +1,28 @@
 """Where a chunk's snapshot stands in the binlog: MariaDB's exact position, or a high
-watermark (servers without one: MySQL). The whole conformance suite runs again with
-``scan.snapshot.consistency: watermark`` (tests/conformance/conftest.py); this checks that
-the option takes the path it names, on a real server."""
+watermark (servers without one: MySQL). The whole conformance suite runs again on MySQL 8.0
+(tests/conformance/conftest.py), where chunks are placed by a watermark; this checks that
+the option takes the path it names, on a real server, and that a MySQL chunk waits for the
+batch's transactions to finish committing."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
-from sparkcdc.connectors.mysql.binlog.positions import binlog_end, snapshot_position
+from sparkcdc.connectors.mysql.binlog.positions import (
+    binlog_end,
+    current_position,
+    snapshot_position,
+)
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.server.connection import connect
 from sparkcdc.connectors.mysql.snapshot import consistent
-from sparkcdc.connectors.mysql.snapshot.consistent import placed
+from sparkcdc.connectors.mysql.snapshot.consistent import committed_up_to, placed
 from sparkcdc.core.errors import SourceConfigurationError, SparkCdcError
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.embedded.binlog_server import BinlogServer
 
 
 def test_a_watermark_is_the_binlog_end_after_the_snapshot_opened(
@@ -53,5 +61,34 @@ def test_a_watermark_is_the_binlog_end_after_the_snapshot_opened(
         with conn.cursor() as cur:
             cur.execute(f"SELECT COUNT(*) FROM `{mysql_db}`.t")
             assert cur.fetchone() == (0,)  # the snapshot saw neither insert
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("binlog_server", ["mysql8"], indirect=True)
+def test_a_mysql_chunk_waits_for_the_batch_transactions_to_commit(
+    binlog_server: BinlogServer, flavor_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Assumption A checked: the wait returns at once for a committed position and gives
+    up after ``connect.timeout``, saying so, for a GTID set that never commits."""
+    binlog_server.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=flavor_db)
+    binlog_server.execute("INSERT INTO t VALUES (1)", database=flavor_db)
+    options = {
+        **binlog_server.source_options(),
+        "database-name": flavor_db,
+        "table-name": "t",
+        "connect.timeout": "1s",
+    }
+    config = parse_config(options)
+    conn = connect(config)
+    try:
+        now = current_position(conn)
+        with caplog.at_level(logging.WARNING):
+            committed_up_to(conn, config, now)
+            assert not caplog.records
+            ((uuid,),) = binlog_server.execute("SELECT @@server_uuid")
+            ahead = BinlogPosition(now.file, now.pos, f"{now.gtid},{uuid}:1000000")
+            committed_up_to(conn, config, ahead)
+        assert "had not finished committing after 1 s" in caplog.text
     finally:
         conn.close()

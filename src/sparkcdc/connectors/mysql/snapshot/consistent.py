@@ -19,6 +19,7 @@ with other columns, or the SELECT names a column that is gone. Both raise
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,8 +28,9 @@ from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.binlog.positions import binlog_end, snapshot_position
 from sparkcdc.connectors.mysql.binlog.reader import read_changes
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.server.connection import with_retries
+from sparkcdc.connectors.mysql.server.connection import query, with_retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.flavor import flavor_of
 from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
 from sparkcdc.core.errors import (
     ChunkCrossedChange,
@@ -40,6 +42,8 @@ from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import PartitionKeys
 from sparkcdc.snapshot.normalize import backward_overrides, forward_overrides
+
+log = logging.getLogger(__name__)
 
 Overrides = dict[Any, Row | None]
 #: MySQL's ER_BAD_FIELD_ERROR: a SELECT of a column the table no longer has.
@@ -82,6 +86,7 @@ def consistent_snapshot(
     """Open the read-only consistent snapshot on ``conn`` (a connection with ``cursor()``)
     and yield the overrides that move the partition's rows from its position to
     ``target``; commit when the caller has read its rows."""
+    committed_up_to(conn, config, target)
     with conn.cursor() as cur:
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
@@ -91,6 +96,25 @@ def consistent_snapshot(
     )
     with conn.cursor() as cur:
         cur.execute("COMMIT")
+
+
+def committed_up_to(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> None:
+    """On MySQL, wait until every transaction before ``target`` has finished its engine
+    commit (``@@gtid_executed``, which a transaction joins only then, holds ``target``'s
+    GTID set), so a snapshot opened next sees them all: the watermark's assumption A
+    (docs/design.md, "Watermark chunks") is then checked, not assumed. A commit that takes
+    longer than ``connect.timeout`` is logged and the read goes on as before."""
+    if not target.gtid or not flavor_of(conn).gtid_sets:
+        return
+    timeout = max(1, int(config.connect_timeout))
+    ((waited,),) = query(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (target.gtid, timeout))
+    if waited:
+        log.warning(
+            "transactions before %s had not finished committing after %d s; the chunk is "
+            "read anyway (a transaction still committing would be missing from its rows)",
+            target,
+            timeout,
+        )
 
 
 def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> BinlogPosition:
