@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import uuid
 import zlib
 from typing import Any
 
@@ -26,24 +27,40 @@ from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order, row_key
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.embedded.binlog_server import BinlogServer
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.progress import TableProgress
 
+#: (server flavour, charset, collation): MariaDB's, MySQL 8.0's (its default
+#: ``utf8mb4_0900_ai_ci``, UCA 9.0.0 and NO PAD) and MySQL 5.7's.
 COLLATIONS = [
-    ("utf8mb4", "utf8mb4_general_ci"),
-    ("utf8mb4", "utf8mb4_unicode_ci"),
-    ("utf8mb4", "utf8mb4_unicode_520_ci"),
-    ("utf8mb4", "utf8mb4_bin"),
-    ("utf8mb4", "utf8mb4_nopad_bin"),
-    ("utf8mb4", "utf8mb4_general_nopad_ci"),
-    ("utf8mb4", "utf8mb4_unicode_nopad_ci"),
-    ("utf8mb4", "utf8mb4_unicode_520_nopad_ci"),
-    ("utf8mb3", "utf8mb3_general_ci"),
-    ("latin1", "latin1_swedish_ci"),
-    ("latin1", "latin1_bin"),
-    ("latin1", "latin1_swedish_nopad_ci"),
-    ("latin1", "latin1_german1_ci"),
+    ("mysql8", "utf8mb4", "utf8mb4_0900_ai_ci"),
+    ("mysql8", "utf8mb4", "utf8mb4_0900_as_cs"),
+    ("mysql8", "utf8mb4", "utf8mb4_0900_as_ci"),
+    ("mysql8", "utf8mb4", "utf8mb4_bin"),
+    ("mysql8", "utf8mb4", "utf8mb4_general_ci"),
+    ("mysql57", "utf8mb4", "utf8mb4_general_ci"),
+    ("mysql57", "utf8mb4", "utf8mb4_unicode_ci"),
+    ("mysql57", "utf8mb4", "utf8mb4_bin"),
+]
+COLLATIONS += [
+    ("mariadb", charset, collation)
+    for charset, collation in [
+        ("utf8mb4", "utf8mb4_general_ci"),
+        ("utf8mb4", "utf8mb4_unicode_ci"),
+        ("utf8mb4", "utf8mb4_unicode_520_ci"),
+        ("utf8mb4", "utf8mb4_bin"),
+        ("utf8mb4", "utf8mb4_nopad_bin"),
+        ("utf8mb4", "utf8mb4_general_nopad_ci"),
+        ("utf8mb4", "utf8mb4_unicode_nopad_ci"),
+        ("utf8mb4", "utf8mb4_unicode_520_nopad_ci"),
+        ("utf8mb3", "utf8mb3_general_ci"),
+        ("latin1", "latin1_swedish_ci"),
+        ("latin1", "latin1_bin"),
+        ("latin1", "latin1_swedish_nopad_ci"),
+        ("latin1", "latin1_german1_ci"),
+    ]
 ]
 
 #: Pieces of random strings: letters in both cases, accents (precomposed and combining),
@@ -119,12 +136,12 @@ def _random_strings(charset: str, count: int, seed: int) -> list[str]:
     return out
 
 
-def _config(mariadb: EmbeddedMariaDB, db: str, table: str) -> MySqlSourceConfig:
+def _config(mariadb: BinlogServer, db: str, table: str) -> MySqlSourceConfig:
     return parse_config({**mariadb.source_options(), "database-name": db, "table-name": table})
 
 
 def _load(
-    mariadb: EmbeddedMariaDB, db: str, charset: str, collation: str, values: list[str]
+    mariadb: BinlogServer, db: str, charset: str, collation: str, values: list[str]
 ) -> tuple[MySqlSourceConfig, CapturedTable, Any, list[tuple[int, str]]]:
     mariadb.execute(
         f"CREATE TABLE t (id INT PRIMARY KEY, k VARCHAR(40) CHARACTER SET {charset} "
@@ -155,12 +172,14 @@ def _python_classes(order: KeyOrder, stored: list[tuple[int, str]]) -> list[list
     ]
 
 
-@pytest.mark.parametrize(("charset", "collation"), COLLATIONS)
+@pytest.mark.parametrize(("flavor", "charset", "collation"), COLLATIONS)
 def test_order_equality_and_chunks_match_the_server(
-    mariadb: EmbeddedMariaDB, mysql_db: str, charset: str, collation: str
+    request: pytest.FixtureRequest, flavor: str, charset: str, collation: str
 ) -> None:
+    binlog: BinlogServer = request.getfixturevalue(flavor)
+    db = binlog.create_database(f"coll_{collation}_{uuid.uuid4().hex[:6]}")
     values = _random_strings(charset, 400, seed=zlib.crc32(collation.encode()))
-    config, table, conn, stored = _load(mariadb, mysql_db, charset, collation, values)
+    config, table, conn, stored = _load(binlog, db, charset, collation, values)
     try:
         order = chunk_key_order(table, config)
         t = quote_table(table.table_id)

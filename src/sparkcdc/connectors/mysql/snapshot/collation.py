@@ -35,7 +35,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.core.errors import SchemaError
@@ -141,6 +141,13 @@ class CollationWeights:
         return self.rule
 
 
+class Weights(Protocol):
+    """A collation's sort key (one weight level: :class:`CollationWeights`; several:
+    collation_levels.LevelWeights)."""
+
+    def key(self, value: str) -> str: ...
+
+
 def _units(weight: bytes, width: int) -> str:
     """A weight string as one character per ``width``-byte big-endian unit."""
     return "".join(
@@ -154,15 +161,19 @@ def _name(value: str, what: str) -> str:
     return value
 
 
-def extract_weights(conn: Any, charset: str, collation: str) -> CollationWeights:
-    """Read ``collation``'s weights from the server (about 0.5 s); SchemaError if inexact."""
+def extract_weights(conn: Any, charset: str, collation: str) -> Weights:
+    """Read ``collation``'s weights from the server (about 0.5 s); SchemaError if inexact.
+    MySQL 8's multi-level ``_0900_as_ci`` / ``_as_cs`` collations: collation_levels.py."""
     from sparkcdc.connectors.mysql.server.connection import query
+    from sparkcdc.connectors.mysql.snapshot.collation_levels import MULTI_LEVEL, extract_levels
 
     cs = _name(charset, "charset")
     coll = _name(collation, "collation")
     value = f"CONVERT(CHAR(cp USING utf32) USING {cs})"
     # a code point the charset cannot hold converts to '?' and does not survive the round trip
     holds = f"CAST(CONVERT({value} USING utf32) AS BINARY) = CAST(CHAR(cp USING utf32) AS BINARY)"
+    if MULTI_LEVEL.fullmatch(coll.lower()):
+        return extract_levels(conn, cs, coll, _BMP, holds)
     weight = f"WEIGHT_STRING({value} COLLATE {coll})"
 
     def fail(reason: str) -> SchemaError:
@@ -278,11 +289,11 @@ def _supplementary_weights(
     return rule, {int(cp): bytes(w) for cp, w in rows}
 
 
-_loaded: dict[tuple[str, int, str, str], CollationWeights | SchemaError] = {}
+_loaded: dict[tuple[str, int, str, str], Weights | SchemaError] = {}
 _loading = threading.Lock()
 
 
-def load_weights(config: MySqlSourceConfig, charset: str, collation: str) -> CollationWeights:
+def load_weights(config: MySqlSourceConfig, charset: str, collation: str) -> Weights:
     """:func:`extract_weights` once per process and server (later calls are a dict look-up).
 
     Refusals are cached too, so a row-identity fallback does not query again for every key.
@@ -300,12 +311,10 @@ def load_weights(config: MySqlSourceConfig, charset: str, collation: str) -> Col
     return found
 
 
-def _extract(
-    config: MySqlSourceConfig, charset: str, collation: str
-) -> CollationWeights | SchemaError:
+def _extract(config: MySqlSourceConfig, charset: str, collation: str) -> Weights | SchemaError:
     from sparkcdc.connectors.mysql.server.connection import connect, with_retries
 
-    def attempt() -> CollationWeights:
+    def attempt() -> Weights:
         conn = connect(config)
         try:
             return extract_weights(conn, charset, collation)
