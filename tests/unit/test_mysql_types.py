@@ -184,7 +184,7 @@ def test_module_imports_no_spark_and_no_driver() -> None:
 
 
 def test_snapshot_select_expression_widens_float() -> None:
-    assert snapshot_select_expression(column("float", name="f")) == "CAST(`f` AS DOUBLE) AS `f`"
+    assert snapshot_select_expression(column("float", name="f")) == "(`f` * 1e0) AS `f`"
     assert snapshot_select_expression(column("double", name="we`ird")) == "`we``ird`"
 
 

@@ -223,7 +223,10 @@ def read_change_blocks(
     from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+    from sparkcdc.connectors.mysql.binlog import mysql_json
     from sparkcdc.connectors.mysql.binlog.counted_stream import CountedBinLogStream
+
+    mysql_json.install()  # JSON columns as the server's text (MySQL's binary JSON)
 
     kinds: dict[type, BlockKind] = {
         WriteRowsEvent: "insert",

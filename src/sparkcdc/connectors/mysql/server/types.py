@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkcdc.connectors.mysql.binlog.mysql_json import MySqlJsonText
 from sparkcdc.connectors.mysql.server.sql import quote
 
 #: Converts one driver value (``None`` included) to the canonical value.
@@ -265,10 +266,12 @@ def snapshot_select_expression(col: MySqlColumn) -> str:
     """The SELECT-list item that reads ``col`` exactly over the text protocol.
 
     The server prints FLOAT with 6 significant digits (123456789 -> '123457000'), losing the
-    stored float32 value that the binlog carries. Widening to DOUBLE prints it exactly.
+    stored float32 value that the binlog carries. Widening to DOUBLE prints it exactly:
+    multiplied by a DOUBLE one (``CAST(... AS DOUBLE)`` is MariaDB's and MySQL 8.0.17+'s
+    only; the product keeps -0.0, which adding zero would not).
     """
     name = quote(col.name)
-    return f"CAST({name} AS DOUBLE) AS {name}" if col.data_type == "float" else name
+    return f"({name} * 1e0) AS {name}" if col.data_type == "float" else name
 
 
 def snapshot_converter(col: MySqlColumn, text_values: bool = False) -> Converter | None:
@@ -525,7 +528,11 @@ def _json_converter(value: Any) -> str | None:
 
 def json_text(value: Any) -> str:
     """MySQL 8's canonical JSON text (``{"a": 1, "b": [1, 2]}``) for a value parsed from
-    its binary JSON by python-mysql-replication (keys and strings are bytes)."""
+    its binary JSON by python-mysql-replication (keys and strings are bytes); the reader
+    has it decode JSON columns into the server's exact text (binlog/mysql_json.py), which
+    passes as it is."""
+    if isinstance(value, MySqlJsonText):
+        return str(value)
     if value is None:
         return "null"
     if value is True:

@@ -68,7 +68,7 @@ _FAMILY_KINDS = {
     "uint64": Kind.DECIMAL,  # decimal128(20, 0) from its text
     "decimal": Kind.DECIMAL,
     "decimal_text": Kind.UTF8,  # DECIMAL(p > 38): the server's plain text is the value
-    "float32": Kind.F32,  # read as CAST(... AS DOUBLE): exact (snapshot_select_expression)
+    "float32": Kind.F32,  # read widened to DOUBLE: exact (snapshot_select_expression)
     "float64": Kind.F64,
     "bits": Kind.BINARY,  # BIT(n): the text protocol sends its bytes
     "date": Kind.DATE,
