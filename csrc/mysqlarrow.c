@@ -488,14 +488,16 @@ static int connection_done(ConnectionObject *self, MYSQL_RES *res) {
 enum { TLS_OFF = 0, TLS_REQUIRED = 1, TLS_VERIFY = 2 };
 
 static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"host", "port", "user", "password", "connect_timeout",
-                             "read_timeout", "tls", "ssl_ca", "ssl_cert", "ssl_key", NULL};
+    static char *kwlist[] = {"host",   "port",     "user",    "password",
+                             "connect_timeout", "read_timeout", "tls", "ssl_ca",
+                             "ssl_cert", "ssl_key", "server_public_key", NULL};
     const char *host, *user, *password, *ca = NULL, *cert = NULL, *key = NULL;
+    const char *public_key = NULL;
     unsigned int port, connect_timeout = 10, read_timeout = 0;
     int tls = TLS_OFF;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sIss|IIizzz", kwlist, &host, &port, &user,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sIss|IIizzzz", kwlist, &host, &port, &user,
                                      &password, &connect_timeout, &read_timeout, &tls, &ca,
-                                     &cert, &key))
+                                     &cert, &key, &public_key))
         return -1;
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "the connection is in use by another thread");
@@ -513,6 +515,11 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
         mysql_optionsv(mysql, MYSQL_OPT_WRITE_TIMEOUT, &read_timeout);
     }
     mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    /* MySQL 8's caching_sha2_password without TLS: the server's RSA key from this file;
+       libmariadb fetches it from the server, in clear, when none is given
+       (server/secure.py decides which file) */
+    if (public_key != NULL)
+        mysql_optionsv(mysql, MYSQL_SERVER_PUBLIC_KEY, public_key);
     if (tls != TLS_OFF) {
         /* TLS or no connection: never a silent fall back to clear text */
         my_bool on = 1, verify = tls == TLS_VERIFY;
@@ -897,8 +904,8 @@ static PyTypeObject ConnectionType = {
     .tp_init = (initproc)Connection_init,
     .tp_methods = Connection_methods,
     .tp_doc = "Connection(host, port, user, password, connect_timeout=10, read_timeout=0, "
-              "tls=0, ssl_ca=None, ssl_cert=None, ssl_key=None); tls: 0 off, 1 required, "
-              "2 verify the server's certificate and name",
+              "tls=0, ssl_ca=None, ssl_cert=None, ssl_key=None, server_public_key=None); "
+              "tls: 0 off, 1 required, 2 verify the server's certificate and name",
 };
 
 static struct PyModuleDef moduledef = {

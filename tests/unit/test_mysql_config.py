@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -316,6 +317,43 @@ def test_tls_properties_lower_cased_by_spark() -> None:
         options(**{"jdbc.properties.sslmode": "verify_ca", "jdbc.properties.sslca": "/ca.pem"})
     )
     assert dict(config.tls) == {"sslMode": "verify_ca", "sslCa": "/ca.pem"}
+
+
+def test_rsa_key_properties_are_connector_j_names_any_case() -> None:
+    config = parse_config(
+        options(
+            **{
+                "jdbc.properties.serverrsapublickeyfile": "/key.pem",
+                "jdbc.properties.allowPublicKeyRetrieval": "TRUE",
+            }
+        )
+    )
+    assert config.server_public_key_file == "/key.pem"
+    assert config.allow_public_key_retrieval
+    assert config.ssl == {}  # the key properties are no TLS: the connection stays clear
+    assert not parse_config(BASE).allow_public_key_retrieval
+    message = option_error(options(**{"jdbc.properties.allowPublicKeyRetrieval": "yes"}))
+    assert "'jdbc.properties.allowPublicKeyRetrieval' has invalid value 'yes'" in message
+
+
+def test_a_given_ca_always_verifies() -> None:
+    from sparkcdc.connectors.mysql.server.secure import key_file, tls_properties
+
+    with_ca = parse_config(options(**{"jdbc.properties.sslCa": "/ca.pem"}))
+    assert tls_properties(with_ca) == {"sslMode": "verify_ca", "sslCa": "/ca.pem"}
+    required = parse_config(
+        options(**{"jdbc.properties.sslMode": "REQUIRED", "jdbc.properties.sslCa": "/ca.pem"})
+    )
+    assert tls_properties(required)["sslMode"] == "verify_ca"
+    identity = parse_config(
+        options(
+            **{"jdbc.properties.sslMode": "verify_identity", "jdbc.properties.sslCa": "/ca.pem"}
+        )
+    )
+    assert tls_properties(identity)["sslMode"] == "verify_identity"
+    assert key_file(required) is None  # over TLS no RSA key is used
+    no_key = key_file(parse_config(BASE))  # clear text, no key given: a file holding none
+    assert no_key is not None and b"BEGIN" not in Path(no_key).read_bytes()
 
 
 # -- secrets -----------------------------------------------------------------------------

@@ -157,6 +157,24 @@ class EmbeddedMySQL(BinlogServer):
             (host, self.root.password),
         )
 
+    @property
+    def public_key(self) -> Path:
+        """The server's RSA public key (MySQL 8 writes it at start): what a client without
+        TLS encrypts a caching_sha2_password login with."""
+        return self.datadir / "public_key.pem"
+
+    def source_options(self, account: Account | None = None) -> dict[str, str]:
+        """The ``mysql-cdc`` options that reach this server; on 8.0 with its RSA key from
+        the file, as a user without TLS configures it (the source never fetches it)."""
+        options = super().source_options(account)
+        if self.version >= "8.0":
+            options["jdbc.properties.serverRSAPublicKeyFile"] = str(self.public_key)
+        return options
+
+    def pipeline_source(self, tables: str, extra: str = "") -> str:
+        key = f"  jdbc.properties.serverRSAPublicKeyFile: {self.public_key}\n"
+        return super().pipeline_source(tables, (key if self.version >= "8.0" else "") + extra)
+
     def replicate_from(self, primary: Any) -> None:
         """Make this (started, unwritten) server a replica of ``primary`` by GTID
         auto-position, from the primary's first transaction."""

@@ -76,6 +76,11 @@ METADATA_COLUMNS = (
 )
 #: ``jdbc.properties.*`` modes, translated to the C client's and PyMySQL's TLS settings.
 SSL_MODES = MYSQL_TLS.modes
+#: Connector/J's properties for caching_sha2_password's RSA key (lower-cased: canonical).
+RSA_PROPERTIES = {
+    "serverrsapublickeyfile": "serverRSAPublicKeyFile",
+    "allowpublickeyretrieval": "allowPublicKeyRetrieval",
+}
 
 
 def _server_ids(text: str) -> tuple[int, int]:
@@ -239,9 +244,14 @@ SPECS: tuple[OptionSpec, ...] = (
         prefix=True,
         doc=f"TLS: `jdbc.properties.sslMode` ({code(SSL_MODES)}; `required` when another "
         "`ssl*` property is set) with `jdbc.properties.sslCa`, `.sslCert`, `.sslKey`; "
-        "applies to snapshot and binlog connections (`preferred` acts as `required` for the "
-        "binlog and the native snapshot reader; `verify_ca` also checks the server name "
-        "with libmariadb); other properties are refused",
+        "applies to every connection: snapshot readers, binlog, planning (`preferred` acts "
+        "as `required`; a given `sslCa` always verifies the server's certificate, and "
+        "libmariadb its name too). Without TLS, MySQL 8's `caching_sha2_password` sends the "
+        "password RSA-encrypted: `jdbc.properties.serverRSAPublicKeyFile` names the "
+        "server's public key (PEM), `jdbc.properties.allowPublicKeyRetrieval: true` fetches "
+        "it from the server (a man in the middle could substitute its own and read the "
+        "password); with neither such a login fails, saying so "
+        "([docs/mysql.md](docs/mysql.md)). Other properties are refused",
         attr="tls",
     ),
 )
@@ -270,10 +280,26 @@ class MySqlSourceConfig(SourceConfig):
     timestamp_millis: int | None
     metadata: tuple[str, ...]
     snapshot_position: BinlogPosition | None = None
+    #: ``jdbc.properties.*``: the TLS ones and caching_sha2_password's RSA key ones
     tls: Mapping[str, str] = field(default_factory=dict)
     snapshot_reader: str = "auto"
     snapshot_consistency: str = "auto"
     truncate_handling: str = "fail"
+
+    @property
+    def ssl(self) -> dict[str, str]:
+        """The TLS properties alone (``sslMode``, ``sslCa``, ...); empty: clear text."""
+        return {k: v for k, v in self.tls.items() if k not in RSA_PROPERTIES.values()}
+
+    @property
+    def server_public_key_file(self) -> str | None:
+        """The server's RSA public key (PEM) for caching_sha2_password over clear text."""
+        return self.tls.get("serverRSAPublicKeyFile")
+
+    @property
+    def allow_public_key_retrieval(self) -> bool:
+        """Whether that key may be fetched from the server (Connector/J's option)."""
+        return self.tls.get("allowPublicKeyRetrieval", "false").lower() == "true"
 
     def server_id(self, index: int) -> int:
         """The replication server id of the index-th concurrent binlog reader."""
@@ -310,13 +336,30 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> MySqlSou
         )
     check_shared(opts, "mysql-cdc")
     tables = capture_patterns(opts, ("database-name", "table-name"), "mysql-cdc")
-    tls = MYSQL_TLS.parse(opts.groups.get("jdbc.properties.", {}), "mysql-cdc")
+    properties = dict(opts.groups.get("jdbc.properties.", {}))
+    rsa = {
+        RSA_PROPERTIES[key.lower()]: properties.pop(key)
+        for key in list(properties)
+        if key.lower() in RSA_PROPERTIES
+    }
+    tls = MYSQL_TLS.parse(properties, "mysql-cdc")
+    retrieval = rsa.get("allowPublicKeyRetrieval", "false").strip().lower()
+    if retrieval not in ("true", "false"):
+        raise OptionError(
+            "mysql-cdc: option 'jdbc.properties.allowPublicKeyRetrieval' has invalid value "
+            f"'{rsa['allowPublicKeyRetrieval']}'. Valid values: true, false"
+        )
     server_ids = opts["server-id"]
     if server_ids is None:  # Flink picks a random id in 5400-6400; we need a range per reader
         low = random.randint(5400, 6400)
         server_ids = (low, low + 63)
     return build_config(
-        MySqlSourceConfig, SPECS, opts, server_ids=server_ids, tls=tls, tables=tables
+        MySqlSourceConfig,
+        SPECS,
+        opts,
+        server_ids=server_ids,
+        tls={**tls, **rsa, **({"allowPublicKeyRetrieval": retrieval} if rsa else {})},
+        tables=tables,
     )
 
 

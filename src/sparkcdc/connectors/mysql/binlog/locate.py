@@ -27,7 +27,7 @@ from sparkcdc.connectors.mysql.binlog.positions import (
     gtid_purged,
 )
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.server.connection import replication_settings
+from sparkcdc.connectors.mysql.server.connection import replication_connect, replication_settings
 from sparkcdc.core.errors import PositionLostError, SourceConfigurationError
 
 
@@ -48,6 +48,7 @@ def transaction_starts(
 
     stream = BinLogStreamReader(
         connection_settings=replication_settings(config),
+        pymysql_wrapper=replication_connect(config),
         server_id=server_id,
         resume_stream=True,
         blocking=False,
@@ -84,6 +85,7 @@ def first_transaction_time(config: MySqlSourceConfig, position: BinlogPosition) 
 
     stream = BinLogStreamReader(
         connection_settings=replication_settings(config),
+        pymysql_wrapper=replication_connect(config),
         server_id=0,
         resume_stream=True,
         blocking=False,
@@ -199,6 +201,7 @@ def first_outside(config: MySqlSourceConfig, gtids: str, server_id: int) -> tupl
 
     stream = BinLogStreamReader(
         connection_settings=replication_settings(config),
+        pymysql_wrapper=replication_connect(config),
         server_id=server_id,
         blocking=False,
         auto_position=gtids,

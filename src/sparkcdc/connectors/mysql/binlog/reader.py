@@ -31,7 +31,11 @@ from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import (
 )
 from sparkcdc.connectors.mysql.binlog.table_drift import table_map_drift
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
-from sparkcdc.connectors.mysql.server.connection import replication_settings, retries
+from sparkcdc.connectors.mysql.server.connection import (
+    replication_connect,
+    replication_settings,
+    retries,
+)
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import binlog_converter, restore_empty_sets
 from sparkcdc.core.errors import SchemaError, lost_log
@@ -237,6 +241,7 @@ def read_change_blocks(
     fast_path = FastPath(tables) if decoder == "fast" else None
     stream = CountedBinLogStream(
         connection_settings=replication_settings(config),
+        pymysql_wrapper=replication_connect(config),
         server_id=server_id,
         resume_stream=True,
         blocking=False,

@@ -6,6 +6,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
+from sparkcdc.connectors.mysql.server.secure import (
+    key_bytes,
+    key_file,
+    key_refused,
+    tls_properties,
+)
 from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.core.tls import mysql_ssl_context
 from sparkcdc.snapshot.retry import Retries
@@ -69,9 +75,9 @@ def connect(
     }
     if streaming:
         kwargs["cursorclass"] = MySQLdb.cursors.SSCursor
-    tls = config.tls
+    tls = tls_properties(config)
     if tls:
-        mode = tls.get("sslMode", "required").lower()
+        mode = tls["sslMode"]
         if mode != "disabled":
             kwargs["ssl_mode"] = mode.upper()
             ssl = {
@@ -81,6 +87,9 @@ def connect(
             }
             if ssl:
                 kwargs["ssl"] = ssl
+    public_key = key_file(config)
+    if public_key is not None:
+        kwargs["server_public_key_path"] = public_key
 
     def attempt() -> Any:
         conn = MySQLdb.connect(**kwargs)
@@ -104,6 +113,9 @@ def open_with_retries(
             return attempt()
         except errors as exc:
             code = exc.args[0] if exc.args else None
+            refused = key_refused(config, exc)
+            if refused is not None:
+                raise refused from None
             if code in ACCESS_DENIED_CODES:
                 raise SourceConfigurationError(
                     f"cannot log in to {config.hostname}:{config.port} as "
@@ -134,9 +146,11 @@ def replication_settings(config: MySqlSourceConfig) -> dict[str, Any]:
     connection); ``ssl_disabled`` skips it when TLS is off, as the JDBC-style options say.
     """
     timeout = max(1, int(config.connect_timeout))
-    context = mysql_ssl_context(config.tls)
+    context = mysql_ssl_context(tls_properties(config))
+    public_key = key_bytes(config)
     return {
         **({"ssl": context} if context is not None else {"ssl_disabled": True}),
+        **({"server_public_key": public_key} if public_key is not None else {}),
         "host": config.hostname,
         "port": config.port,
         "user": config.username,
@@ -145,6 +159,32 @@ def replication_settings(config: MySqlSourceConfig) -> dict[str, Any]:
         # a silent network must fail (and be retried), not hang the task forever
         "read_timeout": timeout,
     }
+
+
+def replication_connect(config: MySqlSourceConfig) -> Callable[..., Any]:
+    """python-mysql-replication's ``pymysql_wrapper``: PyMySQL's connect, with a refused
+    login said as :func:`open_with_retries` says it (the user, never the password; the
+    RSA key policy's way out)."""
+
+    def connect_binlog(**settings: Any) -> Any:
+        import pymysql
+
+        try:
+            return pymysql.connect(**settings)
+        except (pymysql.err.OperationalError, ValueError, RuntimeError) as exc:
+            refused = key_refused(config, exc)
+            if refused is not None:
+                raise refused from None
+            code = exc.args[0] if exc.args else None
+            if code in ACCESS_DENIED_CODES:
+                raise SourceConfigurationError(
+                    f"cannot log in to {config.hostname}:{config.port} as "
+                    f"'{config.username}' for the binlog: {_scrub(str(exc.args[-1]), config)}. "
+                    "Check 'username'/'password' and that the user may connect from this host."
+                ) from None
+            raise
+
+    return connect_binlog
 
 
 def query(conn: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:

@@ -31,6 +31,7 @@ from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import open_with_retries
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
+from sparkcdc.connectors.mysql.server.secure import key_file, tls_properties
 from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type, value_family
 from sparkcdc.connectors.mysql.snapshot.chunk_query import chunk_query
 from sparkcdc.connectors.mysql.snapshot.consistent import (
@@ -173,12 +174,16 @@ TLS_LEVELS = {"disabled": 0, "preferred": 1, "required": 1, "verify_ca": 2, "ver
 
 
 def tls_arguments(config: MySqlSourceConfig) -> dict[str, Any]:
-    """The ``jdbc.properties.ssl*`` options as ``_mysqlarrow.Connection`` arguments."""
-    tls = config.tls
+    """The ``jdbc.properties.*`` options as ``_mysqlarrow.Connection`` arguments: TLS (a
+    given CA verifies) and the RSA key policy (server/secure.py)."""
+    tls = tls_properties(config)
+    public_key = key_file(config)
+    arguments: dict[str, Any] = {} if public_key is None else {"server_public_key": public_key}
     if not tls:
-        return {}
+        return arguments
     return {
-        "tls": TLS_LEVELS[tls.get("sslMode", "required").lower()],
+        **arguments,
+        "tls": TLS_LEVELS[tls["sslMode"]],
         "ssl_ca": tls.get("sslCa"),
         "ssl_cert": tls.get("sslCert"),
         "ssl_key": tls.get("sslKey"),
