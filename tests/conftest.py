@@ -81,12 +81,19 @@ def _unique(request: pytest.FixtureRequest, prefix: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def mariadb() -> Iterator[EmbeddedMariaDB]:
+def mariadb_server() -> Iterator[EmbeddedMariaDB]:
     server = EmbeddedMariaDB().start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb(mariadb_server: EmbeddedMariaDB) -> EmbeddedMariaDB:
+    """The session's MariaDB. A module whose tests also prove something on MySQL
+    overrides this name with a fixture parametrized by flavour (``on_flavors``)."""
+    return mariadb_server
 
 
 @pytest.fixture
@@ -128,8 +135,27 @@ def binlog_server(request: pytest.FixtureRequest) -> BinlogServer:
     flavor = getattr(request, "param", "mariadb")
     if flavor not in BINLOG_FLAVORS:
         raise ValueError(f"unknown flavour {flavor!r}; choose from {BINLOG_FLAVORS}")
-    server: BinlogServer = request.getfixturevalue(flavor)
+    return flavor_server(request, flavor)
+
+
+def flavor_server(request: pytest.FixtureRequest, flavor: str) -> BinlogServer:
+    """The session's server of ``flavor`` (``mariadb``, ``mysql8``, ``mysql57``)."""
+    server: BinlogServer = request.getfixturevalue(
+        "mariadb_server" if flavor == "mariadb" else flavor
+    )
     return server
+
+
+def on_flavors(*flavors: str) -> Any:
+    """A ``mariadb`` fixture for a module whose tests run on each of ``flavors``:
+    ``mariadb = on_flavors("mariadb", "mysql8")`` at module level (the tests keep their
+    ``mariadb`` and ``mysql_db`` parameters)."""
+
+    @pytest.fixture(params=flavors)
+    def mariadb(request: pytest.FixtureRequest) -> BinlogServer:
+        return flavor_server(request, request.param)
+
+    return mariadb
 
 
 @pytest.fixture

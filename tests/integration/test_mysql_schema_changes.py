@@ -19,7 +19,11 @@ from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.errors import RestartForSchemaError, SchemaError
 from sparkcdc.embedded import EmbeddedMariaDB
+from tests.conftest import on_flavors
 from tests.support.inprocess import run_batches
+from tests.support.mariadb_writes import numbers
+
+mariadb = on_flavors("mariadb", "mysql8")
 
 
 def source(mariadb: EmbeddedMariaDB, database: str, **extra: str) -> MySqlCdcSource:
@@ -261,7 +265,7 @@ def test_a_change_of_the_chunk_key_while_a_table_is_snapshotted_stops_the_stream
     planning, naming the statement (never a cursor of the old type)."""
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)", database=mysql_db)
     mariadb.execute("CREATE TABLE u (id INT PRIMARY KEY, a INT)", database=mysql_db)
-    mariadb.execute("INSERT INTO t SELECT seq, seq FROM seq_0_to_199", database=mysql_db)
+    mariadb.execute(f"INSERT INTO t SELECT seq, seq FROM {numbers(0, 199)}", database=mysql_db)
     options = {
         **mariadb.source_options(),
         "database-name": mysql_db,
@@ -598,7 +602,7 @@ def test_an_online_schema_change_tools_swap_is_followed_and_the_table_read_again
     execute = partial(mariadb.execute, database=mysql_db)
     execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, name VARCHAR(8))")
     execute("CREATE TABLE u (id INT PRIMARY KEY)")
-    execute("INSERT INTO t SELECT seq, seq, CONCAT('n', seq) FROM seq_0_to_399")
+    execute(f"INSERT INTO t SELECT seq, seq, CONCAT('n', seq) FROM {numbers(0, 399)}")
     shadow, old = ("_t_gho", "_t_del") if tool == "gh-ost" else ("_t_new", "_t_old")
     swap = [
         "UPDATE t SET a = -1 WHERE id = 3",

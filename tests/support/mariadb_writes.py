@@ -25,6 +25,16 @@ def mariadb_writer(mariadb: BinlogServer, db: str, seed: int, key_space: int) ->
     return RandomWriter(lambda: mariadb.connect(db), MARIADB_WRITES, seed, key_space)
 
 
+def numbers(first: int, last: int) -> str:
+    """A derived table of the integers ``seq`` from ``first`` to ``last`` (at most 10,000),
+    for ``INSERT ... SELECT`` on MySQL as on MariaDB (which alone has ``seq_1_to_N``)."""
+    digits = "(" + " UNION ALL ".join(f"SELECT {d} AS d" for d in range(10)) + ")"
+    return (
+        f"(SELECT a.d * 1000 + b.d * 100 + c.d * 10 + e.d AS seq FROM {digits} a, {digits} b, "
+        f"{digits} c, {digits} e HAVING seq BETWEEN {first} AND {last}) AS numbers"
+    )
+
+
 def fill_orders(server: BinlogServer, db: str, rows: int, first: int = 0) -> None:
     """``rows`` rows into ``db.orders (id, name, qty)``, ids ``first...`` (MySQL has no
     ``seq_1_to_N`` tables)."""

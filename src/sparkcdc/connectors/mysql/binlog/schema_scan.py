@@ -49,6 +49,8 @@ from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
 SCAN_PAGE = 10_000
 _USE = re.compile(r"^use\s+`((?:[^`]|``)+)`;\s*", re.I)
 _TRANSACTION = frozenset({"BEGIN", "COMMIT", "ROLLBACK"})
+#: What MySQL 8 appends to a DDL statement's text in ``SHOW BINLOG EVENTS``.
+_XID = re.compile(r"\s*/\* xid=\d+ \*/\s*$")
 
 
 class _Found(NamedTuple):
@@ -124,7 +126,7 @@ def first_schema_change(
                 group, group_info = (file, pos), info
                 standalone = not info.startswith("BEGIN")
             elif event_type == "Query":
-                text = str(info)
+                text = _XID.sub("", str(info))
                 # a swap of a captured table is that table's change, not a creation
                 swap = standalone and _swaps_captured(text, tables, lowered)
                 created = None if to_capture is None or swap else _created(text, tables, to_capture)
