@@ -16,6 +16,7 @@ from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
 from sparkcdc.spark.kafka.source import read_kafka
 from sparkcdc.verify.run import verify_tables
+from tests.conftest import on_flavors
 from tests.support.pipelines import (
     committed_offsets,
     pipeline_file,
@@ -24,6 +25,10 @@ from tests.support.pipelines import (
     sink_block,
     wait_until,
 )
+
+#: MariaDB by default; the tests that also run on MySQL 8.0 say so (``indirect``).
+mariadb = on_flavors("mariadb")
+ALSO_MYSQL8 = pytest.mark.parametrize("mariadb", ["mariadb", "mysql8"], indirect=True)
 
 BIG = 2**40
 
@@ -240,6 +245,7 @@ EVOLVE = {
 
 
 @pytest.mark.parametrize("sink", ["delta"])  # PostgreSQL: test_pipeline_random_ddl.py
+@ALSO_MYSQL8
 def test_evolve_mirrors_adds_drops_renames_and_widening(
     spark: Any,
     mariadb: EmbeddedMariaDB,
