@@ -239,19 +239,16 @@ SPECS: tuple[OptionSpec, ...] = (
         '`{"file","pos","gtid"}`; what `sparkcdc verify` uses)',
         attr="snapshot_position",
     ),
+    # the README's table is rendered from this text (README.md is not edited here): the
+    # RSA key properties and CA verification are described in docs/mysql.md
     OptionSpec(
         "jdbc.properties.",
         prefix=True,
         doc=f"TLS: `jdbc.properties.sslMode` ({code(SSL_MODES)}; `required` when another "
         "`ssl*` property is set) with `jdbc.properties.sslCa`, `.sslCert`, `.sslKey`; "
-        "applies to every connection: snapshot readers, binlog, planning (`preferred` acts "
-        "as `required`; a given `sslCa` always verifies the server's certificate, and "
-        "libmariadb its name too). Without TLS, MySQL 8's `caching_sha2_password` sends the "
-        "password RSA-encrypted: `jdbc.properties.serverRSAPublicKeyFile` names the "
-        "server's public key (PEM), `jdbc.properties.allowPublicKeyRetrieval: true` fetches "
-        "it from the server (a man in the middle could substitute its own and read the "
-        "password); with neither such a login fails, saying so "
-        "([docs/mysql.md](docs/mysql.md)). Other properties are refused",
+        "applies to snapshot and binlog connections (`preferred` acts as `required` for the "
+        "binlog and the native snapshot reader; `verify_ca` also checks the server name "
+        "with libmariadb); other properties are refused",
         attr="tls",
     ),
 )
