@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedMySQL
 
 DATABASE = "bench"
 TABLE = "orders"
@@ -62,9 +62,19 @@ def orders_select(seq: str = "seq", offset: int = 0) -> str:
 # -- servers -----------------------------------------------------------------------------
 
 
-def start_mariadb(buffer_pool: str) -> EmbeddedMariaDB:
-    """A private MariaDB configured for CDC, with a buffer pool big enough to be warmed."""
-    db = EmbeddedMariaDB(settings={"innodb-buffer-pool-size": buffer_pool})
+#: The servers a benchmark runs on (``--server``): MariaDB, or Oracle's MySQL 8.0.
+SERVERS = ("mariadb", "mysql8")
+
+
+def start_mariadb(buffer_pool: str, server: str = "mariadb") -> Any:
+    """A private MariaDB (or, ``server="mysql8"``, MySQL 8.0) configured for CDC, with a
+    buffer pool big enough to be warmed."""
+    settings = {"innodb-buffer-pool-size": buffer_pool}
+    db: Any = (
+        EmbeddedMariaDB(settings=settings)
+        if server == "mariadb"
+        else EmbeddedMySQL(server, settings=settings)
+    )
     db.start()
     try:
         db.create_database(DATABASE)
@@ -73,6 +83,19 @@ def start_mariadb(buffer_pool: str) -> EmbeddedMariaDB:
         db.stop()
         raise
     return db
+
+
+def sequence(db: Any, first: int, last: int) -> str:
+    """A ``FROM`` source of the numbers ``seq`` from ``first`` to ``last``: MariaDB's
+    sequence engine, elsewhere (MySQL) a cross join of digits."""
+    if getattr(db, "flavor", "mariadb") == "mariadb":
+        return f"seq_{first}_to_{last}"
+    digits = "(" + " UNION ALL ".join(f"SELECT {d} AS d" for d in range(10)) + ")"
+    width = len(str(max(1, last - first)))
+    names = [f"d{i}" for i in range(width)]
+    value = " + ".join(f"{n}.d * {10**i}" for i, n in enumerate(names))
+    joined = ", ".join(f"{digits} {n}" for n in names)
+    return f"(SELECT {first} + {value} AS seq FROM {joined} HAVING seq <= {last}) AS numbers"
 
 
 def source_block(db: EmbeddedMariaDB, tables: str, extra: str = "") -> str:
@@ -84,7 +107,7 @@ def source_block(db: EmbeddedMariaDB, tables: str, extra: str = "") -> str:
 def populate_orders(
     db: EmbeddedMariaDB, rows: int, *, first_id: int = 1, batch: int = 1_000_000
 ) -> float:
-    """Insert ``rows`` rows with ids from ``first_id`` with the sequence engine; seconds taken.
+    """Insert ``rows`` rows with ids from ``first_id`` (:func:`sequence`); seconds taken.
 
     The session skips the binlog (``sql_log_bin=0``): the initial load is not part of any
     measured log range, and logging 10 M rows with FULL images would double the load time.
@@ -95,7 +118,8 @@ def populate_orders(
         for lo in range(first_id, first_id + rows, batch):
             hi = min(lo + batch - 1, first_id + rows - 1)
             cur.execute(
-                f"INSERT INTO `{TABLE}` ({ORDERS_COLUMNS}) {orders_select()} FROM seq_{lo}_to_{hi}"
+                f"INSERT INTO `{TABLE}` ({ORDERS_COLUMNS}) {orders_select()} "
+                f"FROM {sequence(db, lo, hi)}"
             )
     return time.perf_counter() - started
 
@@ -316,6 +340,8 @@ def profile(call: Callable[[], object], top: int = 18, *, cpu_time: bool = False
 
 #: Process categories, in print order; the driver is this Python process itself.
 CATEGORIES = ("driver python", "python workers", "jvm", "mariadbd", "postgres", "c client")
+#: The server's process kind (MySQL's ``mysqld`` counts as the server, like ``mariadbd``).
+SERVER_KIND = "mariadbd"
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -331,7 +357,7 @@ def _classify(pid: int, comm: str) -> str | None:
         return "driver python"
     if comm == "java":
         return "jvm"
-    if comm == "mariadbd":
+    if comm in ("mariadbd", "mysqld"):
         return "mariadbd"
     if comm == "postgres":
         return "postgres"
@@ -563,6 +589,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-spark", action="store_true", help="skip the Spark measurements (Python/C only)"
     )
+    parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="mariadb",
+        help="the source server: MariaDB (default) or Oracle's MySQL 8.0 (jvm/mysql)",
+    )
 
 
 def run_with_server(args: Any, run: Callable[[Any, Any, Any], None]) -> None:
@@ -570,7 +602,8 @@ def run_with_server(args: Any, run: Callable[[Any, Any, Any], None]) -> None:
     print the total wall time."""
     started = time.perf_counter()
     with ProcessSampler() as memory:
-        db = start_mariadb(args.buffer_pool)
+        db = start_mariadb(args.buffer_pool, args.server)
+        print(f"Server: {db.execute('SELECT VERSION()')[0][0]}")
         try:
             run(args, db, memory)
         finally:

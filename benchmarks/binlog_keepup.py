@@ -38,6 +38,7 @@ from benchmarks._common import (
     human,
     orders_select,
     print_kv,
+    sequence,
     spark_session,
 )
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
@@ -97,7 +98,7 @@ class Generator(threading.Thread):
                     if kind == "I":
                         sql = (
                             f"INSERT INTO `{TABLE}` ({ORDERS_COLUMNS}) "
-                            f"{orders_select(offset=block - 1)} FROM seq_1_to_{n}"
+                            f"{orders_select(offset=block - 1)} FROM {sequence(self.db, 1, n)}"
                         )
                     elif kind == "U":
                         first = rng.randint(1, self.table_rows - n + 1)
@@ -305,7 +306,7 @@ def report(result: KeepUp, cores: int, other_cpu: float) -> None:
     verdict = "keeps up" if bounded and drained else "falls behind"
     items = [
         ("generation", f"{result.generated:,} changes in {result.seconds:.1f} s"),
-        ("MariaDB generating (wall)", f"{human(gen_rate)}/s"),
+        ("the server generating (wall)", f"{human(gen_rate)}/s"),
         (
             "captured by generation stop",
             f"{captured_in_window:,} = {human(captured_in_window / result.seconds)}/s",
