@@ -269,9 +269,17 @@ def read_change_blocks(
     by_names = {(t.database, t.table): t for t in tables}
     checked: dict[int, Any] = {}  # table id -> the table map object found to match
     index = -1  # of the block this event makes
+    current_file = start.file
     try:
         for event in stream:
             if isinstance(event, RotateEvent):
+                # a restart renumbers tables and always starts a new file: an id of a
+                # captured table may name another table there, whose map the library
+                # skips (only_tables) and would leave the old one in place for its rows.
+                # (A reconnect resumes in the same file, mid-transaction: maps stay.)
+                if event.next_binlog != current_file:
+                    stream.table_map.clear()
+                    current_file = event.next_binlog
                 continue
             event_end = event.packet.log_pos
             file = stream.log_file
