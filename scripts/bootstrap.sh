@@ -14,7 +14,7 @@ need_pkg() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install 
 # 1. Debian packages: database servers and clients, headers to build mysqlclient, JDK, Maven.
 #    Commands already present (say a JDK installed another way) are not installed again.
 missing=()
-# libaio1 and libnuma1: Oracle's MySQL 5.7 build (step 3b) links them.
+# libaio1 and libnuma1: Oracle's MySQL 5.7 build (step 3c) links them.
 for p in mariadb-server mariadb-client libmariadb-dev pkg-config postgresql postgresql-client \
   libaio1 libnuma1; do
   need_pkg "$p" && missing+=("$p")

@@ -141,8 +141,9 @@ def test_over_tls_every_connection_logs_in_and_a_given_ca_verifies(
     server.execute("FLUSH PRIVILEGES")
     CONNECTIONS[kind](_config(server, account, sslCa=str(certificates / "ca.pem")))
     server.execute("FLUSH PRIVILEGES")
-    # a CA given with sslMode 'required' still verifies: another CA's server is refused
-    wrong = _config(server, account, sslMode="required", sslCa=str(certificates / "other-ca.pem"))
+    # a CA given verifies (core/tls.py makes it verify_identity): another CA's server is
+    # refused, on every connection
+    wrong = _config(server, account, sslCa=str(certificates / "other-ca.pem"))
     with pytest.raises(Exception) as refused:
         CONNECTIONS[kind](wrong)
     assert account.password not in str(refused.value)

@@ -336,21 +336,17 @@ def test_rsa_key_properties_are_connector_j_names_any_case() -> None:
     assert "'jdbc.properties.allowPublicKeyRetrieval' has invalid value 'yes'" in message
 
 
-def test_a_given_ca_always_verifies() -> None:
+def test_one_tls_mode_for_every_connection_and_no_rsa_key_over_tls() -> None:
     from sparkcdc.connectors.mysql.server.secure import key_file, tls_properties
 
     with_ca = parse_config(options(**{"jdbc.properties.sslCa": "/ca.pem"}))
-    assert tls_properties(with_ca) == {"sslMode": "verify_ca", "sslCa": "/ca.pem"}
-    required = parse_config(
+    assert tls_properties(with_ca) == {"sslMode": "verify_identity", "sslCa": "/ca.pem"}
+    message = option_error(
         options(**{"jdbc.properties.sslMode": "REQUIRED", "jdbc.properties.sslCa": "/ca.pem"})
     )
-    assert tls_properties(required)["sslMode"] == "verify_ca"
-    identity = parse_config(
-        options(
-            **{"jdbc.properties.sslMode": "verify_identity", "jdbc.properties.sslCa": "/ca.pem"}
-        )
-    )
-    assert tls_properties(identity)["sslMode"] == "verify_identity"
+    assert "does not verify the server" in message  # core/tls.py's rule
+    required = parse_config(options(**{"jdbc.properties.sslMode": "REQUIRED"}))
+    assert tls_properties(required) == {"sslMode": "required"}
     assert key_file(required) is None  # over TLS no RSA key is used
     no_key = key_file(parse_config(BASE))  # clear text, no key given: a file holding none
     assert no_key is not None and b"BEGIN" not in Path(no_key).read_bytes()

@@ -239,16 +239,18 @@ SPECS: tuple[OptionSpec, ...] = (
         '`{"file","pos","gtid"}`; what `sparkcdc verify` uses)',
         attr="snapshot_position",
     ),
-    # the README's table is rendered from this text (README.md is not edited here): the
-    # RSA key properties and CA verification are described in docs/mysql.md
     OptionSpec(
         "jdbc.properties.",
         prefix=True,
         doc=f"TLS: `jdbc.properties.sslMode` ({code(SSL_MODES)}; `required` when another "
-        "`ssl*` property is set) with `jdbc.properties.sslCa`, `.sslCert`, `.sslKey`; "
-        "applies to snapshot and binlog connections (`preferred` acts as `required` for the "
-        "binlog and the native snapshot reader; `verify_ca` also checks the server name "
-        "with libmariadb); other properties are refused",
+        "`ssl*` property is set; `verify_identity` when only `sslCa` is) with "
+        "`jdbc.properties.sslCa`, `.sslCert`, `.sslKey`, for every connection (planning, "
+        "snapshot readers, binlog; `preferred` acts as `required`). Without TLS, MySQL 8's "
+        "`caching_sha2_password` encrypts the password with the server's RSA key: "
+        "`jdbc.properties.serverRSAPublicKeyFile` names it (PEM), "
+        "`jdbc.properties.allowPublicKeyRetrieval: true` fetches it from the server; with "
+        "neither such a login fails, saying so ([docs/mysql.md](docs/mysql.md)). Other "
+        "properties are refused",
         attr="tls",
     ),
 )

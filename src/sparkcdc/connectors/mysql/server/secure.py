@@ -2,9 +2,8 @@
 planning and classic snapshot connections (mysqlclient), the native snapshot reader
 (libmariadb in csrc/mysqlarrow.c) and the binlog readers (PyMySQL).
 
-TLS: ``jdbc.properties.sslMode`` etc. (Connector/J's names); a given ``sslCa`` always
-verifies the server's certificate (``required`` with a CA is ``verify_ca``): a CA given and
-not checked would protect nothing.
+TLS: ``jdbc.properties.sslMode`` etc. (Connector/J's names), one mode for every
+connection; a given ``sslCa`` always verifies the server (core/tls.py).
 
 MySQL 8's default authentication, ``caching_sha2_password``, sends the password in clear
 over TLS, and without TLS encrypted with the server's RSA public key. A client that fetches
@@ -39,14 +38,13 @@ AUTH_PLUGIN_ERRORS = frozenset({2059, 2061, 2000})
 
 
 def tls_properties(config: MySqlSourceConfig) -> dict[str, str]:
-    """The TLS properties, with verification on whenever a CA is given; empty: none."""
+    """The TLS properties with their mode (``required`` when only others are given; a CA
+    alone is ``verify_identity``, and a mode that would ignore a CA is refused, when the
+    options are parsed: core/tls.py); empty: none."""
     ssl = config.ssl
     if not ssl:
         return {}
-    mode = ssl.get("sslMode", "required").lower()
-    if "sslCa" in ssl and mode in ("required", "preferred"):
-        mode = "verify_ca"
-    return {**ssl, "sslMode": mode}
+    return {**ssl, "sslMode": ssl.get("sslMode", "required").lower()}
 
 
 def tls_on(config: MySqlSourceConfig) -> bool:

@@ -346,9 +346,9 @@ def binlog_converter(col: MySqlColumn, server_time_zone: tzinfo | None = None) -
       Empty BINARY/VARBINARY/BLOB values arrive as '' (str) -> b''.
     - SET: a Python ``set`` of labels -> labels joined in definition order. An empty SET
       arrives as None, like NULL: fix it first with :func:`restore_empty_sets`.
-    - JSON (MySQL 8 only; MariaDB JSON is text): parsed objects with bytes keys/strings ->
-      JSON text in MySQL's canonical layout (best effort, untested against MySQL 8; a JSON
-      ``null`` document is indistinguishable from SQL NULL there).
+    - JSON (MySQL 8 only; MariaDB JSON is text): the reader has the library decode it into
+      the server's own text (binlog/mysql_json.py), which passes as it is; values the
+      library parsed itself (keys and strings as bytes) are printed in MySQL's layout.
     - Strings in charsets Python cannot decode arrive as bytes -> decoded.
     - DATE/DATETIME with zero parts and invalid DATETIMEs already arrive as None, DECIMAL as
       Decimal. An invalid DATE ('2020-02-30' under ALLOW_INVALID_DATES) makes the library
