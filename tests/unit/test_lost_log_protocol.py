@@ -123,13 +123,16 @@ def test_a_recovered_lost_log_reads_the_touched_tables_again_and_loses_nothing(
     db.purged = data.draw(
         st.integers(source.parse_offset(offset).log.n + 1, db.now), label="purged"
     )
+    restarted = IncrementalSource(db)  # Spark's reader: replays, then plans (one process)
+    skipped = False
     if unrun:
         try:
             specs = IncrementalSource(db).partitions(offset, planned)
         except PositionLostError as lost:
             assert "recover-lost-log" in str(lost)
             append_signal(signals, RECOVER)
-            assert IncrementalSource(db).partitions(offset, planned) == []  # reads nothing
+            assert restarted.partitions(offset, planned) == []  # reads nothing
+            skipped = True
             event("the batch planned before the stop read nothing")
         else:  # chunks only, normalised to a position still there
             strict_replay(consumer, read_on_executor(source, specs), envelope=True)
@@ -141,9 +144,13 @@ def test_a_recovered_lost_log_reads_the_touched_tables_again_and_loses_nothing(
             IncrementalSource(db).latest_offset(offset, None)
         append_signal(signals, RECOVER)
 
-    recovery = IncrementalSource(db).latest_offset(offset, None)
-    if data.draw(st.booleans(), label="stopped before the recovery ran"):
+    recovery = restarted.latest_offset(offset, None)
+    # planned again by another process: the same recovery, where the server tells the loss
+    # (a replay that read nothing is known to its own process only)
+    lost_at_stop = stopped_at.log.n < db.purged
+    if data.draw(st.booleans(), label="stopped before the recovery ran") and lost_at_stop:
         assert IncrementalSource(db).latest_offset(offset, None) == recovery
+    assert skipped or lost_at_stop
     source = IncrementalSource(db)
     assert source.partitions(offset, recovery) == []
     assert recovery["log"] == {"n": db.now}
@@ -165,20 +172,48 @@ def test_a_recovered_lost_log_reads_the_touched_tables_again_and_loses_nothing(
             assert later[name]["schema"][LOG_LOST] == entry["schema"][LOG_LOST]
 
 
-def test_a_recovery_signal_is_obeyed_while_the_log_is_there(tmp_path: Path) -> None:
-    """A batch planned before a restart whose own log was lost reads nothing, and the log
-    from its end may be there again: the signal alone decides (``sparkcdc recover``
-    writes it only when the log is lost)."""
+def test_a_recovery_signal_is_refused_while_the_log_is_there(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whoever may write a signal must not empty the targets: the server must say the log
+    is gone. Refused, the signal is consumed and logged, and the stream goes on."""
     signals = tmp_path / "signals.jsonl"
     config = FakeSettings(signal_file=str(signals), truncate_handling="skip")
-    db = FakeDatabase([], {A: {1: (1, 1)}, B: {}}, config)
+    db = FakeDatabase([RowChange(A, None, (2, 2), 0, 0)], {A: {1: (1, 1)}, B: {}}, config)
     source = IncrementalSource(db)
     offset = source.latest_offset(source.initial_offset(), None)
     append_signal(signals, RECOVER)
-    end = source.latest_offset(offset, None)
-    assert marked(end) == {A, B} and source.partitions(offset, end) == []
+    db.now = 1
+    end = IncrementalSource(db).latest_offset(offset, None)
+    assert marked(end) == set()
     assert end["signals"] == {"file": signals.stat().st_size}  # consumed
-    after = source.latest_offset(end, None)  # the mark stays, not new: nothing again
+    assert end["log"] == {"n": 1}  # the log goes on
+    (refused,) = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert refused.startswith("signal 'lost-1@file:") and (
+        "(recover-lost-log) refused: the server still has the log from the stream's "
+        "position Count(n=0), so nothing is lost and no target is emptied" in refused
+    )
+
+
+def test_a_recovery_signal_is_obeyed_after_a_replay_that_lost_its_log(tmp_path: Path) -> None:
+    """A batch planned before a restart whose own log was lost reads nothing, and the log
+    from its end may be there: the process that skipped it recovers."""
+    signals = tmp_path / "signals.jsonl"
+    config = FakeSettings(signal_file=str(signals), truncate_handling="skip", chunk_size=1)
+    changes = [RowChange(A, None, (2, 2), 0, 0), RowChange(A, None, (3, 3), 0, 0)]
+    db = FakeDatabase(changes, {A: {1: (1, 1)}, B: {}}, config)
+    source = IncrementalSource(db)
+    start = source.latest_offset(source.initial_offset(), None)
+    db.now = 2
+    planned = source.latest_offset(start, None)
+    db.purged = 1  # the log from the replayed batch's start is gone, from its end not
+    restarted = IncrementalSource(db)
+    append_signal(signals, RECOVER)
+    assert restarted.partitions(start, planned) == []
+    end = restarted.latest_offset(planned, None)
+    assert marked(end) == {A, B}
+    assert restarted.partitions(planned, end) == []
+    after = restarted.latest_offset(end, None)  # the mark stays, not new: nothing again
     assert [t["schema"] for t in after["tables"].values()] == [
         t["schema"] for t in end["tables"].values()
     ]

@@ -6,6 +6,11 @@ planned before the restart, which Spark replays before it plans anything; both s
 the way out, unless a ``recover-lost-log`` signal waits: then the next batch is the
 recovery (snapshot/recovery.py decides the tables' entries), and a replayed batch whose
 own log is lost reads nothing, its tables being read again by the recovery.
+
+A signal comes from whoever may write to the channel, and the recovery empties the
+targets of every table it reads again, so the signal alone never decides: the server
+must say that the log is gone (:meth:`LostLog.accepts`). A signal the server does not
+bear out is refused with its reason and the stream goes on (issue #63).
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ class LostLog(Generic[P, T]):
         #: Planning started from a position checked here (else: the first plan, a restart).
         self.checked_start = False
         self._checked_replay = False
+        #: This process's replay of a batch planned before the restart read nothing, its
+        #: log being lost: the recovery after it is due even if the log from its end is
+        #: there (:meth:`accepts`).
+        self._replay_skipped = False
 
     def lost(self, position: P) -> PositionLostError | None:
         """Why the log from ``position`` can no longer be read, or None when it can (or the
@@ -100,6 +109,31 @@ class LostLog(Generic[P, T]):
             lost.what or lost,
             signal.id,
         )
+        self._replay_skipped = True
+        return False
+
+    def accepts(self, offset: SourceOffset[P], signal: str) -> bool:
+        """Whether the ``recover-lost-log`` signal ``signal`` may recover from ``offset``:
+        the server says the log from its position is gone, or this process's replay of
+        the batch that ends at it read nothing because its own log was gone
+        (:meth:`replay_readable`). Otherwise the signal is refused, logged with the
+        reason, and consumed: the batch is planned as if it had not come. A database
+        that cannot tell whether its log is lost refuses it too."""
+        if self._replay_skipped:
+            return True
+        if not isinstance(self.catalog.dialect, DetectsLostLog):
+            reason = "the database cannot tell whether its log is lost"
+        elif self.lost(offset.log) is None:
+            reason = f"the server still has the log from the stream's position {offset.log}"
+        else:
+            return True
+        log.error(
+            "signal %r (recover-lost-log) refused: %s, so nothing is lost and no target is "
+            "emptied; the stream goes on from its position. `sparkcdc recover` writes the "
+            "signal only when the log is lost",
+            signal,
+            reason,
+        )
         return False
 
     def recovery_batch(self, offset: SourceOffset[P], signal: str) -> SourceOffset[P]:
@@ -110,10 +144,9 @@ class LostLog(Generic[P, T]):
         log deleted, hence ``truncate.handling.mode: skip``, as for a TRUNCATE); a table
         the server no longer has is marked dropped.
 
-        The signal is obeyed even where the log from ``offset`` is still there: a batch
-        planned before a restart whose own log was lost read nothing
-        (:meth:`replay_readable`), and its end, this ``offset``, may be readable again.
-        ``sparkcdc recover`` writes the signal only when the log is lost."""
+        The planner asks :meth:`accepts` first: the log from ``offset`` is gone, or a
+        batch planned before the restart whose own log was lost read nothing
+        (:meth:`replay_readable`) and its end, this ``offset``, may be readable again."""
         catalog = self.catalog
         lost = self.lost(offset.log)
         if getattr(catalog.settings, "truncate_handling", "fail") == "fail":

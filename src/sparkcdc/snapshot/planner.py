@@ -6,8 +6,9 @@ position. :meth:`BatchPlanner.plan` decides B, top-down:
 
 1. the start offset, reconciled with the tables captured now (``TableCatalog.parse``);
 2. the signals written since (``Signals.apply``), and the tables its batch dropped gone;
-3. a ``recover-lost-log`` signal: the recovery batch (``LostLog``); else, on a restart,
-   the log from A must still be there;
+3. a ``recover-lost-log`` signal the server bears out (the log from A is gone): the
+   recovery batch (``LostLog``); else (a signal refused too), on a restart, the log from
+   A must still be there;
 4. a one-table stream stops for a restart when its table's columns changed;
 5. the log's end: now (or availableNow's cap), within the read limit (``_log_end``);
 6. the first schema change in the range: a created table is discovered and the batch
@@ -73,7 +74,7 @@ class BatchPlanner(Generic[P, T]):
         """
         offset, recovery = self.signals.apply(self.catalog.parse(start))
         offset = self.catalog.forget_dropped(offset)
-        if recovery is not None:
+        if recovery is not None and self.lost_log.accepts(offset, recovery):
             return self.lost_log.recovery_batch(offset, recovery)
         restarted = self.lost_log.check_restart(offset.log)
         self.shape.check(offset, restarted)
