@@ -4,7 +4,10 @@ a folder of jars or Maven packages Spark resolves (spark/jars.py)."""
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -19,6 +22,8 @@ DELTA_CONF: Mapping[str, str] = {
 }
 
 _JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+#: The environment variable PySpark adds to ``spark-submit``'s arguments when it starts a JVM.
+_SUBMIT_ARGS = "PYSPARK_SUBMIT_ARGS"
 
 #: Generated classes Spark keeps compiled (its default is 100). A streaming batch into a
 #: Delta table runs about 100 different ones (the MERGE, Delta's log replay, our batch
@@ -26,6 +31,25 @@ _JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: about 1 s of compiling per batch with the default, 12 and 0.2 s with this, for about
 #: 3 MiB more metaspace and 20 MiB more live heap.
 CODEGEN_CACHE_ENTRIES = 2000
+
+
+#: What every session here sets; ``conf`` (a pipeline's ``spark-conf``) may override each.
+SESSION_CONF: Mapping[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+    "spark.pyspark.python": sys.executable,
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    # Delta's default of 50 snapshot partitions costs seconds per small table.
+    "spark.databricks.delta.snapshotPartitions": "2",
+    # Spark keeps 100 compiled classes; one table's MERGE batch generates about 100
+    # different ones, so with the default every batch compiled all of them again.
+    "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+}
 
 
 def local_session(
@@ -49,46 +73,103 @@ def local_session(
     own warnings, the Python workers' output) to that file instead of the terminal.
     A JVM started here uses the class-data archive when it is built (``class_archive``:
     it starts faster) and takes ``$SPARKCDC_JAVA_OPTIONS``, before ``conf``'s own
-    ``spark.driver.extraJavaOptions``.
+    ``spark.driver.extraJavaOptions``. It gets the settings from a file only this user
+    can read, never on its command line (:func:`_settings_file`): ``conf`` may hold
+    secrets (storage keys) that ``ps`` would show any local user.
     """
     from pyspark.sql import SparkSession
 
     from sparkcdc.spark.registry import register
 
-    # Workers must run this interpreter (the venv that has sparkcdc), and everything stays
-    # on loopback: Spark otherwise binds to the first external interface.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.ui.showConsoleProgress", "false")
-        # Delta's default of 50 snapshot partitions costs seconds per small table.
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        # Spark keeps 100 compiled classes; one table's MERGE batch generates about 100
-        # different ones, so with the default every batch compiled all of them again.
-        .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
-    )
-    given = {**DELTA_CONF, **(conf or {})}
-    settings = with_java_options(
-        {**given, **jar_settings(given)}, driver_java_options() if class_archive else []
-    )
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    with nullcontext() if jvm_log is None else _stderr_to(jvm_log):
+    _stay_on_loopback()
+    builder = SparkSession.builder.master(master).appName(app_name)
+    settings = session_settings(conf or {}, class_archive)
+    output = nullcontext() if jvm_log is None else _stderr_to(jvm_log)
+    with _settings_reach_jvm(builder, settings), output:
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     register(spark)
     return spark
+
+
+def _stay_on_loopback() -> None:
+    """Workers must run this interpreter (the venv that has sparkcdc), and everything stays
+    on loopback: Spark otherwise binds to the first external interface."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def session_settings(conf: Mapping[str, str], class_archive: bool) -> dict[str, str]:
+    """Every Spark setting of a session here: ours, Delta's, then ``conf`` (which wins),
+    the jars the JVM side needs and the driver's JVM options."""
+    given = {**DELTA_CONF, **conf}
+    return with_java_options(
+        {**SESSION_CONF, **given, **jar_settings(given)},
+        driver_java_options() if class_archive else [],
+    )
+
+
+@contextmanager
+def _settings_reach_jvm(builder: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """Meanwhile, ``settings`` reach the JVM ``builder.getOrCreate()`` uses. PySpark puts
+    a builder's settings on the command line of the JVM it starts (``--conf k=v``), where
+    any local user sees them; so when no JVM runs yet they go into a properties file only
+    this user can read, which Spark's launcher and ``SparkSubmit`` read as they read
+    ``spark-defaults.conf`` (``--properties-file``, with ``--load-spark-defaults`` so that
+    the installation's own defaults still apply beneath them), removed once the JVM has
+    started. A JVM already running (this process's, or that of a ``spark-submit`` that
+    started this process) gets them through py4j, as before."""
+    from pyspark import SparkContext
+
+    # a JVM already running: this process's, or the one that started this process
+    # (``spark-submit app.py`` hands its gateway over in the environment)
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        yield
+        return
+    with _settings_file(settings) as path:
+        given = os.environ.get(_SUBMIT_ARGS)
+        os.environ[_SUBMIT_ARGS] = (
+            f"--properties-file {shlex.quote(str(path))} --load-spark-defaults "
+            + (given if given is not None else "pyspark-shell")
+        )
+        try:
+            yield
+        finally:
+            if given is None:
+                os.environ.pop(_SUBMIT_ARGS, None)
+            else:
+                os.environ[_SUBMIT_ARGS] = given
+
+
+@contextmanager
+def _settings_file(settings: Mapping[str, str]) -> Iterator[Path]:
+    """A Java properties file of ``settings`` in a new folder only this user can enter
+    (``0700``, the file ``0600``), removed with the folder afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="sparkcdc-conf-"))
+    try:
+        path = folder / "spark.properties"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(properties_text(settings))
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def properties_text(settings: Mapping[str, str]) -> str:
+    """``settings`` as a Java properties file that ``java.util.Properties.load`` (Spark
+    reads it as UTF-8) gives back unchanged, except that Spark trims white space around
+    values (as for ``spark-defaults.conf``)."""
+    return "".join(f"{_escaped(k)}={_escaped(v)}\n" for k, v in settings.items())
+
+
+def _escaped(text: str) -> str:
+    """``text`` escaped for a properties file: backslashes, line ends, tabs, and the
+    characters that would end a key or start a comment."""
+    escapes = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+    return "".join(escapes.get(c, "\\" + c if c in "=:#! " else c) for c in text)
 
 
 def with_java_options(settings: Mapping[str, str], options: list[str]) -> dict[str, str]:
