@@ -48,7 +48,7 @@ class SourceProbe:
 
     def position(self, offset: str) -> Any:
         """The log position of a source offset (JSON text); no connection needed."""
-        return self.handle.stored_position(SourceOffset.parse(offset).position_json())
+        return self.handle.stored_position(SourceOffset.parse(offset).log_at())
 
     def table_columns(self, offset: str) -> dict[TableId, OffsetColumns]:
         """Each table's columns at the offset (a Spark StructType), for connectors that
@@ -100,7 +100,7 @@ class SourceProbe:
         with self._lock:
             try:
                 handle = self.handle
-                position = handle.position(SourceOffset.parse(offset).position_json())
+                position = handle.position(SourceOffset.parse(offset).log_at())
                 head = handle.head()
                 behind = handle.bytes_behind(position, head)
                 since, known = None, waiting and handle.tells_change_times

@@ -24,7 +24,7 @@ from sparkcdc.snapshot.abilities import FollowsSchemaChanges, FollowsTableDrops,
 from sparkcdc.snapshot.dialect import Dialect, P, T
 from sparkcdc.snapshot.key_orders import KeyOrders
 from sparkcdc.snapshot.keys import KeyOrder
-from sparkcdc.snapshot.offset import SourceOffset
+from sparkcdc.snapshot.offset import LogAt, SourceOffset
 from sparkcdc.snapshot.origins import position_of
 from sparkcdc.snapshot.progress import TableProgress
 from sparkcdc.snapshot.schema_change import SchemaChange
@@ -167,7 +167,7 @@ class TableCatalog(Generic[P, T]):
         """An offset's typed form, for the tables captured now. Tables that match since
         the checkpoint was made, or match no more, are reconciled as
         ``scan.newly-added-table.enabled`` says (see :meth:`_reconcile`)."""
-        offset = SourceOffset.from_json(data, lambda _: position_of(self.dialect, data))
+        offset = SourceOffset.from_json(data, lambda _: position_of(self.dialect, LogAt.of(data)))
         captured = {t for t, p in offset.tables.items() if not p.dropped}
         gone = sorted(captured - set(self.tables) - self._dropped)
         if gone:

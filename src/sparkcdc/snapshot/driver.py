@@ -34,7 +34,7 @@ from sparkcdc.snapshot.catalog import TableCatalog
 from sparkcdc.snapshot.chunk_plans import ChunkPlans
 from sparkcdc.snapshot.dialect import Dialect, P, T
 from sparkcdc.snapshot.lost_log import LostLog
-from sparkcdc.snapshot.offset import SourceOffset
+from sparkcdc.snapshot.offset import LogAt, SourceOffset
 from sparkcdc.snapshot.origins import offset_json, position_of
 from sparkcdc.snapshot.partitions import PartitionPlanner, PartitionSpec
 from sparkcdc.snapshot.planner import BatchPlanner
@@ -143,7 +143,7 @@ class IncrementalSource(Generic[P, T]):
     def commit(self, end: Offset) -> None:
         """Spark committed the batches up to ``end``: the dialect may release log it keeps."""
         if isinstance(self.dialect, ReleasesLog):
-            self.dialect.committed(position_of(self.dialect, end))
+            self.dialect.committed(position_of(self.dialect, LogAt.of(end)))
 
     def parse_offset(self, data: Offset) -> SourceOffset[P]:
         """An offset's typed form, for the tables captured now (``TableCatalog.parse``)."""

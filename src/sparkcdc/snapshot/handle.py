@@ -30,6 +30,7 @@ from sparkcdc.snapshot.abilities import (
     TellsChangeTimes,
 )
 from sparkcdc.snapshot.dialect import Dialect, P, T
+from sparkcdc.snapshot.offset import LogAt
 from sparkcdc.snapshot.origins import position_of
 
 
@@ -57,9 +58,10 @@ class SourceHandle(Generic[P, T]):
         return isinstance(self._dialect, TellsChangeTimes)
 
     # -- without a connection --------------------------------------------------------------
-    def stored_position(self, offset: Mapping[str, Any]) -> P:
-        """An offset's log position as stored (no server asked, no failover check)."""
-        return self._dialect.position_from_json(offset["log"])
+    def stored_position(self, offset: LogAt | Mapping[str, Any]) -> P:
+        """An offset's log position as stored (no server asked, no failover check);
+        ``offset`` is ``SourceOffset.log_at()``, or the offset's JSON."""
+        return self._dialect.position_from_json(LogAt.of(offset).log)
 
     def columns(self, table_json: Mapping[str, Any]) -> TableColumns:
         """A table as an offset's schema entry has it (the JSON under ``"table"``), for
@@ -80,7 +82,7 @@ class SourceHandle(Generic[P, T]):
         left as it is."""
         return self._found(self._dialect.inspect)
 
-    def position(self, offset: Mapping[str, Any]) -> P:
+    def position(self, offset: LogAt | Mapping[str, Any]) -> P:
         """An offset's log position on the server connected now (carried over, or
         refused, when the offset was made on another server)."""
         with self._lock:
@@ -110,7 +112,7 @@ class SourceHandle(Generic[P, T]):
         with self._lock:
             return dialect.first_change_time(position)
 
-    def lost(self, offset: Mapping[str, Any]) -> PositionLostError | None:
+    def lost(self, offset: LogAt | Mapping[str, Any]) -> PositionLostError | None:
         """Why the log from ``offset``'s position is gone, or None (also when the database
         cannot tell)."""
         dialect = self._dialect

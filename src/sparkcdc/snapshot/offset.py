@@ -66,6 +66,26 @@ class LogJson:
 
 
 @dataclass(frozen=True)
+class LogAt:
+    """An offset's log position as JSON, with the server it was read from: what a
+    connector needs to read the position (``snapshot/origins.py``), without the tables."""
+
+    #: The connector's JSON of the position (``Dialect.position_from_json`` reads it).
+    log: Mapping[str, Any]
+    #: The server the position was read from (None: the database does not name them).
+    origin: str | None = None
+
+    @classmethod
+    def of(cls, data: LogAt | Mapping[str, Any]) -> LogAt:
+        """The position of an offset's JSON (``log``, ``origin``), its tables left unread:
+        a 1000-table offset is parsed in tens of milliseconds, its position in none."""
+        if isinstance(data, LogAt):
+            return data
+        origin = data.get("origin")
+        return cls(data["log"], None if origin is None else str(origin))
+
+
+@dataclass(frozen=True)
 class TableSchema:
     """A table's ``schema`` entry, typed: its columns at the offset's position (the
     connector's JSON of the table) and what the source marked on it there."""
@@ -175,6 +195,11 @@ class SourceOffset(Generic[L]):
         ):
             return None
         return _parsed(text)
+
+    def log_at(self) -> LogAt:
+        """The log position as JSON with the server it was read from, as the connector
+        reads a position that may come from another server (``snapshot/origins.py``)."""
+        return LogAt(self.log.to_json(), self.origin)
 
     def position_json(self) -> dict[str, Any]:
         """The log position with the server it was read from, as the connector reads a

@@ -10,13 +10,14 @@ the ability read positions as stored.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.core.errors import SourceUnavailableError
 from sparkcdc.snapshot.abilities import NamesServers
 from sparkcdc.snapshot.dialect import Dialect, P
-from sparkcdc.snapshot.offset import SourceOffset
+from sparkcdc.snapshot.offset import LogAt, SourceOffset
 
 
 def server_of(dialect: Dialect[Any, Any]) -> str | None:
@@ -24,17 +25,16 @@ def server_of(dialect: Dialect[Any, Any]) -> str | None:
     return dialect.log_origin() if isinstance(dialect, NamesServers) else None
 
 
-def position_of(dialect: Dialect[P, Any], offset: Mapping[str, Any]) -> P:
-    """An offset's log position (offset JSON with ``log`` and, when the dialect names
-    servers, ``origin``) as a position of the server connected now: translated when the
-    offset was made on another server (failover), else as stored."""
-    origin, here = offset.get("origin"), None
-    if origin is not None:
-        here = server_of(dialect)
-    if origin is None or here is None or origin == here:
-        return dialect.position_from_json(offset["log"])
+def position_of(dialect: Dialect[P, Any], offset: LogAt | Mapping[str, Any]) -> P:
+    """An offset's log position (:class:`LogAt`, or the offset's JSON) as a position of
+    the server connected now: translated when the offset was made on another server
+    (failover), else as stored."""
+    at = LogAt.of(offset)
+    here = None if at.origin is None else server_of(dialect)
+    if at.origin is None or here is None or at.origin == here:
+        return dialect.position_from_json(at.log)
     assert isinstance(dialect, NamesServers)  # else ``here`` would be None
-    position: P = dialect.position_elsewhere(offset["log"], str(origin), here)
+    position: P = dialect.position_elsewhere(at.log, at.origin, here)
     return position
 
 
@@ -43,11 +43,10 @@ def offset_json(dialect: Dialect[P, Any], offset: SourceOffset[P]) -> dict[str, 
     (``origin``) when the dialect names servers: a restart connected to another server (a
     replica failed over) translates the position or fails, never reads a position of one
     server on another."""
-    data = offset.to_json()
     origin = server_of(dialect)
     if origin is not None:
-        data["origin"] = origin
-    return data
+        offset = dataclasses.replace(offset, origin=origin)
+    return offset.to_json()
 
 
 def check_origin(dialect: Dialect[Any, Any], planned: str | None) -> None:

@@ -61,7 +61,7 @@ def verify_tables(
             verdicts.append(TableVerdict(table.source, "empty", "-"))
             continue
         offset = later_offset(handle, SourceOffset.parse(snapshot.source_offset), committed)
-        at = handle.position(offset.position_json())  # on the server connected now (failover)
+        at = handle.position(offset.log_at())  # on the server connected now (failover)
         log, position = at.to_json(), str(at)
         entries = [offset.tables.get(s.table.source) for s in target.sources]
         if any(e is None or e.dropped for e in entries):
@@ -108,7 +108,7 @@ def later_offset(
     if committed is None:
         return written
     later = SourceOffset.parse(committed)
-    if source.position(later.position_json()) >= source.position(written.position_json()):
+    if source.position(later.log_at()) >= source.position(written.log_at()):
         return later
     return written
 

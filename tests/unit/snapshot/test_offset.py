@@ -19,7 +19,7 @@ from sparkcdc.core.table_events import (
     TableEvent,
     TruncateTableEvent,
 )
-from sparkcdc.snapshot.offset import LogJson, SourceOffset
+from sparkcdc.snapshot.offset import LogAt, LogJson, SourceOffset
 
 T, U = TableId("app", "t"), TableId("app", "u")
 LOG = {"file": "b.000001", "pos": 4}
@@ -86,6 +86,10 @@ def test_an_offset_reads_back_to_its_own_json() -> None:
     assert parsed.log == LogJson({"file": "binlog.000003", "pos": 1234, "gtid": "0-1-55"})
     assert parsed.origin == "0-1"
     assert parsed.position_json() == {"log": parsed.log.to_json(), "origin": "0-1"}
+    at = parsed.log_at()
+    assert at == LogAt(parsed.log.to_json(), "0-1")
+    assert LogAt.of(json.loads(text)) == at and LogAt.of(at) is at
+    assert LogAt.of({"log": {"n": 1}}) == LogAt({"n": 1}, None)
     assert parsed.only({TableId("shop", "a.b")}).to_json()["tables"] == {
         "shop.a\\.b": {"started": False, "schema": truncated_at(9)}
     }
