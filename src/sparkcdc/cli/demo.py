@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -28,6 +28,9 @@ from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.snapshot.offset import SourceOffset
+
+if TYPE_CHECKING:
+    from sparkcdc.pipeline.definition import PipelineDefinition
 
 ORDERS = [
     (1000, "2021-09-17", "10:20:30", 1, 102, "alice"),
@@ -193,13 +196,10 @@ class Demo:
                     raise RuntimeError(f"the demo pipeline did not deliver {what} in time")
 
     def capture(self, db: Any, pipeline_file: Path) -> None:
-        from pyspark.sql import functions as F
-
-        from sparkcdc.cli.commands import output_console, verdict_table, verify_pipeline
-        from sparkcdc.cli.status_view import status_view
+        """Run the pipeline: its snapshot, then changes made to the source while it runs
+        (shown as the target's change feed); then ``status`` and ``verify``."""
         from sparkcdc.pipeline.definition import load_pipeline
         from sparkcdc.pipeline.runner import prepare
-        from sparkcdc.pipeline.status import pipeline_status
 
         definition = load_pipeline(pipeline_file)
         spark_log = self.workdir / "spark.log"
@@ -209,53 +209,72 @@ class Demo:
             f"(Spark's own log: {spark_log})"
         )
         run = prepare(definition, on_batch=self.on_batch, jvm_log=spark_log)
-        orders = TableId("demo", "demo_orders")
         path = str(self.workdir / "lakehouse" / "demo" / "demo_orders")
-        spark = run.spark
         self.display = LiveConsole(self.console, run.metrics)
         self.display.start()
         run.start()
         try:
             snapshot_done = self.wait_for(_all_copied, "the snapshot")
             self.say("Snapshot complete. demo_orders in the lakehouse:")
-            self.show(spark.read.format("delta").load(path).orderBy("order_id"))
-            version = _latest_version(spark, path)
-            self.say("Changing the source while the pipeline runs:")
-            self.console.print("    UPDATE demo_orders SET quantity = 7 WHERE order_id = 1005")
-            db.execute("UPDATE demo.demo_orders SET quantity = 7 WHERE order_id = 1005")
-            self.console.print("    DELETE FROM demo_orders WHERE order_id = 1000")
-            db.execute("DELETE FROM demo.demo_orders WHERE order_id = 1000")
-            # the update (pre- and post-image) and the delete: 3 changelog rows, in one batch
-            # or spread over several
-            self.wait_for(
-                lambda r: (
-                    sum(
-                        b.row_counts.get(orders, 0)
-                        for b in self.reports
-                        if snapshot_done.batch_id < b.batch_id <= r.batch_id
-                    )
-                    >= 3
-                ),
-                "the changes",
-            )
-            self.say("The changes as they arrived (the Delta table's change feed):")
-            feed = (
-                spark.read.format("delta")
-                .option("readChangeFeed", "true")
-                .option("startingVersion", version + 1)
-                .load(path)
-            )
-            first = F.when(F.col(CHANGE_TYPE) == "update_preimage", 0).otherwise(1)
-            self.show(
-                feed.orderBy(COMMIT_VERSION, "order_id", first).select(
-                    "order_id", "quantity", "purchaser", CHANGE_TYPE, COMMIT_VERSION
-                )
-            )
-            self.say("demo_orders in the lakehouse now:")
-            self.show(spark.read.format("delta").load(path).orderBy("order_id"))
+            self.show(run.spark.read.format("delta").load(path).orderBy("order_id"))
+            version = _latest_version(run.spark, path)
+            self.change_source(db, snapshot_done)
+            self.show_changes(run.spark, path, version)
         finally:
             run.stop()
             self.display.stop()
+        self.status_and_verify(definition, run.spark)
+
+    def change_source(self, db: Any, snapshot_done: BatchReport) -> None:
+        """Update and delete a row of the source; wait until the pipeline has delivered
+        the changes."""
+        orders = TableId("demo", "demo_orders")
+        self.say("Changing the source while the pipeline runs:")
+        self.console.print("    UPDATE demo_orders SET quantity = 7 WHERE order_id = 1005")
+        db.execute("UPDATE demo.demo_orders SET quantity = 7 WHERE order_id = 1005")
+        self.console.print("    DELETE FROM demo_orders WHERE order_id = 1000")
+        db.execute("DELETE FROM demo.demo_orders WHERE order_id = 1000")
+        # the update (pre- and post-image) and the delete: 3 changelog rows, in one batch
+        # or spread over several
+        self.wait_for(
+            lambda r: (
+                sum(
+                    b.row_counts.get(orders, 0)
+                    for b in self.reports
+                    if snapshot_done.batch_id < b.batch_id <= r.batch_id
+                )
+                >= 3
+            ),
+            "the changes",
+        )
+
+    def show_changes(self, spark: Any, path: str, version: int) -> None:
+        """The target's change feed after ``version``, and the target now."""
+        from pyspark.sql import functions as F
+
+        self.say("The changes as they arrived (the Delta table's change feed):")
+        feed = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", version + 1)
+            .load(path)
+        )
+        first = F.when(F.col(CHANGE_TYPE) == "update_preimage", 0).otherwise(1)
+        self.show(
+            feed.orderBy(COMMIT_VERSION, "order_id", first).select(
+                "order_id", "quantity", "purchaser", CHANGE_TYPE, COMMIT_VERSION
+            )
+        )
+        self.say("demo_orders in the lakehouse now:")
+        self.show(spark.read.format("delta").load(path).orderBy("order_id"))
+
+    def status_and_verify(self, definition: PipelineDefinition, spark: Any) -> None:
+        """``sparkcdc status`` and ``sparkcdc verify`` of the pipeline; fails when a target
+        differs from the source."""
+        from sparkcdc.cli.commands import output_console, verdict_table, verify_pipeline
+        from sparkcdc.cli.status_view import status_view
+        from sparkcdc.pipeline.status import pipeline_status
+
         # as the commands print them: in a pipe or a file, no value cut
         whole = self.console if self.console.is_terminal else output_console()
         self.say("Where the pipeline stands (sparkcdc status):")
