@@ -31,6 +31,7 @@ from sparkcdc.connectors.postgres.wal.pgoutput import (
     Commit,
     Delete,
     Insert,
+    Message,
     Relation,
     Truncate,
     Update,
@@ -108,17 +109,14 @@ class WalDecoder:
         begin: Any = None  # a Begin, _SKIPPED, or None between transactions
         pending: list[Row] = []
         block_oid, block_tag = -1, 0  # the pending block's table and change type
-        first = 0  # version of the pending block's first change
-        seconds = 0
+        first = seconds = 0  # version of the pending block's first change; commit time
         count = self.count
         by_oid: dict[int, _Table | None] = {}  # tables checked against their description
 
         def flush() -> Iterator[Located]:
             nonlocal block_oid
             if pending:
-                target = self.tables[_name(self.relations[block_oid])].table
-                kind: BlockKind = _KINDS[block_tag]  # type: ignore[assignment]
-                block = ChangeBlock(target.table_id, kind, list(pending), first, seconds)
+                block = self._block(block_oid, block_tag, pending, first, seconds)
                 yield Located(block, begin.xid, begin.final_lsn)
                 pending.clear()
             block_oid = -1  # the next change starts a block (and takes its version)
@@ -126,24 +124,13 @@ class WalDecoder:
         for data in messages:
             tag = data[0]
             if begin is None:  # between transactions: Begin, or a Relation/Type message
-                message = parse_message(data)
-                if isinstance(message, Begin):
-                    if self.start <= message.final_lsn < self.end:
-                        begin, seconds = message, epoch_seconds(message.commit_time)
-                    else:
-                        begin = _SKIPPED
-                elif isinstance(message, Relation):
-                    self._describe(message)
-                    by_oid.pop(message.oid, None)
+                begin, seconds = self._between(parse_message(data), by_oid, seconds)
                 continue
             if begin is _SKIPPED:
                 if tag == 0x43:  # Commit
                     begin = None
                 elif tag == 0x52:  # Relation
-                    relation = parse_message(data)
-                    assert isinstance(relation, Relation)
-                    self._describe(relation)
-                    by_oid.pop(relation.oid, None)
+                    self._redescribe(parse_message(data), by_oid)
                 continue
             if tag in _CHANGES:
                 count += 1
@@ -168,23 +155,54 @@ class WalDecoder:
                 begin = None
             elif isinstance(message, Relation):
                 yield from flush()
-                self._describe(message)
-                by_oid.pop(message.oid, None)
+                self._redescribe(message, by_oid)
             elif isinstance(message, Truncate):
-                names = [
-                    str(self.tables[n].table.table_id)
-                    for oid in message.oids
-                    if (n := _name(self.relations[oid])) in self.tables
-                ]
-                if names:
-                    raise TruncateInRange(
-                        f"TRUNCATE of {', '.join(names)} (transaction {begin.xid}, commit "
-                        f"{lsn_to_text(begin.final_lsn)}) inside a read's range: no row says "
-                        "which rows it removed, so the read cannot pass it (a stream's "
-                        "planning makes each truncate a batch of its own). Start the stream "
-                        "again from a new checkpoint (a new snapshot)"
-                    )
+                self._check_truncate(message, begin)
         self.count = count
+
+    def _between(
+        self, message: Message, by_oid: dict[int, _Table | None], seconds: int
+    ) -> tuple[Any, int]:
+        """A message between transactions: the next transaction's state (its Begin, or
+        ``_SKIPPED`` when it commits outside the read's range; None for a Relation or Type
+        message) and its commit time (``seconds`` unchanged when it is not read)."""
+        if isinstance(message, Begin):
+            if self.start <= message.final_lsn < self.end:
+                return message, epoch_seconds(message.commit_time)
+            return _SKIPPED, seconds
+        if isinstance(message, Relation):
+            self._redescribe(message, by_oid)
+        return None, seconds
+
+    def _redescribe(self, relation: Message, by_oid: dict[int, _Table | None]) -> None:
+        """A Relation message: :meth:`_describe`, and the table checked again."""
+        assert isinstance(relation, Relation)
+        self._describe(relation)
+        by_oid.pop(relation.oid, None)
+
+    def _block(
+        self, oid: int, tag: int, images: list[Row], first: int, seconds: int
+    ) -> ChangeBlock:
+        """A block of ``images``, the changes of type ``tag`` of relation ``oid``."""
+        target = self.tables[_name(self.relations[oid])].table
+        kind: BlockKind = _KINDS[tag]  # type: ignore[assignment]
+        return ChangeBlock(target.table_id, kind, list(images), first, seconds)
+
+    def _check_truncate(self, message: Truncate, begin: Begin) -> None:
+        """A TRUNCATE of a captured table inside the read's range cannot be passed."""
+        names = [
+            str(self.tables[n].table.table_id)
+            for oid in message.oids
+            if (n := _name(self.relations[oid])) in self.tables
+        ]
+        if names:
+            raise TruncateInRange(
+                f"TRUNCATE of {', '.join(names)} (transaction {begin.xid}, commit "
+                f"{lsn_to_text(begin.final_lsn)}) inside a read's range: no row says "
+                "which rows it removed, so the read cannot pass it (a stream's "
+                "planning makes each truncate a batch of its own). Start the stream "
+                "again from a new checkpoint (a new snapshot)"
+            )
 
     def _describe(self, relation: Relation) -> None:
         """A (new) description of a table: its columns are checked again at its next row."""

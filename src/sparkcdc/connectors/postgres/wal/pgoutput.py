@@ -245,42 +245,50 @@ def parse_message(data: bytes | memoryview) -> Message:
             (oid,) = _unpack_I(data, 1)
             kind = data[5]
             return Delete(oid, _tuple(data, 6)[0], _old_kind(kind))
-        if tag == 0x42:  # 'B'
-            return Begin(*_BEGIN.unpack_from(data, 1))
-        if tag == 0x43:  # 'C'
-            return Commit(*_COMMIT.unpack_from(data, 1))
-        if tag == 0x52:  # 'R'
-            return _relation(data)
-        if tag == 0x59:  # 'Y'
-            (oid,) = _unpack_I(data, 1)
-            namespace, pos = _string(data, 5)
-            name, _ = _string(data, pos)
-            return TypeMessage(oid, namespace, name)
-        if tag == 0x4F:  # 'O'
-            (lsn,) = _Q.unpack_from(data, 1)
-            return Origin(lsn, _string(data, 9)[0])
-        if tag == 0x54:  # 'T'
-            count, options = _IB.unpack_from(data, 1)
-            oids = struct.unpack_from(f">{count}I", data, 6)
-            return Truncate(options, oids)
-        if tag == 0x4D:  # 'M'
-            flags, lsn = _BQ.unpack_from(data, 1)
-            prefix, pos = _string(data, 10)
-            (length,) = _unpack_I(data, pos)
-            content = data[pos + 4 : pos + 4 + length]
-            if len(content) != length:
-                raise ValueError("pgoutput Message: content shorter than its length")
-            return LogicalMessage(flags, lsn, prefix, content)
-        raise ValueError(
-            f"unknown pgoutput message type {chr(tag)!r} (byte {tag}); protocol version 1 "
-            "sends B, C, O, R, Y, I, U, D, T and M"
-        )
+        return _not_a_row(tag, data)
     except (IndexError, struct.error):
         raise ValueError(
             f"truncated pgoutput message ({len(data)} bytes, type {chr(data[0])!r})"
             if data
             else "empty pgoutput message"
         ) from None
+
+
+def _not_a_row(tag: int, data: bytes) -> Message:
+    """A message other than a row change (those come first in :func:`parse_message`: most
+    messages are): transaction bounds, relations, types, origins, truncates, logical
+    messages. Raises ValueError for an unknown type; IndexError or struct.error when
+    ``data`` is short (:func:`parse_message` reports it)."""
+    if tag == 0x42:  # 'B'
+        return Begin(*_BEGIN.unpack_from(data, 1))
+    if tag == 0x43:  # 'C'
+        return Commit(*_COMMIT.unpack_from(data, 1))
+    if tag == 0x52:  # 'R'
+        return _relation(data)
+    if tag == 0x59:  # 'Y'
+        (oid,) = _unpack_I(data, 1)
+        namespace, pos = _string(data, 5)
+        name, _ = _string(data, pos)
+        return TypeMessage(oid, namespace, name)
+    if tag == 0x4F:  # 'O'
+        (lsn,) = _Q.unpack_from(data, 1)
+        return Origin(lsn, _string(data, 9)[0])
+    if tag == 0x54:  # 'T'
+        count, options = _IB.unpack_from(data, 1)
+        oids = struct.unpack_from(f">{count}I", data, 6)
+        return Truncate(options, oids)
+    if tag == 0x4D:  # 'M'
+        flags, lsn = _BQ.unpack_from(data, 1)
+        prefix, pos = _string(data, 10)
+        (length,) = _unpack_I(data, pos)
+        content = data[pos + 4 : pos + 4 + length]
+        if len(content) != length:
+            raise ValueError("pgoutput Message: content shorter than its length")
+        return LogicalMessage(flags, lsn, prefix, content)
+    raise ValueError(
+        f"unknown pgoutput message type {chr(tag)!r} (byte {tag}); protocol version 1 "
+        "sends B, C, O, R, Y, I, U, D, T and M"
+    )
 
 
 def _old_kind(kind: int) -> str:

@@ -67,29 +67,47 @@ def ensure_publication(
         "FROM pg_publication WHERE pubname = %s",
         (name,),
     )
-    listed = ", ".join(t.sql_name for t in tables)
     if not rows:
-        if config.publication_mode == "disabled":
-            raise SourceConfigurationError(
-                f"publication '{name}' does not exist and 'publication.autocreate.mode' is "
-                f"'disabled': create it with CREATE PUBLICATION {quote(name)} FOR TABLE "
-                f"{listed}; (or set the mode to 'filtered' for a user that owns the tables)"
-            )
-        sql = f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}"
-        if not create:
-            _check_changeable(conn, tables, sql, name)
-            return False
-        _catalog_change(conn, sql, name, listed)
-        log.info("created publication %s for %s", name, listed)
-        return True
+        return _create_publication(conn, config, tables, create)
     insert, update, delete, truncate, all_tables = rows[0]
     if not (insert and update and delete and truncate):
         raise SourceConfigurationError(
             f"publication '{name}' does not publish every kind of change: run ALTER "
             f"PUBLICATION {quote(name)} SET (publish = 'insert, update, delete, truncate');"
         )
-    if all_tables:
+    if not all_tables:
+        _add_missing_tables(conn, config, tables, create)
+    return False
+
+
+def _create_publication(
+    conn: Any, config: PostgresSourceConfig, tables: list[PgTable], create: bool
+) -> bool:
+    """The publication is missing: create it for ``tables`` (mode ``filtered``; with
+    ``create`` false only check that it could be), or say how. True when created."""
+    name = config.publication_name
+    listed = ", ".join(t.sql_name for t in tables)
+    if config.publication_mode == "disabled":
+        raise SourceConfigurationError(
+            f"publication '{name}' does not exist and 'publication.autocreate.mode' is "
+            f"'disabled': create it with CREATE PUBLICATION {quote(name)} FOR TABLE "
+            f"{listed}; (or set the mode to 'filtered' for a user that owns the tables)"
+        )
+    sql = f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}"
+    if not create:
+        _check_changeable(conn, tables, sql, name)
         return False
+    _catalog_change(conn, sql, name, listed)
+    log.info("created publication %s for %s", name, listed)
+    return True
+
+
+def _add_missing_tables(
+    conn: Any, config: PostgresSourceConfig, tables: list[PgTable], create: bool
+) -> None:
+    """Add the ``tables`` the publication lacks (mode ``filtered``; with ``create`` false
+    only check that they could be), or say how."""
+    name = config.publication_name
     published = {
         (schema, table)
         for schema, table in query(
@@ -99,20 +117,20 @@ def ensure_publication(
         )
     }
     missing = [t for t in tables if (t.table_id.database, t.table_id.table) not in published]
-    if missing:
-        names = ", ".join(t.sql_name for t in missing)
-        if config.publication_mode == "disabled":
-            raise SourceConfigurationError(
-                f"publication '{name}' lacks {names}: run ALTER PUBLICATION {quote(name)} "
-                f"ADD TABLE {names};"
-            )
-        sql = f"ALTER PUBLICATION {quote(name)} ADD TABLE {names}"
-        if not create:
-            _check_changeable(conn, missing, sql, name)
-            return False
-        _catalog_change(conn, sql, name, names)
-        log.info("added %s to publication %s", names, name)
-    return False
+    if not missing:
+        return
+    names = ", ".join(t.sql_name for t in missing)
+    if config.publication_mode == "disabled":
+        raise SourceConfigurationError(
+            f"publication '{name}' lacks {names}: run ALTER PUBLICATION {quote(name)} "
+            f"ADD TABLE {names};"
+        )
+    sql = f"ALTER PUBLICATION {quote(name)} ADD TABLE {names}"
+    if not create:
+        _check_changeable(conn, missing, sql, name)
+        return
+    _catalog_change(conn, sql, name, names)
+    log.info("added %s to publication %s", names, name)
 
 
 def _check_changeable(conn: Any, tables: list[PgTable], sql: str, name: str) -> None:
