@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from sparkcdc.connectors.mysql.config import parse_config
+from sparkcdc.connectors.mysql.server.connection import connect
+from sparkcdc.connectors.mysql.server.discovery import discover_tables
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError, SparkCdcError
 from sparkcdc.embedded import EmbeddedMariaDB
@@ -330,11 +332,72 @@ def test_binlog_off_and_privileges_listed_together(binlog_off: EmbeddedMariaDB) 
 # -- tables and table options ---------------------------------------------------------------
 
 
-def test_table_without_primary_key(mariadb: EmbeddedMariaDB, mysql_db: str) -> None:
+def test_table_without_primary_key(
+    mariadb: EmbeddedMariaDB, mysql_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A keyless table alone has nothing to capture; in a pattern, the keyed tables are
+    captured and the keyless one is left out with a warning naming it."""
     mariadb.execute("CREATE TABLE nokey (a INT, b INT)", database=mysql_db)
     message = failure(opts(mariadb, database=mysql_db, table="nokey"), SchemaError)
-    assert f"table {mysql_db}.nokey has no primary key" in message
-    assert "Add one" in message
+    assert "matches only tables without a primary key" in message
+    assert f"{mysql_db}.nokey" in message
+    mariadb.execute("CREATE TABLE keyed (id INT PRIMARY KEY)", database=mysql_db)
+    with caplog.at_level(logging.WARNING, logger="sparkcdc.snapshot.keyless"):
+        schema = open_source(opts(mariadb, database=mysql_db, table="nokey|keyed"))
+    assert "id" in schema.names
+    warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
+    assert len(warned) == 1
+    assert f"table {mysql_db}.nokey has no primary key: not captured" in warned[0]
+    assert "give it a primary key" in warned[0]
+
+
+def chunk_keys(options: dict[str, str]) -> dict[str, str]:
+    """Each discovered table's chunk key column."""
+    config = parse_config(options)
+    conn = connect(config)
+    try:
+        return {t.table_id.table: t.chunk_key for t in discover_tables(conn, config)}
+    finally:
+        conn.close()
+
+
+def test_chunk_key_column_per_table(mariadb: EmbeddedMariaDB, mysql_db: str) -> None:
+    """Flink CDC's ``db.t:col;db2.t2:col2``: the first entry whose pattern matches names the
+    column; other tables keep their primary key's first column."""
+    for name in ("orders", "order_lines", "users"):
+        mariadb.execute(
+            f"CREATE TABLE {name} (id INT PRIMARY KEY, sku INT NOT NULL, at INT NOT NULL)",
+            database=mysql_db,
+        )
+    option = f"{mysql_db}.orders:sku; {mysql_db}.order_\\.*:at;{mysql_db}.\\.*:sku"
+    found = chunk_keys(
+        opts(
+            mariadb,
+            database=mysql_db,
+            table="orders|order_lines|users",
+            extra={"scan.incremental.snapshot.chunk.key-column": option},
+        )
+    )
+    assert found == {"orders": "sku", "order_lines": "at", "users": "sku"}
+    found = chunk_keys(
+        opts(
+            mariadb,
+            database=mysql_db,
+            table="orders|users",
+            extra={"scan.incremental.snapshot.chunk.key-column": "other_db.orders:sku"},
+        )
+    )
+    assert found == {"orders": "id", "users": "id"}
+    message = failure(
+        opts(
+            mariadb,
+            database=mysql_db,
+            table="orders",
+            extra={"scan.incremental.snapshot.chunk.key-column": f"{mysql_db}.orders:skew"},
+        ),
+        SchemaError,
+    )
+    assert f"table {mysql_db}.orders has no such column" in message
 
 
 @pytest.mark.parametrize(

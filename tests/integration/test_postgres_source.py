@@ -4,6 +4,7 @@ set-up checks naming the fix, TOASTed values, the slot's life, and changes it re
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 import time
 from collections.abc import Iterator
@@ -88,7 +89,7 @@ def test_set_up_problems_name_the_fix(db: Database) -> None:
         db.source().tables  # noqa: B018
     db.execute("ALTER TABLE t REPLICA IDENTITY FULL")
     db.execute("CREATE TABLE nokey (v INT)")
-    with pytest.raises(SchemaError, match="no primary key"):
+    with pytest.raises(SchemaError, match="matches only tables without a primary key"):
         db.source(**{"table-name": "nokey"}).tables  # noqa: B018
     with pytest.raises(SourceConfigurationError, match=r"no table .* matches"):
         db.source(**{"table-name": "missing"}).tables  # noqa: B018
@@ -117,6 +118,34 @@ def test_set_up_problems_name_the_fix(db: Database) -> None:
         )
         db.execute("DROP OWNED BY reader")
         db.execute("DROP ROLE reader")
+
+
+def test_a_keyless_table_in_a_pattern_is_left_out_and_chunk_keys_go_per_table(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The keyed tables are captured (each chunked on the column the per-table form names,
+    or its primary key), the keyless one is left out with a warning naming it and stays out
+    of the publication: a publication holding a table without a replica identity would make
+    the server refuse that table's UPDATEs and DELETEs."""
+    table(db, "id INT PRIMARY KEY, k INT NOT NULL, v TEXT")
+    db.execute("CREATE TABLE t2 (id INT PRIMARY KEY, k INT NOT NULL)")
+    db.execute("ALTER TABLE t2 REPLICA IDENTITY FULL")
+    db.execute("CREATE TABLE nokey (v INT)")
+    db.execute("INSERT INTO nokey VALUES (1), (1)")
+    with caplog.at_level(logging.WARNING, logger="sparkcdc.snapshot.keyless"):
+        found = db.source(
+            **{
+                "table-name": "t|t2|nokey",
+                "scan.incremental.snapshot.chunk.key-column": "public.t:k;other.t2:k",
+            }
+        ).tables
+    assert {str(t): v.chunk_key for t, v in found.items()} == {"public.t": "k", "public.t2": "id"}
+    warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
+    assert len(warned) == 1
+    assert "table public.nokey has no primary key: not captured" in warned[0]
+    published = db.execute("SELECT tablename FROM pg_publication_tables ORDER BY tablename")
+    assert [name for (name,) in published] == ["t", "t2"]
+    db.execute("UPDATE nokey SET v = 2")  # the server still takes the keyless table's updates
 
 
 def test_a_server_without_logical_decoding_is_refused() -> None:

@@ -76,7 +76,7 @@ def test_defaults_equal_flink_cdc() -> None:
     assert config.heartbeat_interval == 30.0
     assert config.fetch_size == 1024
     assert config.server_time_zone is None
-    assert config.chunk_key_column is None
+    assert config.chunk_key_columns.column_for("db", "t") is None
     assert config.metadata == ()
     assert config.max_rows_per_trigger is None
     assert dict(config.tls) == {}

@@ -195,12 +195,74 @@ CHUNK_SIZE = OptionSpec(
     doc="rows per chunk",
     attr="chunk_size",
 )
+
+
+@dataclass(frozen=True)
+class ChunkKeyColumns:
+    """``scan.incremental.snapshot.chunk.key-column``: one column name for every table, or
+    Flink CDC's per-table form ``db.t:col;db2.t2:col2``, whose table parts are patterns
+    like ``tables``'s (``\\.`` is the regular expression's ``.``). The first entry whose
+    pattern matches a table names its column; a table no entry matches is chunked on its
+    first primary key column."""
+
+    text: str = ""
+    #: The one column of the plain form (no ``:``), for every table.
+    everywhere: str | None = None
+    per_table: tuple[tuple[TablePatterns, str], ...] = ()
+
+    def column_for(self, namespace: str, table: str) -> str | None:
+        """The column the option names for this table, or None (the primary key's first)."""
+        if self.everywhere is not None:
+            return self.everywhere
+        for patterns, column in self.per_table:
+            if patterns.matches(namespace, table):
+                return column
+        return None
+
+
+_CHUNK_KEY_FORM = (
+    "a column name, or 'namespace.table:column' entries separated by ';' (Flink CDC's "
+    "form, e.g. 'db.orders:order_id;db.log_\\.*:created_at'; the table part is a pattern "
+    "like 'tables')"
+)
+
+
+def chunk_key_columns(text: str) -> ChunkKeyColumns:
+    """Parse ``scan.incremental.snapshot.chunk.key-column`` (:class:`ChunkKeyColumns`)."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError(_CHUNK_KEY_FORM)
+    if ":" not in stripped and ";" not in stripped:
+        return ChunkKeyColumns(stripped, everywhere=stripped)
+    entries = []
+    for item in (i.strip() for i in stripped.split(";")):
+        if not item:
+            continue
+        pattern, sep, column = item.rpartition(":")
+        if not sep or not pattern.strip() or not column.strip():
+            raise ValueError(f"{_CHUNK_KEY_FORM}; '{item}' is not 'namespace.table:column'")
+        try:
+            patterns = table_patterns(pattern.strip())
+        except ValueError:
+            raise ValueError(
+                f"{_CHUNK_KEY_FORM}; '{pattern.strip()}' in '{item}' is not a "
+                "'namespace.table' pattern"
+            ) from None
+        entries.append((patterns, column.strip()))
+    if not entries:
+        raise ValueError(_CHUNK_KEY_FORM)
+    return ChunkKeyColumns(stripped, per_table=tuple(entries))
+
+
 CHUNK_KEY_COLUMN = OptionSpec(
     "scan.incremental.snapshot.chunk.key-column",
-    default=None,
+    chunk_key_columns,
+    default=ChunkKeyColumns(),
     default_doc="first primary key column",
-    doc="the column chunks are split on",
-    attr="chunk_key_column",
+    doc="the column chunks are split on: one name for every table, or Flink CDC's per-table "
+    r"form `db.t:col;db2.t2:col2` (the table part a pattern like `tables`'s, `\.` for `.`); "
+    "a table no entry matches is chunked on its first primary key column",
+    attr="chunk_key_columns",
 )
 ROWS_PER_PARTITION = OptionSpec(
     "scan.incremental.snapshot.rows-per-partition",
@@ -407,7 +469,7 @@ class SourceConfig:
 
     startup_mode: str
     chunk_size: int
-    chunk_key_column: str | None
+    chunk_key_columns: ChunkKeyColumns
     rows_per_partition: int
     rows_per_batch: int
     fetch_size: int

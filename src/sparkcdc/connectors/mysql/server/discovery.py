@@ -10,9 +10,21 @@ from sparkcdc.connectors.mysql.server.connection import query, query_dicts
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.keyless import leave_out_keyless
 from sparkcdc.snapshot.table import KeyedColumns
 
 SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+
+
+class KeylessTableError(SchemaError):
+    """The table has no primary key (discovery leaves it out: ``snapshot/keyless.py``)."""
+
+    def __init__(self, table_id: TableId) -> None:
+        super().__init__(
+            f"table {table_id} has no primary key: sparkcdc matches rows to their changes by "
+            "it, and tables without one are not captured yet. Add a primary key"
+        )
+        self.table_id = table_id
 
 
 @dataclass(frozen=True)
@@ -48,14 +60,18 @@ def discover_tables(conn: Any, config: MySqlSourceConfig) -> list[CapturedTable]
             f"against the whole name) that user '{config.username}' can see; check the names "
             "and that the user has SELECT on them"
         )
-    tables, problems = [], []
+    tables, problems, keyless = [], [], []
     for table_id in ids:
+        chunk_key_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
         try:
-            tables.append(describe_table(conn, table_id, config.chunk_key_column))
+            tables.append(describe_table(conn, table_id, chunk_key_column))
+        except KeylessTableError:
+            keyless.append(table_id)
         except SchemaError as exc:
             problems.append(str(exc))
     if problems:
         raise SchemaError("\n".join(problems))
+    leave_out_keyless(keyless, len(tables), config.tables.label)
     return tables
 
 
@@ -80,11 +96,7 @@ def describe_table(conn: Any, table_id: TableId, chunk_key_column: str | None) -
     )
     names = [c.name for c in columns]
     if not primary_key:
-        raise SchemaError(
-            f"table {table_id} has no primary key. Add one, or capture it with "
-            "'scan.incremental.snapshot.chunk.key-column' once tables without primary keys are "
-            "supported (not yet: rows without a key cannot be matched to their changes)"
-        )
+        raise KeylessTableError(table_id)
     chunk_key = primary_key[0]
     if chunk_key_column:
         # MySQL column names are case-insensitive

@@ -11,6 +11,7 @@ from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, column_from_row
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.keyless import leave_out_keyless
 from sparkcdc.snapshot.table import KeyedColumns
 
 _TABLES = """
@@ -76,7 +77,8 @@ def primary_key(conn: Any, oid: int) -> tuple[str, ...]:
 
 def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
     """The tables matching ``schema-name``/``table-name``, with their schemas; fails with
-    the fix for tables that cannot be captured (no primary key, a partitioned parent)."""
+    the fix for tables that cannot be captured (a partitioned parent); leaves out tables
+    without a primary key with a warning (``snapshot/keyless.py``)."""
     found = [
         (int(oid), TableId(schema, name), kind, ident)
         for oid, schema, name, kind, ident in query(conn, _TABLES)
@@ -105,15 +107,14 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
     keys: dict[int, list[str]] = {oid: [] for oid in oids}
     for oid, name in query(conn, _PRIMARY_KEYS, (oids,)):
         keys[int(oid)].append(name)
-    tables = []
+    tables, keyless = [], []
     for oid, table_id, _, ident in found:
         if not keys[oid]:
-            raise SchemaError(
-                f"table {table_id} has no primary key: sparkcdc identifies rows by it "
-                "(add one, or leave the table out with 'table-name')"
-            )
+            keyless.append(table_id)
+            continue
         names = [c.name for c in columns[oid]]
-        chunk_key = config.chunk_key_column or keys[oid][0]
+        named = config.chunk_key_columns.column_for(table_id.database, table_id.table)
+        chunk_key = named or keys[oid][0]
         if chunk_key not in names:
             raise SchemaError(
                 f"table {table_id} has no column '{chunk_key}' "
@@ -137,4 +138,5 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
                 tuple(attnums[oid]),
             )
         )
+    leave_out_keyless(keyless, len(tables), config.tables.label)
     return tables
