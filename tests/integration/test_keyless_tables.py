@@ -17,6 +17,7 @@ import pytest
 
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
+from sparkcdc.core.errors import SchemaError
 from sparkcdc.embedded import EmbeddedMariaDB
 from tests.support.inprocess import run_batches
 
@@ -83,3 +84,35 @@ def test_keyless_tables_never_fail_the_keyed_ones(
             assert any(f"table {mysql_db}.{name} has no primary key" in w for w in warned), warned
     finally:
         cdc.close()
+
+
+def test_a_captured_table_that_lost_its_primary_key_fails_the_restart(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """Left out silently it would lose its changes since the checkpoint: the restart
+    fails naming the table and the reason."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    for name in ("t", "u"):
+        execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, a INT)")
+        execute(f"INSERT INTO {name} VALUES (1, 1), (2, 2)")
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "t|u",
+        "server-id": "6311-6320",
+    }
+    cdc = MySqlCdcSource(parse_config(options))
+    try:
+        offset = run_batches(cdc, None, lambda rows: None)
+    finally:
+        cdc.close()
+    execute("ALTER TABLE t DROP PRIMARY KEY")
+    restarted = MySqlCdcSource(parse_config(options))
+    try:
+        with pytest.raises(
+            SchemaError,
+            match=rf"table {mysql_db}\.t is captured by the checkpoint, but it has no primary key",
+        ):
+            run_batches(restarted, offset, lambda rows: None)
+    finally:
+        restarted.close()

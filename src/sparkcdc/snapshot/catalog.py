@@ -235,6 +235,12 @@ class TableCatalog(Generic[P, T]):
             if schema is None or not dialect.matches(table_id):
                 others.append(table_id)
                 continue
+            reason = dialect.left_out(table_id)
+            if reason is not None:
+                raise SchemaError(
+                    f"table {table_id} is captured by the checkpoint, but {reason}. Give it "
+                    "one again, or start a new checkpoint without it"
+                )
             self.tables[table_id] = dialect.table_from_json(schema.table)
             self._vanished.add(table_id)
             log.info(

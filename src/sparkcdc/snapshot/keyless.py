@@ -23,12 +23,20 @@ _WHY = (
     "sparkcdc matches rows to their changes by the primary key, and tables without one are "
     "not captured yet"
 )
+#: ``FollowsTableDrops.left_out``'s reason for a keyless table a checkpoint captures.
+LEFT_OUT = "it has no primary key (tables without one are not captured yet)"
 _FIX = "give it a primary key to capture it, or leave it out of 'tables' to silence this"
 
 
-def leave_out_keyless(keyless: Sequence[TableId], captured: int, selection: str) -> None:
+def leave_out_keyless(
+    keyless: Sequence[TableId], captured: int, selection: str, left_out: set[TableId] | None
+) -> None:
     """Warn about each keyless table left out of ``selection``; fail when ``captured``
-    (the tables with a key) is zero, since nothing would be captured."""
+    (the tables with a key) is zero, since nothing would be captured. ``left_out`` (the
+    dialect's, for ``FollowsTableDrops.left_out``) gets the keyless tables."""
+    if left_out is not None:
+        left_out.clear()
+        left_out.update(keyless)
     if not keyless:
         return
     if captured == 0:

@@ -66,6 +66,7 @@ from sparkcdc.snapshot.abilities import (
 )
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
+from sparkcdc.snapshot.keyless import LEFT_OUT
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
@@ -90,6 +91,8 @@ class MySqlDialect(
     def __init__(self, config: MySqlSourceConfig) -> None:
         self.config = config
         self._conn: Any = None
+        #: Tables discovery left out for having no primary key (``snapshot/keyless.py``).
+        self._keyless: set[TableId] = set()
         #: The range the last schema-change scan walked and its transaction boundaries.
         self._walked: tuple[tuple[int, int], tuple[int, int], list[Boundary]] | None = None
         #: The connection the server identity was read on, and the identity.
@@ -136,13 +139,16 @@ class MySqlDialect(
                 "'scan.snapshot.consistency' is 'exact', which needs MariaDB's position of a "
                 "consistent snapshot; this server has none: set it to 'auto' or 'watermark'"
             )
-        found = discover_tables(self.conn, self.config)
+        found = discover_tables(self.conn, self.config, self._keyless)
         for table in found:
             chunk_key_order(table, self.config)  # fails up front for keys we cannot order
         return found
 
     def matches(self, table_id: TableId) -> bool:
         return self.config.matches(table_id.database, table_id.table)
+
+    def left_out(self, table_id: TableId) -> str | None:
+        return LEFT_OUT if table_id in self._keyless else None
 
     def key_order(self, table: CapturedTable) -> KeyOrder:
         return chunk_key_order(table, self.config)

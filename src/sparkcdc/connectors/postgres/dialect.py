@@ -58,6 +58,7 @@ from sparkcdc.snapshot.abilities import (
 )
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
+from sparkcdc.snapshot.keyless import LEFT_OUT
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
@@ -109,6 +110,8 @@ class PostgresDialect(
     def __init__(self, config: PostgresSourceConfig) -> None:
         self.config = config
         self._conn: Any = None
+        #: Tables discovery left out for having no primary key (``snapshot/keyless.py``).
+        self._keyless: set[TableId] = set()
         self._moved_at = time.monotonic()
         self._commits: list[LsnPosition] = []
         #: The last planning scan (its start, its end LSN, what it found), which
@@ -155,7 +158,7 @@ class PostgresDialect(
     def discover(self) -> list[PgTable]:
         conn, config = self.conn, self.config
         validate_server(conn, config)
-        tables = discover_tables(conn, config)
+        tables = discover_tables(conn, config, self._keyless)
         validate_tables(conn, tables)
         existed = slot_state(conn, config) is not None
         if ensure_publication(conn, config, tables) and existed:
@@ -176,7 +179,7 @@ class PostgresDialect(
         check and never read would keep the server's WAL for ever): an existing slot or
         publication must fit, a missing one must be one the user could make."""
         validate_server(self.conn, self.config)
-        tables = discover_tables(self.conn, self.config)
+        tables = discover_tables(self.conn, self.config, self._keyless)
         validate_tables(self.conn, tables)
         ensure_publication(self.conn, self.config, tables, create=False)
         slot_state(self.conn, self.config)
@@ -186,6 +189,9 @@ class PostgresDialect(
 
     def matches(self, table_id: TableId) -> bool:
         return self.config.matches(table_id.database, table_id.table)
+
+    def left_out(self, table_id: TableId) -> str | None:
+        return LEFT_OUT if table_id in self._keyless else None
 
     @property
     def drops_waiting(self) -> bool:

@@ -42,8 +42,11 @@ class CapturedTable(KeyedColumns):
         return column
 
 
-def discover_tables(conn: Any, config: MySqlSourceConfig) -> list[CapturedTable]:
-    """The base tables matching ``database-name``/``table-name``, with schemas."""
+def discover_tables(
+    conn: Any, config: MySqlSourceConfig, left_out: set[TableId] | None = None
+) -> list[CapturedTable]:
+    """The base tables matching ``database-name``/``table-name``, with schemas; tables
+    without a primary key are left out with a warning and added to ``left_out``."""
     rows = query(
         conn,
         "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
@@ -71,7 +74,7 @@ def discover_tables(conn: Any, config: MySqlSourceConfig) -> list[CapturedTable]
             problems.append(str(exc))
     if problems:
         raise SchemaError("\n".join(problems))
-    leave_out_keyless(keyless, len(tables), config.tables.label)
+    leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
     return tables
 
 

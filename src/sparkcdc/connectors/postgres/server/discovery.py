@@ -75,10 +75,13 @@ def primary_key(conn: Any, oid: int) -> tuple[str, ...]:
     return tuple(str(name) for _, name in query(conn, _PRIMARY_KEYS, ([oid],)))
 
 
-def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
+def discover_tables(
+    conn: Any, config: PostgresSourceConfig, left_out: set[TableId] | None = None
+) -> list[PgTable]:
     """The tables matching ``schema-name``/``table-name``, with their schemas; fails with
     the fix for tables that cannot be captured (a partitioned parent); leaves out tables
-    without a primary key with a warning (``snapshot/keyless.py``)."""
+    without a primary key with a warning (``snapshot/keyless.py``), adding them to
+    ``left_out``."""
     found = [
         (int(oid), TableId(schema, name), kind, ident)
         for oid, schema, name, kind, ident in query(conn, _TABLES)
@@ -138,5 +141,5 @@ def discover_tables(conn: Any, config: PostgresSourceConfig) -> list[PgTable]:
                 tuple(attnums[oid]),
             )
         )
-    leave_out_keyless(keyless, len(tables), config.tables.label)
+    leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
     return tables
