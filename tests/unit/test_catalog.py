@@ -128,6 +128,24 @@ def test_a_table_gone_from_the_server_is_kept_until_its_drop_when_still_matched(
     assert tables.tables[B] == FakeTable(B)  # its columns from the offset
 
 
+def test_a_table_discovery_left_out_fails_the_restart_instead_of_waiting_for_a_drop() -> None:
+    """A captured table that exists but was left out (it lost its primary key) would wait
+    for a drop that never comes, losing its changes: the restart names it and why."""
+
+    class LeftOut(DroppingDatabase):
+        def left_out(self, table_id: TableId) -> str | None:
+            return "it has no primary key" if table_id == B else None
+
+    db = LeftOut([], ROWS, hidden=frozenset({B}))
+    shaped = {
+        t: dataclasses.replace(p, schema={"table": {"table": t.key}})
+        for t, p in ((t, TableProgress(started=True, cursor=1)) for t in (A, B))
+    }
+    data = SourceOffset(Count(0), shaped).to_json()
+    with pytest.raises(SchemaError, match=f"table {B} is captured by the checkpoint, but it has"):
+        catalog(db).parse(data)
+
+
 def test_tables_at_an_offset_have_the_columns_its_entries_hold() -> None:
     class Columns(FakeDatabase):
         def table_from_json(self, data: Mapping[str, object]) -> FakeTable:
