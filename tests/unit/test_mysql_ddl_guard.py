@@ -131,11 +131,12 @@ def test_a_swap_of_any_quoted_name_is_found(database: str, table: str) -> None:
 
 #: The stripper's meaning as one regular expression (slow on hostile input, exact on
 #: small): quoted names and strings kept, an unclosed one running to the end; comments
-#: blanked, an unclosed one running to the end.
+#: blanked, an unclosed one running to the end; a '-- ' comment ends before its line's
+#: newline, even when that newline is the whitespace that makes it a comment ('--\n').
 REFERENCE = re.compile(
     r"""(`(?:[^`]|``)*(?:`|\Z)|'(?:[^'\\]|\\(?:.|\Z)|'')*(?:'|\Z)"""
     r"""|"(?:[^"\\]|\\(?:.|\Z)|"")*(?:"|\Z))"""
-    r"|/\*.*?(?:\*/|\Z)|--[ \t\n\r\f\v][^\n]*|#[^\n]*",
+    r"|/\*.*?(?:\*/|\Z)|--(?=[ \t\n\r\f\v])[^\n]*|#[^\n]*",
     re.S,
 )
 
