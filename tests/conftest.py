@@ -104,7 +104,7 @@ def mysql_db(mariadb: EmbeddedMariaDB, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def mysql8() -> Iterator[EmbeddedMySQL]:
-    """Oracle's MySQL 8.0.15 (its defaults, but binlog_row_metadata=FULL), started on first
+    """Oracle's MySQL 8.0.15 (its defaults: binlog_row_metadata=MINIMAL), started on first
     use; for what MariaDB cannot prove (GTID sets, MySQL's collations, types, auth)."""
     server = EmbeddedMySQL("mysql8").start()
     try:

@@ -1,7 +1,8 @@
 """The MySQL 8.0 fixture of the conformance suite (connector ``mysql``, Oracle's server):
 what MariaDB cannot prove here. MySQL reports no binlog position of a consistent snapshot,
 so every chunk is placed by a high watermark; its defaults are kept (``utf8mb4_0900_ai_ci``,
-``caching_sha2_password``, binary JSON in row events) but for ``binlog_row_metadata=FULL``."""
+``caching_sha2_password``, binary JSON in row events, ``binlog_row_metadata=MINIMAL``: rows
+named by the schema history)."""
 
 from __future__ import annotations
 

@@ -62,12 +62,23 @@ def test_gtid_vocabulary_and_snapshot_positions_by_family() -> None:
 
 def test_too_old_says_why_and_what_is_needed() -> None:
     assert ServerFlavor.parse("8.0.15").too_old() is None
+    assert ServerFlavor.parse("5.7.19-log").too_old() is None  # no row metadata needed
     assert ServerFlavor.parse("10.5.0-MariaDB").too_old() is None
-    old57 = ServerFlavor.parse("5.7.19-log").too_old()
-    assert old57 is not None and "MySQL 8.0.14 or newer" in old57
-    assert "MySQL 5.7 has no binlog_row_metadata" in old57
+    old56 = ServerFlavor.parse("5.6.51-log").too_old()
+    assert old56 is not None and "MySQL 5.7 or newer" in old56
     old_mariadb = ServerFlavor.parse("10.4.30-MariaDB").too_old()
     assert old_mariadb is not None and "MariaDB 10.5 or newer" in old_mariadb
+
+
+def test_row_metadata_is_not_required_at_any_value() -> None:
+    for text in ("10.11.19-MariaDB", "8.0.15", "5.7.19-log"):
+        flavor = ServerFlavor.parse(text)
+        assert "binlog_row_metadata" not in {s.name for s in required_settings(flavor)}
+        for value in ("NO_LOG", "MINIMAL", "FULL"):
+            good = {**GOOD_MYSQL, "binlog_row_metadata": value}
+            if flavor.mariadb:
+                good = {k: v for k, v in good.items() if not k.startswith(("gtid", "enforce"))}
+            assert settings_problems(good, flavor) == []
 
 
 GOOD_MYSQL = {

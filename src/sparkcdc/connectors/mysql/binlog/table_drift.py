@@ -1,16 +1,17 @@
 """Does a binlog TABLE_MAP still describe the table as it was captured?
 
-Rows are decoded by column name (``binlog_row_metadata=FULL``) with the columns the
-offset says the table has at that position, so an added column would simply be skipped
-and a changed type decoded into the old type: data silently missing or mangled. Schema
-changes are followed from their statements in the log (docs/design.md, "Schema
-changes"), which end a batch before any row of the new shape; a table map that still
-differs from the captured table is a change the log has no statement for (made with
-``sql_log_bin=0``), and it stops the stream with its position and the way out.
+Rows are decoded by column position, named by the columns the offset says the table has
+at that position (the schema history, docs/design.md "Schema changes"): a table map with
+a column more, or a type that differs at a position, would shift or mangle every value.
+Schema changes are followed from their statements in the log, which end a batch before
+any row of the new shape; a table map that still differs from the captured table is a
+change the log has no statement for (made with ``sql_log_bin=0``) or a statement read
+wrongly, and it stops the stream with its position and the way out.
 
-Compared: the column names as a set (order does not matter: rows are decoded by name),
-and each column's type as far as it decides the values' Arrow type: integer width and
-sign, DECIMAL precision and scale, the temporal, floating and text families.
+Compared, position by position: the column count, each column's type as far as it
+decides the values' Arrow type (integer width, and sign where the event says it, DECIMAL
+precision and scale, the temporal, floating and text families), and the names where the
+event has them (``binlog_row_metadata=FULL``: a cross-check, never the source of names).
 """
 
 from __future__ import annotations
@@ -71,34 +72,29 @@ _FAMILY_TYPES: dict[str, frozenset[int]] = {
 def table_map_drift(wire: Sequence[WireColumn], table: CapturedTable) -> str | None:
     """Why ``wire`` (a table map's columns) no longer describes ``table``; None if it does."""
     captured = table.column_names
-    names = [w.name for w in wire]
-    if any(n is None for n in names):  # no names in this table map: count them at least
-        if len(wire) != len(captured):
-            return f"{len(wire)} columns in the binlog, {len(captured)} captured"
-        return None
-    added = [n for n in names if n not in captured]
-    dropped = [n for n in captured if n not in names]
-    if added or dropped:
-        parts = []
-        if added:
-            parts.append(f"new: {', '.join(str(n) for n in added)}")
-        if dropped:
-            parts.append(f"gone: {', '.join(dropped)}")
-        return "columns " + "; ".join(parts)
-    columns = {c.name: c for c in table.columns}
-    for w in wire:
-        column = columns[str(w.name)]
-        reason = _type_drift(w, column)
+    if len(wire) != len(captured):
+        return f"{len(wire)} columns in the binlog, {len(captured)} captured"
+    named = any(w.name is not None for w in wire)
+    for position, (w, column) in enumerate(zip(wire, table.columns, strict=True), 1):
+        if named and w.name != column.name:
+            return (
+                f"column {position} is {w.name} in the binlog's row metadata, {column.name} "
+                "in the schema history"
+            )
+        reason = _type_drift(w, column, signed_known=named)
         if reason is not None:
             return f"column {column.name}: {reason} (captured as {column.column_type})"
     return None
 
 
-def _type_drift(w: WireColumn, column: MySqlColumn) -> str | None:
+def _type_drift(w: WireColumn, column: MySqlColumn, signed_known: bool = True) -> str | None:
+    """Why ``w`` cannot hold ``column``'s values; ``signed_known`` False: the event carries
+    no signedness (``NO_LOG``), so only the width is compared."""
     family = value_family(column)
     if family in ("int", "uint64") or (family == "bool" and column.data_type != "bit"):
         expected = _INT_TYPES.get(column.data_type)
-        if expected is not None and (w.type != expected or w.unsigned != column.unsigned):
+        sign_differs = signed_known and w.unsigned != column.unsigned
+        if expected is not None and (w.type != expected or sign_differs):
             return f"binlog type {w.type}{' unsigned' if w.unsigned else ''}"
         return None
     if family in ("decimal", "decimal_text"):

@@ -87,24 +87,20 @@ class ServerFlavor:
     # -- what CDC needs ------------------------------------------------------------------
     @property
     def minimum(self) -> tuple[int, int, int]:
-        """The oldest version the source captures: row events must carry column names
-        (``binlog_row_metadata=FULL``: MariaDB 10.5, MySQL 8.0.14)."""
-        return (10, 5, 0) if self.mariadb else (8, 0, 14)
+        """The oldest version the source captures: MariaDB 10.5 (the oldest with the
+        statements and privileges used here), MySQL 5.7 (GTID sets, binary JSON). Row
+        events need no column names: they are named by the schema history
+        (docs/design.md, "Schema changes"), so ``binlog_row_metadata`` is optional."""
+        return (10, 5, 0) if self.mariadb else (5, 7, 0)
 
     def too_old(self) -> str | None:
         """Why this server cannot be captured, with what to do; None if it can."""
         if self.version >= self.minimum:
             return None
-        wanted = "MariaDB 10.5" if self.mariadb else "MySQL 8.0.14"
-        why = (
-            "MySQL 5.7 has no binlog_row_metadata, so its row events carry no column names, "
-            "and sparkcdc does not keep a schema history to name them yet"
-            if not self.mariadb and self.version[:2] == (5, 7)
-            else "binlog_row_metadata=FULL gives row events their column names"
-        )
+        wanted = "MariaDB 10.5" if self.mariadb else "MySQL 5.7"
         return (
             f"server version {self.text} ({self.label}) is too old for CDC: {wanted} or "
-            f"newer is needed ({why})"
+            "newer is needed"
         )
 
     @property

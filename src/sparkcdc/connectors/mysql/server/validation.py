@@ -29,7 +29,10 @@ class Setting:
 
 
 def required_settings(flavor: ServerFlavor) -> list[Setting]:
-    """The settings row-based CDC relies on, on this flavour, each with its fix."""
+    """The settings row-based CDC relies on, on this flavour, each with its fix.
+    ``binlog_row_metadata`` is not one: any value (``NO_LOG``, ``MINIMAL``, ``FULL``) and
+    its absence (MySQL 5.7) will do, since rows are named by the schema history; with
+    ``FULL`` the names in the events are a cross-check (binlog/table_drift.py)."""
     settings = [
         Setting(
             "log_bin", "ON", "start the server with log-bin (e.g. log-bin=mysql-bin in [mysqld])"
@@ -45,13 +48,6 @@ def required_settings(flavor: ServerFlavor) -> list[Setting]:
             "FULL",
             "set binlog_row_image=FULL in [mysqld] (or SET GLOBAL binlog_row_image='FULL'); "
             "normalisation and deletes need complete before-images",
-        ),
-        Setting(
-            "binlog_row_metadata",
-            "FULL",
-            "set binlog_row_metadata=FULL in [mysqld] (or SET GLOBAL binlog_row_metadata='FULL'"
-            f"; {'MariaDB 10.5+' if flavor.mariadb else 'MySQL 8.0.14+'}); row events "
-            "then carry column names. It only affects events written after the change",
         ),
     ]
     if flavor.gtid_sets:
