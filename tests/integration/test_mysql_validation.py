@@ -2,7 +2,9 @@
 any data moves, with a message that names the setting/privilege/option and the fix.
 
 Two extra servers besides the harness's shared one: one with the binlog off (log_bin is not
-dynamic) and one whose dynamic globals (binlog_format, binlog_row_image) the tests flip as root and always restore. Accounts with missing privileges live there too,
+dynamic) and one whose dynamic globals (binlog_format, binlog_row_image, and
+binlog_row_metadata, which any value of will do) the tests flip as root and always restore.
+Accounts with missing privileges live there too,
 so the shared server stays untouched apart from per-test databases.
 """
 

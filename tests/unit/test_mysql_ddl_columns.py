@@ -150,3 +150,35 @@ def test_renames_and_drops_are_told_apart_from_adds(
     moves = alter_table(statement, TABLE, "utf8mb4").moves
     assert dict(moves.renamed) == renamed
     assert moves.dropped == dropped
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "PARTITION BY HASH(id) PARTITIONS 4",
+        "PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES "
+        "LESS THAN MAXVALUE)",
+        "REMOVE PARTITIONING",
+        "ADD PARTITION (PARTITION p2 VALUES LESS THAN (20))",
+        "REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (15))",
+        "COALESCE PARTITION 2",
+        "REBUILD PARTITION p0",
+        "ANALYZE PARTITION ALL",
+    ],
+)
+def test_repartitioning_leaves_the_columns_alone(clause: str) -> None:
+    result = alter_table(f"/* tool */ ALTER TABLE shop.t {clause}", TABLE, "utf8mb4")
+    assert not result.changed and result.table == TABLE
+
+
+@pytest.mark.parametrize(
+    "clause",
+    ["DROP PARTITION p0", "TRUNCATE PARTITION p0, p1", "EXCHANGE PARTITION p0 WITH TABLE other"],
+)
+def test_partition_ddl_that_removes_rows_is_not_followed(clause: str) -> None:
+    with pytest.raises(UnfollowableStatement, match="PARTITION removes or replaces rows"):
+        alter_table(f"ALTER TABLE t {clause}", TABLE, "utf8mb4")
+
+
+def test_a_column_named_like_a_partition_keyword_is_a_column() -> None:
+    assert [c[0] for c in shape("ALTER TABLE t ADD partition_no INT")][-1] == "partition_no"

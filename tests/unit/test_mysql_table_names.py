@@ -47,7 +47,9 @@ def library_columns(*, names: bool) -> list[Any]:
 
     return [
         column("id", LONGLONG, unsigned=names),
-        column("name", VARCHAR, max_length=20, **({"character_set_name": "cp1252"} if names else {})),
+        column(
+            "name", VARCHAR, max_length=20, **({"character_set_name": "cp1252"} if names else {})
+        ),
         column("data", BLOB, length_size=2),
         column("size", ENUM, size=1),
         column("tags", SET, size=1),

@@ -10,7 +10,7 @@ wrong reading stops the stream, it never mis-decodes.
 
 Followed: ADD [COLUMN] (FIRST / AFTER), DROP [COLUMN], CHANGE, MODIFY, RENAME COLUMN, and
 clauses that leave the columns alone (indexes, defaults, comments, engine and algorithm
-options). Anything else that touches a captured table's columns or identity (a new
+options, repartitioning: ddl_partitions.py). Anything else that touches a captured table's columns or identity (a new
 primary key, CONVERT TO CHARACTER SET, a statement sqlglot cannot parse) is reported as
 not followable, naming the statement.
 """
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.connectors.mysql.binlog.ddl_guard import resolve_name, without_comments
+from sparkcdc.connectors.mysql.binlog.ddl_partitions import partition_change
 from sparkcdc.connectors.mysql.binlog.ddl_rewrites import (
     computes_values,
     fills_existing_rows,
@@ -113,6 +114,16 @@ def alter_table(
     Raises :class:`UnfollowableStatement` with the reason for what cannot be followed."""
     from sqlglot import exp
 
+    named = _ALTER_NAME.match(without_comments(statement))
+    partitions = None if named is None else partition_change(named.string[named.end() :])
+    if partitions == "keeps":  # rows move between partitions; columns and values stay
+        return AlterResult(table, False)
+    if partitions is not None:
+        raise UnfollowableStatement(
+            f"{partitions.upper()} PARTITION removes or replaces rows without row events "
+            "(no changelog can say which); read the table again after it (a new snapshot, "
+            "or an execute-snapshot signal)"
+        )
     parsed = _parse(statement)
     if parsed is None:
         raise UnfollowableStatement("sqlglot's MySQL dialect cannot parse it")
