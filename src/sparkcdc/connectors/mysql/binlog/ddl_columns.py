@@ -10,9 +10,10 @@ wrong reading stops the stream, it never mis-decodes.
 
 Followed: ADD [COLUMN] (FIRST / AFTER), DROP [COLUMN], CHANGE, MODIFY, RENAME COLUMN, and
 clauses that leave the columns alone (indexes, defaults, comments, engine and algorithm
-options, repartitioning: ddl_partitions.py). Anything else that touches a captured table's columns or identity (a new
-primary key, CONVERT TO CHARACTER SET, a statement sqlglot cannot parse) is reported as
-not followable, naming the statement.
+options, repartitioning: ddl_partitions.py). Anything else that touches a captured
+table's columns or identity (a new primary key, CONVERT TO CHARACTER SET, a statement
+sqlglot cannot parse, a partition dropped with its rows) is reported as not followable,
+naming the statement.
 """
 
 from __future__ import annotations

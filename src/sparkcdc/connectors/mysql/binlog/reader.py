@@ -45,6 +45,19 @@ from sparkcdc.core.table import TableId
 
 log = logging.getLogger(__name__)
 
+
+class _RowMetadataAdvice(logging.Filter):
+    """python-mysql-replication warns at every connection to a server whose
+    ``binlog_row_metadata`` is not FULL (and on MySQL 5.7); its rows are named here by the
+    schema history (table_names.py), so the advice is noise in every batch's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage().upper()
+        return "BINLOG_ROW_METADATA" not in message and "MYSQL-REPLICATION VERSION" not in message
+
+
+logging.getLogger("pymysqlreplication").addFilter(_RowMetadataAdvice())
+
 #: Server error for a dump request whose file is gone (ER_MASTER_FATAL_ERROR_READING_BINLOG).
 ER_BINLOG_READ = 1236
 
