@@ -671,10 +671,26 @@ def main(argv: list[str] | None = None) -> None:
         "--statement-rows", type=int, default=1000, help="rows per statement/transaction"
     )
     parser.add_argument("--buffer-pool", default="1G", help="innodb-buffer-pool-size")
+    parser.add_argument(
+        "--row-metadata",
+        choices=("default", "NO_LOG", "MINIMAL", "FULL"),
+        default="default",
+        help="binlog_row_metadata while the workload is written (default: the server's, "
+        "NO_LOG on MariaDB, MINIMAL on MySQL 8.0): rows are named by the schema history "
+        "either way; FULL adds names to every table map (issue 61's 10 %% comparison)",
+    )
     add_common_arguments(parser)
     binlog_keepup.add_arguments(parser)
     args = parser.parse_args(argv)
-    run_with_server(args, run)
+    run_with_server(args, _with_row_metadata)
+
+
+def _with_row_metadata(args: argparse.Namespace, db: EmbeddedMariaDB, memory: Any) -> None:
+    """:func:`run` with ``--row-metadata`` set for the workload's sessions."""
+    if args.row_metadata != "default":
+        db.execute(f"SET GLOBAL binlog_row_metadata = '{args.row_metadata}'")
+    print(f"binlog_row_metadata: {db.execute('SELECT @@GLOBAL.binlog_row_metadata')[0][0]}")
+    run(args, db, memory)
 
 
 if __name__ == "__main__":

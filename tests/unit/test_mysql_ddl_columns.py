@@ -182,3 +182,19 @@ def test_partition_ddl_that_removes_rows_is_not_followed(clause: str) -> None:
 
 def test_a_column_named_like_a_partition_keyword_is_a_column() -> None:
     assert [c[0] for c in shape("ALTER TABLE t ADD partition_no INT")][-1] == "partition_no"
+
+
+def test_a_read_tells_statements_that_change_a_captured_tables_columns() -> None:
+    from sparkcdc.connectors.mysql.binlog.ddl_columns import changes_columns
+
+    captured = {("shop", "t"): TABLE}
+    assert changes_columns("BEGIN", "shop", captured) is None
+    assert changes_columns("ALTER TABLE t ADD INDEX (d)", "shop", captured) is None
+    assert (
+        changes_columns("ALTER TABLE t PARTITION BY HASH(id) PARTITIONS 2", "shop", captured)
+        is None
+    )
+    assert changes_columns("ALTER TABLE other.t DROP COLUMN b", "shop", captured) is None
+    assert changes_columns("ALTER TABLE t CHANGE b d2 VARCHAR(20)", "shop", captured) is TABLE
+    assert changes_columns("/* x */ ALTER TABLE `shop`.`t` DROP d", "other", captured) is TABLE
+    assert changes_columns("ALTER TABLE t ADD COLUMN (a INT, c INT)", "shop", captured) is TABLE

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +103,27 @@ def statement_tables(statement: str, default_database: str) -> list[tuple[str, s
         return [_table_name(parsed.this, default_database)]
     match = _ALTER_NAME.match(without_comments(statement))
     return [] if match is None else [resolve_name(match.group(1), default_database)]
+
+
+def changes_columns(
+    statement: str, default_database: str, tables: Mapping[tuple[str, str], CapturedTable]
+) -> CapturedTable | None:
+    """The table of ``tables`` (by ``(database, table)``) whose columns ``statement``
+    changes, or may change (a statement that cannot be followed); None for any other
+    statement. Cheap for the statements that are not an ALTER TABLE (a transaction's
+    BEGIN): a log read asks it of every QUERY event in its range."""
+    if _ALTER_NAME.match(without_comments(statement)) is None:
+        return None
+    for name in statement_tables(statement, default_database):
+        table = tables.get(name)
+        if table is None:
+            continue
+        try:
+            if alter_table(statement, table, None).changed:
+                return table
+        except UnfollowableStatement:
+            return table
+    return None
 
 
 def alter_table(

@@ -8,8 +8,8 @@ RENAME away (a drop of the name) are batches of their own (``truncate.handling.m
 skip``), as is a RENAME that puts another table in a captured one's place in the same
 statement (an online schema change tool's swap, :func:`tables_swapped`). A log read that
 meets one anyway stops with the statement's position and the way out (the reader's
-check). Column changes need no statement parsing: the next table map shows them
-(table_drift.py).
+check). Column changes are ddl_columns.py's: rows are decoded by position, and a rename
+leaves the table maps as they were.
 
 Recognised by their leading keywords after comments are removed; names are bare or
 backtick-quoted, optionally qualified, resolved against the statement's default database.

@@ -14,9 +14,10 @@ cover and selectable with ``decoder="reference"`` for tests.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
+from sparkcdc.connectors.mysql.binlog.ddl_columns import changes_columns
 from sparkcdc.connectors.mysql.binlog.ddl_guard import CONSEQUENCES, tables_removed
 from sparkcdc.connectors.mysql.binlog.position import POS_BITS, BinlogPosition, file_index
 from sparkcdc.connectors.mysql.binlog.rowdecode import (
@@ -192,9 +193,26 @@ def check_table_map(mapped: Any, table: CapturedTable, file: str, event: Any) ->
         )
 
 
-def check_statement(event: Any, captured: Collection[tuple[str, str]], file: str) -> None:
-    """Stop at a statement that removes or renames a captured table (ddl_guard.py)."""
+def check_statement(
+    event: Any, captured: Mapping[tuple[str, str], CapturedTable], file: str
+) -> None:
+    """Stop at a statement that removes or renames a captured table (ddl_guard.py) or
+    changes its columns (ddl_columns.py): a read's range is planned to hold none, its rows
+    are decoded by position with the columns as of its start, and a change that keeps
+    every type at every position (a rename) would leave no trace in the table maps that
+    come after it. (A chunk's log window that crosses a change then reads nothing:
+    ChunkCrossedChange.)"""
     default = event.schema.decode("utf-8", "replace") if event.schema else ""
+    changed = changes_columns(event.query, default, captured)
+    if changed is not None:
+        at = f"{file}:{event.packet.log_pos - event.packet.event_size}"
+        raise SchemaError(
+            f"the columns of {changed.table_id} change inside a range read with its columns "
+            f"as of the range's start (binlog {at}: {event.query.strip()[:200]}). The "
+            "planning scan places every such change at a batch boundary, so this one was "
+            "missed (report it with the position); the read stops rather than decode the "
+            "rows after it with the columns before it"
+        )
     removed = tables_removed(event.query, default, captured)
     if removed is not None:
         kind, names = removed
@@ -286,6 +304,7 @@ def read_change_blocks(
     # dataclass __eq__), its row decoder and its sink's types; None: not captured
     routes: dict[tuple[str, str], tuple[TableId, RowDecoder, list[Any] | None] | None] = {}
     by_names = {(t.database, t.table): t for t in tables}
+    by_tables = {names: tables[table_id] for names, table_id in by_names.items()}
     checked: dict[int, Any] = {}  # table id -> the table map object found to match
     index = -1  # of the block this event makes
     current_file = start.file
@@ -310,7 +329,7 @@ def read_change_blocks(
                 gtid = event.gtid
                 continue
             if isinstance(event, QueryEvent):
-                check_statement(event, by_names.keys(), file)
+                check_statement(event, by_tables, file)
                 continue
             names = (event.schema, event.table)
             route = routes.get(names, _UNSEEN)
