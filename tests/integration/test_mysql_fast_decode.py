@@ -23,6 +23,7 @@ from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.connectors.mysql.binlog.reader import read_change_blocks, read_changes
 from sparkcdc.connectors.mysql.binlog.rowdecode import FastRowDecoder, WireColumn
 from sparkcdc.connectors.mysql.binlog.rowdecode.arrow import ColumnSinks
+from sparkcdc.connectors.mysql.binlog.table_names import name_columns
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig, parse_config
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import arrow_type
@@ -146,6 +147,7 @@ def coverage(
         for event in stream:
             if event.table != table.table_id.table:
                 continue
+            name_columns(event.columns, table.columns)  # no row metadata: the history's
             fast = FastRowDecoder([WireColumn.from_library(c) for c in event.columns], table)
             if not fast.covered:
                 reasons[event.table] = fast.plan.reason

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pymysql
 
+from sparkcdc.connectors.mysql.binlog.table_names import name_columns
 from sparkcdc.connectors.mysql.server.types import (
     MySqlColumn,
     arrow_type,
@@ -280,6 +281,7 @@ def binlog_images(
     try:
         for event in stream:
             kind = type(event).__name__
+            name_columns(event.table_map[event.table_id].columns, columns)  # no row metadata
             for r in event.rows:
                 for image in ("values", "before_values", "after_values"):
                     if image in r:
@@ -369,6 +371,7 @@ import MySQLdb
 from sparkcdc.connectors.mysql.server.types import (
     MySqlColumn, binlog_converter, snapshot_conversions, snapshot_converter,
 )
+from sparkcdc.connectors.mysql.binlog.table_names import name_columns
 args = json.loads(sys.argv[1])
 columns = [MySqlColumn(**c) for c in args["columns"]]
 out = {"local_offset": time.strftime("%z", time.localtime(1719835200)), "binlog": [],
@@ -380,6 +383,7 @@ stream = BinLogStreamReader(
     only_events=[WriteRowsEvent], only_schemas=[args["db"]],
 )
 for event in stream:
+    name_columns(event.table_map[event.table_id].columns, columns)  # no row metadata
     for r in event.rows:
         out["binlog"].append(
             {n: (f(r["values"][n]) if f else r["values"][n]).isoformat() for n, f in convs.items()

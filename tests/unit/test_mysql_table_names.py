@@ -64,7 +64,7 @@ def wire(columns: list[Any]) -> list[WireColumn]:
 def test_a_table_map_without_metadata_is_named_by_position() -> None:
     columns = library_columns(names=False)
     assert table_map_drift(wire(columns), TABLE) is None
-    name_columns(columns, TABLE)
+    name_columns(columns, TABLE.columns)
     assert [c.name for c in columns] == list(TABLE.column_names)
     assert columns[0].unsigned and not columns[5].unsigned
     assert [c.character_set_name for c in columns[1:5]] == ["cp1252", "binary", "utf8", "utf8"]
@@ -116,5 +116,5 @@ def test_any_order_of_columns_is_named_from_its_own_history(order: list[int]) ->
     template = library_columns(names=False)
     columns = [template[i] for i in order]
     assert table_map_drift(wire(columns), table) is None
-    name_columns(columns, table)
+    name_columns(columns, table.columns)
     assert [c.name for c in columns] == [TABLE.columns[i].name for i in order]

@@ -179,7 +179,7 @@ def check_table_map(mapped: Any, table: CapturedTable, file: str, event: Any) ->
         return
     drift = table_map_drift([WireColumn.from_library(c) for c in mapped.columns], table)
     if drift is None:
-        name_columns(mapped.columns, table)
+        name_columns(mapped.columns, table.columns)
     else:
         at = f"{file}:{event.packet.log_pos - event.packet.event_size}"
         raise SchemaError(

@@ -33,7 +33,6 @@ from sparkcdc.connectors.mysql.binlog.rowdecode.plan import (
     STRING,
     VARCHAR,
 )
-from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 
 #: VAR_STRING, which old table maps may still carry.
@@ -57,12 +56,13 @@ def library_encoding(charset: str | None) -> str:
     return str(found.encoding) if found is not None else charset
 
 
-def name_columns(columns: Sequence[Any], table: CapturedTable) -> None:
+def name_columns(columns: Sequence[Any], history: Sequence[MySqlColumn]) -> None:
     """Give a table map's columns (the library's ``Column`` objects, in order) what their
-    event did not carry, from ``table``'s columns at the same positions. The caller has
-    checked that the two agree (``table_map_drift``)."""
+    event did not carry, from the table's columns as of the event (``history``, a
+    ``CapturedTable.columns``) at the same positions. The caller has checked that the two
+    agree (``table_map_drift``)."""
     named = any(getattr(c, "name", None) for c in columns)
-    for wire, column in zip(columns, table.columns, strict=True):
+    for wire, column in zip(columns, history, strict=True):
         _name_one(wire, column, named)
 
 
