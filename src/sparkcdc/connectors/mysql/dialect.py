@@ -212,7 +212,7 @@ class MySqlDialect(
             gtids = self.config.specific_gtid or ""
             position = position_for_gtid(self.conn, self.config, gtids, self.flavor, self._scan_id)
             ensure_available(self.conn, position)
-        tables = {t.table_id: t for t in discover_tables(self.conn, self.config)}
+        tables = {t.table_id: t for t in discover_tables(self.conn, self.config, self._keyless)}
         check_columns_since(
             position,
             self.current_position(),
