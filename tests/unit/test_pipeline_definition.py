@@ -97,7 +97,11 @@ def test_available_now_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         (("  type: delta", "  type: iceberg"), 12, "'sink.type'.*valid values: delta, jdbc"),
         (("  path: lake", "  paht: lake"), 13, "'sink.paht'.*unknown option"),
         (("  trigger-interval: 2s", "  trigger-interval: soon"), 17, "'pipeline.trigger-int"),
-        (("  checkpoint: ckpt\n", ""), 14, "'pipeline.checkpoint'.*required"),
+        (
+            ("  tables: app_db.\\.*", "  tables: app_db.*"),
+            7,
+            r"'app_db\.\*' looks like a shell glob.*write 'app_db\.\\\.\*'",
+        ),
         (
             ("checkpoint: ckpt", "checkpoint: s3a://bucket/ckpt"),
             16,

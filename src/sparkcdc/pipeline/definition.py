@@ -8,6 +8,8 @@ connectors/registry.py); the pipeline block holds what belongs to the Spark quer
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +23,14 @@ from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
 from sparkcdc.pipeline.change_types import LIST_OPTIONS, excluded_types, without_change_options
 from sparkcdc.pipeline.evolution import BEHAVIORS
+from sparkcdc.pipeline.options_flink import (
+    PIPELINE_KEYS,
+    PIPELINE_REFUSED,
+    Translation,
+    postgres_tables,
+    source_keys,
+    translate,
+)
 from sparkcdc.pipeline.rules import RouteRule, TransformRule, load_routes, load_transforms
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
 from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
@@ -40,10 +50,13 @@ PIPELINE_SPECS = (
     ),
     OptionSpec(
         "checkpoint",
-        required=True,
-        hint="a directory for Spark's checkpoint",
+        default=None,
+        default_doc="a folder of the pipeline's own under `$SPARKCDC_STATE_DIR` (by "
+        "default `~/.local/state/sparkcdc`)",
         doc="directory of Spark's checkpoint, the pipeline's only state (relative paths are "
-        "relative to the pipeline file)",
+        "relative to the pipeline file). Without it (Flink CDC's files have none), each "
+        "pipeline file gets a folder named after its `name` and its path, printed by "
+        "`validate` and `run`",
     ),
     OptionSpec(
         "trigger-interval",
@@ -89,6 +102,8 @@ class PipelineSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     #: ``schema.change.behavior`` (pipeline/evolution.py).
     schema_change_behavior: str = "lenient"
+    #: Flink CDC's ``route-mode: FIRST_MATCH``: a table takes the first route matching it.
+    first_match_routes: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +125,12 @@ class PipelineDefinition:
     #: Schema change types the sink block's ``include.schema.changes`` /
     #: ``exclude.schema.changes`` keep from the targets (pipeline/change_types.py).
     excluded_changes: frozenset[str] = frozenset()
+    #: What the file's Flink CDC keys amount to, one line each, for ``validate`` and ``run``
+    #: to show (pipeline/options_flink.py).
+    notes: tuple[str, ...] = ()
+    #: The source and sink blocks' ``name`` (Flink CDC's display names), if given.
+    source_name: str | None = None
+    sink_name: str | None = None
 
     @property
     def connector(self) -> Connector[Any]:
@@ -159,6 +180,10 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     """Load and validate a pipeline file (no connections are opened)."""
     doc = load_yaml(path)
     data = doc.data
+    if isinstance(data.get("pipeline"), dict):
+        for key, reason in PIPELINE_REFUSED.items():
+            if key in data["pipeline"]:
+                raise doc.error(f"pipeline.{key}", f"is not supported: {reason}")
     unknown = [k for k in data if k not in BLOCKS + RULE_BLOCKS]
     if unknown:
         raise doc.error(
@@ -166,6 +191,8 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
             f"unknown block; a pipeline file has {', '.join(BLOCKS)} "
             f"(and optionally {', '.join(RULE_BLOCKS)})",
         )
+    if "pipeline" not in data:  # Flink CDC's files may leave it out: every key has a default
+        data["pipeline"] = {}
     for block in BLOCKS:
         if not isinstance(data.get(block), dict):
             what = "is missing" if block not in data else "must be a mapping of keys to values"
@@ -173,15 +200,31 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     source = _strings(doc, "source")
     source_type = _type(doc, "source", source, SOURCE_TYPES)
     found = connector(source_type)
-    source_options = dict(source)
+    notes = []
+    if source_type == "postgres":
+        notes += _checked(doc, "source", lambda: postgres_tables(source))
+    keys = source_keys(source_type)
+    source_options, flink = _checked(doc, "source", lambda: translate(source, keys, source_type))
     parse = found.parse_config
     source_config = _checked(doc, "source", lambda: parse(source_options))
     sink = _strings(doc, "sink")
+    sink_name = _pop(sink, "name")
+    flink_values = str(sink.get("type", "")).lower() == "values"
     sink_type = _type(doc, "sink", sink, SINK_TYPES)
+    if flink_values:
+        notes.append("sink type values (Flink CDC's test sink): the console sink prints the rows")
     excluded = _checked(doc, "sink", lambda: excluded_types(sink))
     sink = without_change_options(sink)
     _checked(doc, "sink", lambda: validate_sink_options(sink_type, sink))
-    settings = _settings(doc)
+    settings, pipeline_notes = _settings(doc, flink, source_options)
+    transforms = load_transforms(doc)
+    for rule in transforms:
+        if rule.table_options:
+            pipeline_notes.append(
+                f"{rule.where}: table-options "
+                f"{', '.join(f'{k}={v}' for k, v in rule.table_options)}: not applied, "
+                "targets are created without table options (not done yet)"
+            )
     return PipelineDefinition(
         path=doc.path,
         source_type=source_type,
@@ -191,9 +234,18 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
         sink_options=sink,
         settings=settings,
         excluded_changes=excluded,
-        transforms=load_transforms(doc),
-        routes=load_routes(doc),
+        transforms=transforms,
+        routes=load_routes(doc, first_match=settings.first_match_routes),
+        notes=tuple(notes + flink.notes + pipeline_notes),
+        source_name=flink.name,
+        sink_name=sink_name,
     )
+
+
+def _pop(options: dict[str, str], name: str) -> str | None:
+    """Take ``name`` out of ``options`` (any case)."""
+    key = next((k for k in options if k.lower() == name), None)
+    return None if key is None else options.pop(key)
 
 
 def _strings(doc: YamlDocument, block: str) -> dict[str, str]:
@@ -225,11 +277,36 @@ def _type(doc: YamlDocument, block: str, options: dict[str, str], valid: tuple[s
     kind = options.pop("type", None)
     if kind is None:
         raise doc.error(f"{block}.type", f"is required; valid values: {', '.join(valid)}")
+    if block == "sink" and kind.lower() == "values":  # Flink CDC's test sink: printed
+        options.clear()
+        return "console"
     if kind.lower() not in valid:
+        hint = FLINK_SINKS.get(kind.lower(), "")
         raise doc.error(
-            f"{block}.type", f"invalid value '{kind}'; valid values: {', '.join(valid)}"
+            f"{block}.type",
+            f"invalid value '{kind}'; valid values: {', '.join(valid)}"
+            + (f". '{kind}' is a Flink CDC sink; {hint}" if hint else ""),
         )
     return kind.lower()
+
+
+#: Flink CDC's pipeline sinks, with what takes their place here.
+_LAKE = "write the tables to Delta instead (type: delta, path: ...; docs/sinks-delta.md)"
+_MYSQL_WIRE = (
+    "it speaks MySQL's protocol, so type: jdbc with a mysql:// url may write to it "
+    "(docs/sinks-jdbc.md; untested), or use Delta"
+)
+FLINK_SINKS = {
+    "doris": _MYSQL_WIRE,
+    "starrocks": _MYSQL_WIRE,
+    "oceanbase": _MYSQL_WIRE,
+    "paimon": _LAKE,
+    "iceberg": _LAKE,
+    "hudi": _LAKE,
+    "fluss": _LAKE,
+    "maxcompute": _LAKE,
+    "elasticsearch": "no Elasticsearch sink here; the kafka sink can feed one",
+}
 
 
 def _checked(doc: YamlDocument, block: str, parse: Callable[[], Any]) -> Any:
@@ -246,10 +323,25 @@ def _checked(doc: YamlDocument, block: str, parse: Callable[[], Any]) -> Any:
         raise doc.error(key, message) from None
 
 
-def _settings(doc: YamlDocument) -> PipelineSettings:
-    raw = _strings(doc, "pipeline")
+def _settings(
+    doc: YamlDocument, source: Translation, source_options: Mapping[str, str]
+) -> tuple[PipelineSettings, list[str]]:
+    """The pipeline block, with the Flink CDC keys of the pipeline and source blocks that
+    act on it (``local-time-zone``, ``execution.runtime-mode``, ``schema-change.enabled``)."""
+    given = _strings(doc, "pipeline")
+    raw, flink = _checked(doc, "pipeline", lambda: translate(given, PIPELINE_KEYS, "pipeline"))
     opts = _checked(doc, "pipeline", lambda: parse_options(raw, PIPELINE_SPECS, context="pipeline"))
+    notes = list(flink.notes)
     trigger = str(opts["trigger-interval"]).strip().lower()
+    if flink.batch:
+        mode = {k.lower(): v for k, v in source_options.items()}.get("scan.startup.mode")
+        if (mode or "").strip().lower() != "snapshot":
+            raise doc.error(
+                "pipeline.execution.runtime-mode",
+                "BATCH needs the source's scan.startup.mode: snapshot (as in Flink CDC): a "
+                "batch run copies the tables once",
+            )
+        trigger = AVAILABLE_NOW
     if trigger == AVAILABLE_NOW:
         seconds = None
     else:
@@ -261,6 +353,23 @@ def _settings(doc: YamlDocument) -> PipelineSettings:
                 f"invalid value '{trigger}'; expected {exc} or '{AVAILABLE_NOW}'",
             ) from None
     behavior = opts["schema.change.behavior"]
+    if source.schema_changes is False and behavior != "ignore":
+        notes.append(
+            f"schema-change.enabled: false: schema changes are not applied to targets "
+            f"(schema.change.behavior ignore instead of {behavior})"
+        )
+        behavior = "ignore"
+    spark_conf = dict(opts.groups.get("spark-conf.", {}))
+    for name, value in flink.spark_conf.items():
+        if spark_conf.get(name, value) != value:
+            raise doc.error(
+                "pipeline.local-time-zone",
+                f"is '{value}' but spark-conf sets {name} to '{spark_conf[name]}'; give one",
+            )
+        spark_conf[name] = value
+    if opts["checkpoint"] is None:
+        checkpoint = default_checkpoint(opts["name"], doc.path)
+        return _built(opts, checkpoint, seconds, spark_conf, behavior, flink), notes
     if is_uri(opts["checkpoint"]):
         raise doc.error(
             "pipeline.checkpoint",
@@ -271,15 +380,46 @@ def _settings(doc: YamlDocument) -> PipelineSettings:
     checkpoint = Path(opts["checkpoint"])
     if not checkpoint.is_absolute():  # relative to the pipeline file, not the shell
         checkpoint = (doc.path.parent / checkpoint).resolve()
+    return _built(opts, checkpoint, seconds, spark_conf, behavior, flink), notes
+
+
+def _built(
+    opts: Any,
+    checkpoint: Path,
+    seconds: float | None,
+    spark_conf: Mapping[str, str],
+    behavior: str,
+    flink: Translation,
+) -> PipelineSettings:
     return PipelineSettings(
         name=opts["name"],
         checkpoint=checkpoint,
         trigger_seconds=seconds,
         parallelism=opts["parallelism"],
         max_rows_per_trigger=opts["max-rows-per-trigger"],
-        spark_conf=opts.groups.get("spark-conf.", {}),
+        spark_conf=spark_conf,
         schema_change_behavior=behavior,
+        first_match_routes=flink.first_match_routes,
     )
+
+
+#: Where pipelines without ``checkpoint`` keep their state (else ``~/.local/state/sparkcdc``).
+STATE_DIR_VARIABLE = "SPARKCDC_STATE_DIR"
+
+
+def default_checkpoint(name: str, file: Path) -> Path:
+    """The checkpoint of a pipeline file that names none (Flink CDC's files: Flink keeps
+    state in its cluster's checkpoint storage): a folder under ``$SPARKCDC_STATE_DIR``
+    (``$XDG_STATE_HOME/sparkcdc``, ``~/.local/state/sparkcdc``) named after the pipeline's
+    ``name`` and the file's absolute path, so two files never share one and running the
+    same file again resumes. Never beside the file: an example in a checkout stays clean."""
+    base = os.environ.get(STATE_DIR_VARIABLE)
+    if not base:
+        xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        base = str(Path(xdg) / "sparkcdc")
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "pipeline"
+    digest = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:10]
+    return Path(base).expanduser().resolve() / "pipelines" / f"{slug}-{digest}"
 
 
 __all__ = ["PipelineDefinition", "PipelineFileError", "PipelineSettings", "load_pipeline"]

@@ -31,6 +31,9 @@ TRANSFORM_KEYS = (
     "primary-keys",
     "partition-keys",
     "description",
+    "table-options",
+    "table-options.delimiter",
+    "converter-after-transform",
 )
 
 
@@ -46,6 +49,9 @@ class RouteRule:
     disjoint_keys: bool
     #: ``file:line`` of the rule, for messages.
     where: str
+    #: The pipeline's ``route-mode: FIRST_MATCH``: a table matching this rule and later
+    #: ones takes this one (Flink CDC's route mode; without it, two matches are refused).
+    first_match: bool = False
 
     def target(self, table: TableId) -> TableId:
         name = self.sink_table
@@ -66,6 +72,9 @@ class TransformRule:
     primary_keys: tuple[str, ...]
     partition_keys: tuple[str, ...]
     where: str
+    #: Flink CDC's ``table-options`` (``key=value`` pairs for the sink's CREATE TABLE):
+    #: parsed and kept; no sink applies them yet (the loader notes it).
+    table_options: tuple[tuple[str, str], ...] = ()
 
     def passes(self, column: str) -> bool:
         """Whether the projection outputs source ``column`` unchanged under its own name."""
@@ -85,7 +94,7 @@ def matching_routes(rules: Sequence[RouteRule], table: TableId) -> list[RouteRul
     return [r for r in rules if r.source.matches(table.database, table.table)]
 
 
-def load_routes(doc: YamlDocument) -> tuple[RouteRule, ...]:
+def load_routes(doc: YamlDocument, first_match: bool = False) -> tuple[RouteRule, ...]:
     rules = []
     for key, item in _items(doc, "route", ROUTE_KEYS):
         sink_table = _text(doc, key, item, "sink-table", required=True)
@@ -109,6 +118,7 @@ def load_routes(doc: YamlDocument) -> tuple[RouteRule, ...]:
                 symbol,
                 disjoint,
                 doc.where(key),
+                first_match,
             )
         )
     return tuple(rules)
@@ -117,6 +127,13 @@ def load_routes(doc: YamlDocument) -> tuple[RouteRule, ...]:
 def load_transforms(doc: YamlDocument) -> tuple[TransformRule, ...]:
     rules = []
     for key, item in _items(doc, "transform", TRANSFORM_KEYS):
+        if item.get("converter-after-transform") is not None:
+            raise doc.error(
+                f"{key}.converter-after-transform",
+                "is not supported: Flink CDC's converters (SOFT_DELETE, ...) have no "
+                "counterpart here; a filter or projection over __data_event_type__ shapes "
+                "the rows instead",
+            )
         projection = _text(doc, key, item, "projection")
         condition = _text(doc, key, item, "filter")
         rules.append(
@@ -127,6 +144,7 @@ def load_transforms(doc: YamlDocument) -> tuple[TransformRule, ...]:
                 _names(doc, key, item, "primary-keys"),
                 _names(doc, key, item, "partition-keys"),
                 doc.where(key),
+                _table_options(doc, key, item),
             )
         )
     return tuple(rules)
@@ -185,6 +203,28 @@ def _patterns(doc: YamlDocument, key: str, item: dict[str, Any]) -> TablePattern
         return table_patterns(text)
     except ValueError as exc:
         raise doc.error(f"{key}.source-table", str(exc)) from None
+
+
+def _table_options(
+    doc: YamlDocument, key: str, item: dict[str, Any]
+) -> tuple[tuple[str, str], ...]:
+    """Flink CDC's ``table-options: k1=v1,k2=v2`` (``table-options.delimiter`` for values
+    with commas)."""
+    text = _text(doc, key, item, "table-options")
+    delimiter = _text(doc, key, item, "table-options.delimiter") or ","
+    if not text:
+        return ()
+    pairs = []
+    for part in (p.strip() for p in text.split(delimiter)):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip():
+            raise doc.error(
+                f"{key}.table-options",
+                f"'{part}' is not key=value; the pairs are separated by '{delimiter}' "
+                "(table-options.delimiter)",
+            )
+        pairs.append((name.strip(), value.strip()))
+    return tuple(pairs)
 
 
 def _names(doc: YamlDocument, key: str, item: dict[str, Any], name: str) -> tuple[str, ...]:

@@ -138,11 +138,13 @@ def shaped_source(
 
 def _routed(source: TargetSource, routes: Sequence[RouteRule]) -> TargetSource:
     found = matching_routes(routes, source.table.source)
+    if len(found) > 1 and found[0].first_match:
+        found = found[:1]
     if len(found) > 1:
         raise PipelineFileError(
             f"{source.table.source} matches the routes at {found[0].where} and "
             f"{found[1].where}; a table is written to one target: narrow their source-table "
-            "patterns"
+            "patterns (or route-mode: FIRST_MATCH in the pipeline block)"
         )
     if not found:
         return source

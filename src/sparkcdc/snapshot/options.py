@@ -49,9 +49,24 @@ class TablePatterns:
     pairs: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]
     #: How messages name it: the option(s) it came from, with their values.
     label: str = ""
+    #: Flink CDC's ``tables.exclude``: pairs in the same syntax; a table any of them
+    #: matches is left out even where ``pairs`` match it.
+    excluded: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = ()
 
     def matches(self, namespace: str, table: str) -> bool:
-        return any(n.fullmatch(namespace) and t.fullmatch(table) for n, t in self.pairs)
+        def hit(pairs: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]) -> bool:
+            return any(n.fullmatch(namespace) and t.fullmatch(table) for n, t in pairs)
+
+        return hit(self.pairs) and not hit(self.excluded)
+
+    def excluding(self, other: TablePatterns) -> TablePatterns:
+        """These patterns less the tables ``other`` matches (``tables.exclude``)."""
+        return TablePatterns(
+            self.text,
+            self.pairs,
+            f"{self.label} less tables.exclude '{other.text}'",
+            self.excluded + other.pairs,
+        )
 
 
 def table_patterns(text: str) -> TablePatterns:
@@ -84,8 +99,23 @@ def table_patterns(text: str) -> TablePatterns:
                 "stands for the regular expression's '.' (Flink CDC's syntax), e.g. app_db.\\.*"
             )
         namespace, table = (part.replace("\\.", ".") for part in match.groups())
-        pairs.append((regex(namespace), regex(table)))
+        try:
+            pairs.append((regex(namespace), regex(table)))
+        except ValueError as exc:
+            raise ValueError(f"{exc}{glob_hint(item)}") from None
     return TablePatterns(text.strip(), tuple(pairs), f"tables '{text.strip()}'")
+
+
+def glob_hint(item: str) -> str:
+    """A hint for a pattern written as a shell glob (``app_db.*``, ``shop.order_*``):
+    Flink CDC's patterns are regular expressions, where ``\\.*`` is "anything"."""
+    if "*" not in item or "\\.*" in item:
+        return ""
+    flink = re.sub(r"(?<![\\\])])\*", r"\\.*", item)
+    return (
+        f"; '{item}' looks like a shell glob: patterns are regular expressions (Flink CDC's "
+        f"syntax), write '{flink}' ('\\.*' is any name)"
+    )
 
 
 def tables_spec(names: tuple[str, str]) -> OptionSpec:
@@ -102,9 +132,24 @@ def tables_spec(names: tuple[str, str]) -> OptionSpec:
     )
 
 
+#: Flink CDC's ``tables.exclude``: tables left out of those the patterns match.
+TABLES_EXCLUDE = OptionSpec(
+    "tables.exclude",
+    table_patterns,
+    doc="tables left out of those `tables` (or the namespace and table patterns) match, in "
+    r"the same syntax (`app_db.audit_\.*`); Flink CDC's option",
+)
+
+
 def capture_patterns(opts: Options, names: tuple[str, str], context: str) -> TablePatterns:
     """The tables to capture: ``tables``, or the connector's pair ``names`` (a namespace
-    and a table pattern), never both."""
+    and a table pattern), never both; less those ``tables.exclude`` matches."""
+    found = _included(opts, names, context)
+    excluded: TablePatterns | None = opts.get(TABLES_EXCLUDE.name)
+    return found if excluded is None else found.excluding(excluded)
+
+
+def _included(opts: Options, names: tuple[str, str], context: str) -> TablePatterns:
     given: TablePatterns | None = opts["tables"]
     pair = [opts[n] for n in names]
     if given is not None:

@@ -42,6 +42,7 @@ from sparkcdc.snapshot.options import (
     SIGNAL_KAFKA_KEY,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_TOPIC,
+    TABLES_EXCLUDE,
     TRUNCATE_HANDLING,
     SourceConfig,
     TablePatterns,
@@ -119,6 +120,7 @@ SPECS: tuple[OptionSpec, ...] = (
     ),
     PASSWORD,
     tables_spec(("database-name", "table-name")),
+    TABLES_EXCLUDE,
     OptionSpec(
         "database-name",
         regex,

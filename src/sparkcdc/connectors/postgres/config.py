@@ -43,6 +43,7 @@ from sparkcdc.snapshot.options import (
     SIGNAL_KAFKA_KEY,
     SIGNAL_KAFKA_SERVERS,
     SIGNAL_KAFKA_TOPIC,
+    TABLES_EXCLUDE,
     TRUNCATE_HANDLING,
     SourceConfig,
     TablePatterns,
@@ -125,6 +126,7 @@ SPECS: tuple[OptionSpec, ...] = (
         attr="database",
     ),
     tables_spec(("schema-name", "table-name")),
+    TABLES_EXCLUDE,
     OptionSpec(
         "schema-name",
         regex,
