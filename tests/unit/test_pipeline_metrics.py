@@ -320,3 +320,50 @@ def test_an_unwritable_checkpoint_or_delta_path_is_refused_up_front(tmp_path: Pa
     ensure_writable(tmp_path / "fresh" / "checkpoint", "pipeline.checkpoint")  # created
     assert (tmp_path / "fresh" / "checkpoint").is_dir()
     assert list((tmp_path / "fresh" / "checkpoint").iterdir()) == []  # no test file left
+
+
+#: Every series the endpoint serves (its names as scraped), per pipeline or per table.
+SERIES = (
+    "up_seconds",
+    "batches_total",
+    "sink_retries_total",
+    "source_retries_total",
+    "last_batch_id",
+    "last_batch_timestamp_seconds",
+    "last_batch_duration_seconds",
+    "fetch_event_time_lag_seconds",
+    "emit_event_time_lag_seconds",
+    "source_idle_seconds",
+    "log_bytes_behind",
+    "log_position_info",
+    "snapshot_remaining_tables",
+    "tables",
+)
+TABLE_SERIES = (
+    "snapshot_rows_total",
+    "snapshot_rows_estimated",
+    "snapshot_progress_ratio",
+    "table_state",
+    "changes_total",
+    "schema_changes_total",
+)
+
+
+def test_every_series_exists_from_the_first_scrape() -> None:
+    """Before any batch (a snapshot's first minutes, no log change yet), each series is
+    there, NaN where its value is not known: dashboards and absent() alerts need them."""
+    metrics = PipelineMetrics("new-pipe", [ORDERS], RunState(), {ORDERS: None}, clock=Clock())
+    port = serve_metrics(metrics, 0)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    missing = [s for s in (*SERIES, *TABLE_SERIES) if f"sparkcdc_{s}" not in samples]
+    assert not missing
+    for name in TABLE_SERIES:
+        assert all(labels["table"] == "shop.orders" for labels, _ in samples[f"sparkcdc_{name}"])
+    lag = samples["sparkcdc_fetch_event_time_lag_seconds"][0][1]
+    assert lag != lag  # NaN: not known yet, and not a made-up 0
+    assert samples["sparkcdc_batches_total"][0][1] == 0

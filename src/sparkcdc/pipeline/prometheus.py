@@ -3,7 +3,11 @@
 A collector turns one :class:`MetricsSnapshot` into Prometheus families at each scrape
 (so idle time and bytes behind are current), served by prometheus_client's own HTTP
 server on a daemon thread. Names follow Prometheus conventions (seconds, ``_total``);
-README maps each to its Flink CDC / Debezium name.
+docs/operations.md maps each to its Flink CDC / Debezium name.
+
+Every series exists from the first scrape, with NaN where the value is not known yet (no
+batch with log changes yet: no lag): dashboards and ``absent()`` alerts break on a
+series that is missing while a snapshot runs.
 """
 
 from __future__ import annotations
@@ -37,11 +41,14 @@ class PipelineCollector(Collector):
         yield from _table_families(m.pipeline, m.tables)
 
 
+#: The value of a gauge that is not known yet (Prometheus's convention for "no value").
+UNKNOWN = float("nan")
+
+
 def _gauge(m: Any, name: str, doc: str, value: float | None) -> Iterator[Metric]:
-    if value is not None:
-        family = GaugeMetricFamily(f"sparkcdc_{name}", doc, labels=["pipeline"])
-        family.add_metric([m.pipeline], value)
-        yield family
+    family = GaugeMetricFamily(f"sparkcdc_{name}", doc, labels=["pipeline"])
+    family.add_metric([m.pipeline], UNKNOWN if value is None else value)
+    yield family
 
 
 def _counter(m: Any, name: str, doc: str, value: int) -> Metric:
@@ -103,24 +110,25 @@ def _log_families(m: Any) -> Iterator[Metric]:
         "Seconds since the last batch with changes (Flink CDC sourceIdleTime).",
         m.idle_seconds,
     )
-    if m.head is not None:
-        yield from _gauge(
-            m,
-            "log_bytes_behind",
-            "Bytes of the source's log between the last written position and its end.",
-            m.head.bytes_behind,
-        )
-    if m.position is not None:
-        info = InfoMetricFamily(
-            "sparkcdc_log_position",
-            "The last written position and the source log's end.",
-            labels=["pipeline"],
-        )
-        values = {"position": m.position}
-        if m.head is not None:
-            values["head"] = m.head.position
-        info.add_metric([m.pipeline], values)
-        yield info
+    yield from _gauge(
+        m,
+        "log_bytes_behind",
+        "Bytes of the source's log between the last written position and its end.",
+        None if m.head is None else m.head.bytes_behind,
+    )
+    info = InfoMetricFamily(
+        "sparkcdc_log_position",
+        "The last written position and the source log's end (empty: not known yet).",
+        labels=["pipeline"],
+    )
+    info.add_metric(
+        [m.pipeline],
+        {
+            "position": m.position or "",
+            "head": "" if m.head is None else m.head.position,
+        },
+    )
+    yield info
     yield from _gauge(
         m,
         "snapshot_remaining_tables",
@@ -165,8 +173,7 @@ def _table_families(pipeline: str, tables: Any) -> Iterator[Metric]:
         name = [pipeline, str(t.table)]
         schema.add_metric(name, t.schema_changes)
         rows.add_metric(name, t.totals.snapshot_rows)
-        if t.estimated_rows is not None:
-            estimate.add_metric(name, t.estimated_rows)
+        estimate.add_metric(name, UNKNOWN if t.estimated_rows is None else t.estimated_rows)
         progress.add_metric(name, t.snapshot_progress)
         for s in STATES:
             state.add_metric([*name, s], 1.0 if t.state == s else 0.0)
