@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
+import os
 import shutil
 import signal
 import tempfile
@@ -19,10 +21,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from sparkcdc.cli.live import LiveConsole, log_to
+from sparkcdc.cli.preflight import preflight
 from sparkcdc.cli.status_view import status_view
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import ensure_writable
-from sparkcdc.core.printable import printable_name
+from sparkcdc.core.printable import printable, printable_name
 from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
 from sparkcdc.pipeline.plan import plan
@@ -37,22 +40,26 @@ def validate(args: argparse.Namespace) -> int:
     with nothing written: the source server and its tables (read-only), the transforms'
     expressions (analysed by Spark, started only when there are transforms) and the
     targets (two tables into one refused)."""
+    console = Console(soft_wrap=True)
+    console.print(escape(f"checking {args.pipeline}"))
     definition = load_pipeline(args.pipeline)
     rules = [
         f"{len(found)} {name}{'' if len(found) == 1 else 's'}"
         for name, found in (("transform", definition.transforms), ("route", definition.routes))
         if found
     ]
-    console = Console(soft_wrap=True)
     console.print(
         escape(
-            f"file ok: {definition.path}: {definition.source_type} -> "
-            f"{definition.sink_type}{''.join(f', {r}' for r in rules)}, "
-            f"checkpoint {definition.settings.checkpoint}"
+            f"file ok: {definition.path}: {describe(definition)}"
+            f"{''.join(f', {r}' for r in rules)}, checkpoint {definition.settings.checkpoint}"
         )
     )
+    for note in definition.notes:
+        console.print(escape(f"note: {note}"))
     if args.offline:
         return 0
+    say = _printer(console)
+    preflight(definition, log_path(definition), say)
     sessions: list[Any] = []  # started here, stopped here
     scratch = Path(tempfile.mkdtemp(prefix="sparkcdc-validate-"))  # Spark's log, then gone
 
@@ -68,7 +75,7 @@ def validate(args: argparse.Namespace) -> int:
         return sessions[-1]
 
     try:
-        planned = plan(definition, spark, pipeline_id(definition), inspect_only=True)
+        planned = plan(definition, spark, pipeline_id(definition), inspect_only=True, progress=say)
         planned.probe.close()
     finally:
         for session in sessions:
@@ -87,14 +94,24 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a log file or a pipe: whole lines, not wrapped at 80
+        console = Console(stderr=True, soft_wrap=True)
+    say = _printer(console)
+    # from the first second: a signal while the file is read, the source probed or the JVM
+    # starts is acknowledged at once and ends the start-up at its next step (nothing is
+    # written before the first batch); a second one quits at once
+    stop, hurry = stopping_on_signals(quit_on_second=True, acknowledge=_acknowledge)
+    say(f"reading {args.pipeline}")
     definition = load_pipeline(args.pipeline)
     if args.available_now:
         settings = dataclasses.replace(definition.settings, trigger_seconds=None)
         definition = dataclasses.replace(definition, settings=settings)
-    console = Console(stderr=True)
-    if not console.is_terminal:  # a log file or a pipe: whole lines, not wrapped at 80
-        console = Console(stderr=True, soft_wrap=True)
+    say(f"pipeline '{definition.settings.name}': {describe(definition)}")
+    for note in definition.notes:
+        say(f"note: {note}")
     log_file = None if args.verbose else Path(args.log_file or log_path(definition))
+    preflight(definition, log_file, say)
     ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
     if log_file is not None:
         ensure_writable(log_file.parent, "--log-file")
@@ -105,11 +122,21 @@ def run(args: argparse.Namespace) -> int:
         if display is not None:
             display.on_batch(batch)
 
-    # from the start: a signal while the JVM starts or the source is probed stops the run
-    # once that is done; a second one quits at once
-    stop, hurry = stopping_on_signals(quit_on_second=True)
-    pipeline = prepare(definition, on_batch=report, jvm_log=log_file)
-    stopping_on_signals(stop, hurry)  # PySpark's SparkContext installed its SIGINT handler
+    def step(text: str) -> None:
+        if stop.is_set():
+            raise StartupStopped
+        # PySpark's SparkContext puts its own SIGINT handler in place as it starts
+        stopping_on_signals(stop, hurry, quit_on_second=True, acknowledge=_acknowledge)
+        say(text)
+
+    try:
+        step("checkpoint: " + str(definition.settings.checkpoint))
+        pipeline = prepare(definition, on_batch=report, jvm_log=log_file, progress=step)
+    except StartupStopped:
+        console.print("pipeline stopped before it started; run it again to start it")
+        return 0
+    # PySpark's SparkContext installed its SIGINT handler: ours again
+    stopping_on_signals(stop, hurry, acknowledge=_acknowledge)
     if args.verbose:
         pipeline.spark.sparkContext.setLogLevel("WARN")
     if stop.is_set():
@@ -136,6 +163,34 @@ def run(args: argparse.Namespace) -> int:
         display.stop()
     console.print("pipeline stopped; run it again to resume from the checkpoint")
     return 0
+
+
+class StartupStopped(Exception):
+    """A stop was asked for while the pipeline started: the start-up ends at its next step."""
+
+
+def describe(definition: PipelineDefinition) -> str:
+    """``mysql 'MySQL Source' -> delta``: the blocks' types with their Flink CDC names."""
+    source = definition.source_type
+    sink = definition.sink_type
+    if definition.source_name:
+        source += f" '{definition.source_name}'"
+    if definition.sink_name:
+        sink += f" '{definition.sink_name}'"
+    return f"{source} -> {sink}"
+
+
+def _printer(console: Console) -> Any:
+    def say(text: str) -> None:
+        console.print(escape(printable(text)))
+
+    return say
+
+
+def _acknowledge(text: str) -> None:
+    """Said from a signal handler: straight to the file descriptor, no locks taken."""
+    with contextlib.suppress(OSError):
+        os.write(2, f"{text}\n".encode())
 
 
 def log_path(definition: PipelineDefinition) -> Path:
@@ -165,18 +220,29 @@ def stopping_on_signals(
     stop: threading.Event | None = None,
     hurry: threading.Event | None = None,
     quit_on_second: bool = False,
+    acknowledge: Any = None,
 ) -> tuple[threading.Event, threading.Event]:
     """Ctrl-C (SIGINT) and SIGTERM (what schedulers send) ask the pipeline to stop after
     its running micro-batch; a second one stops it at once. They replace PySpark's SIGINT
     handler, which cancels jobs from inside the signal handler, in the middle of whatever
     call to the JVM was running, and prints tracebacks of both. Given events (installed
     again after PySpark's), signals keep setting those. With ``quit_on_second`` (while
-    the pipeline starts: nothing is written yet) a second signal exits at once."""
+    the pipeline starts: nothing is written yet) a second signal exits at once.
+    ``acknowledge`` says at once what the signal does (it runs in the signal handler)."""
     stop, hurry = stop or threading.Event(), hurry or threading.Event()
+    say = acknowledge or (lambda _: None)
 
     def on_signal(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
         if quit_on_second and stop.is_set():
+            say(f"{name}: quitting now")
             raise SystemExit(128 + signum)
+        if stop.is_set():
+            say(f"{name}: stopping now, without waiting for the running batch")
+        elif quit_on_second:
+            say(f"{name}: stopping; start-up ends at its next step (again: quit now)")
+        else:
+            say(f"{name}: stopping after the running batch (again: stop now)")
         (hurry if stop.is_set() else stop).set()
 
     signal.signal(signal.SIGINT, on_signal)
@@ -185,8 +251,12 @@ def stopping_on_signals(
 
 
 def verify(args: argparse.Namespace) -> int:
+    say = _printer(Console(stderr=True, soft_wrap=True))
+    say(f"reading {args.pipeline}")
     definition = load_pipeline(args.pipeline)
-    verdicts = verify_pipeline(definition, jvm_log=log_path(definition))
+    say(f"verifying pipeline '{definition.settings.name}': {describe(definition)}")
+    preflight(definition, log_path(definition), say)
+    verdicts = verify_pipeline(definition, jvm_log=log_path(definition), progress=say)
     if args.json:
         print(json.dumps([verdict_json(v) for v in verdicts], indent=2))
     else:
@@ -218,7 +288,10 @@ def verdict_json(verdict: TableVerdict) -> dict[str, Any]:
 
 
 def verify_pipeline(
-    definition: PipelineDefinition, spark: Any | None = None, jvm_log: Path | None = None
+    definition: PipelineDefinition,
+    spark: Any | None = None,
+    jvm_log: Path | None = None,
+    progress: Any = None,
 ) -> list[TableVerdict]:
     from sparkcdc.sinks.registry import sink_capabilities
     from sparkcdc.verify.run import verify_tables
@@ -228,9 +301,11 @@ def verify_pipeline(
             f"sparkcdc verify: the {definition.sink_type} sink's targets cannot be read back "
             "(its declared capabilities); verify reads Delta and JDBC targets"
         )
-    run = prepare(definition, spark, jvm_log=jvm_log)
+    run = prepare(definition, spark, jvm_log=jvm_log, progress=progress)
     try:
-        return verify_tables(run.spark, definition, run.sink, run.targets, run.probe.handle)
+        return verify_tables(
+            run.spark, definition, run.sink, run.targets, run.probe.handle, progress=progress
+        )
     finally:
         run.sink.close()
         run.probe.close()

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 import sparkcdc
-from sparkcdc.cli import jars, recover, signals
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.printable import PrintableFormatter, printable
 
+#: Commands that take a while before their first line of their own (Python's imports of
+#: the pipeline modules: about a second): they say they started first.
+_SLOW_COMMANDS = ("run", "validate", "verify", "status", "snapshot", "recover", "demo")
+
 
 def build_parser() -> argparse.ArgumentParser:
+    from sparkcdc.cli import jars, recover, signals  # a second of imports: after the first line
+
     parser = argparse.ArgumentParser(
         prog="sparkcdc",
         description="Change data capture for Apache Spark: snapshot + change log, exactly once.",
@@ -75,40 +85,68 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    stderr = logging.StreamHandler()  # log lines carry no raw control characters
-    stderr.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.WARNING, handlers=[stderr])
-    logging.getLogger("sparkcdc").setLevel(logging.INFO)
+    given = list(sys.argv[1:] if argv is None else argv)
+    _acknowledge_interrupts()
     try:
-        if args.command == "demo":
-            from sparkcdc.cli.demo import run_demo
-
-            extra = [] if args.rows is None else ["--rows", str(args.rows)]
-            extra += [] if args.workdir is None else ["--workdir", args.workdir]
-            return run_demo(extra)
-        if args.command == "snapshot":
-            return signals.send(args)
-        if args.command == "recover":
-            return recover.recover(args)
-        if args.command == "jars":
-            return jars.jars(args)
-        if args.command in ("run", "status", "verify", "validate"):
-            from sparkcdc.cli import commands as cmd
-
-            handler = {
-                "run": cmd.run,
-                "status": cmd.status,
-                "verify": cmd.verify,
-                "validate": cmd.validate,
-            }
-            return handler[args.command](args)
+        if given and given[0] in _SLOW_COMMANDS and not {"-h", "--help"} & set(given):
+            print(f"sparkcdc {sparkcdc.__version__}: {printable(' '.join(given))}", file=sys.stderr)
+        parser = build_parser()
+        args = parser.parse_args(given)
+        stderr = logging.StreamHandler()  # log lines carry no raw control characters
+        stderr.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[stderr])
+        logging.getLogger("sparkcdc").setLevel(logging.INFO)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        return _command(args)
     except SparkCdcError as exc:
         print(f"sparkcdc: error: {printable(str(exc))}", file=sys.stderr)
         return 2
-    parser.print_help()
-    return 0
+    except KeyboardInterrupt:  # Ctrl-C where no command of ours handles it (validate, verify)
+        print("sparkcdc: interrupted", file=sys.stderr)
+        return 130
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from sparkcdc.cli.demo import run_demo
+
+        extra = [] if args.rows is None else ["--rows", str(args.rows)]
+        extra += [] if args.workdir is None else ["--workdir", args.workdir]
+        return run_demo(extra)
+    from sparkcdc.cli import jars, recover, signals
+
+    if args.command == "snapshot":
+        return signals.send(args)
+    if args.command == "recover":
+        return recover.recover(args)
+    if args.command == "jars":
+        return jars.jars(args)
+    from sparkcdc.cli import commands as cmd
+
+    handler = {
+        "run": cmd.run,
+        "status": cmd.status,
+        "verify": cmd.verify,
+        "validate": cmd.validate,
+    }
+    return handler[args.command](args)
+
+
+def _acknowledge_interrupts() -> None:
+    """Ctrl-C is said at once, whatever runs (the commands that stop cleanly, ``run``,
+    put their own handler in place): the handler writes straight to the terminal, then
+    interrupts as Python's own handler does."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, b"SIGINT: interrupting\n")
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from sparkcdc.connectors.registry import connectors
 from sparkcdc.core.options_doc import Table, render_tables, rewrite, stale_tables
 from sparkcdc.pipeline import change_types
 from sparkcdc.pipeline.definition import PIPELINE_SPECS
+from sparkcdc.pipeline.options_flink import PIPELINE_KEYS, source_keys, specs
 from sparkcdc.sinks.registry import sink_types
 
 COMMAND = "python -m sparkcdc.pipeline.options_tables --write README.md docs/*.md"
@@ -37,6 +38,8 @@ def options_tables() -> list[Table]:
     return [
         *(Table(c.format, c.specs, "option") for c in connectors()),
         Table("pipeline", tuple(PIPELINE_SPECS)),
+        *(Table(f"flink-{c.name}", specs(source_keys(c.name)), "option") for c in connectors()),
+        Table("flink-pipeline", specs(PIPELINE_KEYS)),
         Table("sink-common", change_types.SPECS),
         *(Table(f"sink-{s.name}", s.specs) for s in sink_types()),
     ]

@@ -50,12 +50,16 @@ def plan(
     pipeline_id: str | None,
     *,
     inspect_only: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> Plan:
     """Validate the source server and discover its tables, then apply the
     transform and route rules (Spark analyses the transforms' expressions: ``spark()`` is
     called once the source passed, so a bad server fails before a JVM starts) and refuse
     targets that two tables would share. Discovery makes what capture needs (a
-    PostgreSQL slot and publication) unless ``inspect_only``, which writes nothing."""
+    PostgreSQL slot and publication) unless ``inspect_only``, which writes nothing.
+    ``progress`` hears each step as it begins (the commands print them: start-up is slow)."""
+    say = progress or (lambda _: None)
+    say(f"source: connecting to {source_address(definition)} and finding the tables")
     handle = definition.connector.handle(definition.source_config)
     try:
         now = captured_tables(handle, inspect_only=inspect_only)
@@ -63,8 +67,14 @@ def plan(
         handle.close()
         raise
     probe = SourceProbe(handle)  # the run's one handle on its source
-    tables = tables_at_checkpoint(now, definition.settings.checkpoint, probe)
-    session = spark()
+    try:
+        names = ", ".join(str(t.source) for t in now[:5]) + (", ..." if len(now) > 5 else "")
+        say(f"source: {len(now)} table{'' if len(now) == 1 else 's'} match: {names}")
+        tables = tables_at_checkpoint(now, definition.settings.checkpoint, probe)
+        session = spark()
+    except BaseException:
+        probe.close()
+        raise
     sink = make_sink(
         definition.sink_type,
         definition.sink_options,
@@ -85,6 +95,13 @@ def plan(
             "with a route block (docs/pipelines.md)"
         )
     return Plan(now, tables, targets, probe, sink, session, state)
+
+
+def source_address(definition: PipelineDefinition) -> str:
+    """``host:port`` of the source server, for progress lines (no credentials)."""
+    config = definition.source_config
+    host, port = getattr(config, "hostname", "?"), getattr(config, "port", "?")
+    return f"{definition.source_type} {host}:{port}"
 
 
 def targets_of(definition: PipelineDefinition, spark: Any, tables: list[SinkTable]) -> list[Target]:

@@ -417,16 +417,30 @@ def prepare(
     spark: Any | None = None,
     on_batch: Callable[[BatchReport], None] | None = None,
     jvm_log: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> PipelineRun:
     """Validate the source server, discover tables, open the sink (creating targets).
-    Without ``spark``, a local session starts (its JVM's output to ``jvm_log`` if given)."""
+    Without ``spark``, a local session starts (its JVM's output to ``jvm_log`` if given).
+    ``progress`` hears each step as it begins."""
+    say = progress or (lambda _: None)
     ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
     identity = f"{definition.settings.name}:{ensure_query_id(definition.settings.checkpoint)}"
-    planned = plan(
-        definition, lambda: session_for(definition, jvm_log) if spark is None else spark, identity
-    )
+
+    def session() -> Any:
+        if spark is not None:
+            return spark
+        settings = definition.settings
+        say(
+            f"starting Spark (local[{settings.parallelism}]; the JVM takes a while to start)"
+            + (f"; its log: {jvm_log}" if jvm_log is not None else "")
+        )
+        return session_for(definition, jvm_log)
+
+    planned = plan(definition, session, identity, progress=say)
     spark, sink, targets = planned.spark, planned.sink, planned.targets
     finish_evolutions(spark, sink, targets, planned.state, definition.settings.checkpoint)
+    plural = "" if len(targets) == 1 else "s"
+    say(f"sink: opening {len(targets)} target{plural} ({definition.sink_type})")
     sink.open(spark, [t.table for t in targets])
     tables = planned.tables
     metrics = pipeline_metrics(definition, [t.source for t in tables], planned.probe, spark)
@@ -514,13 +528,23 @@ def session_for(definition: PipelineDefinition, jvm_log: Path | None = None) -> 
     from sparkcdc.spark.sigterm_shield import sigterm_shield
 
     settings = definition.settings
+    conf = dict(settings.spark_conf)
+    # Spark makes its warehouse folder in the working directory unless told otherwise: a
+    # stray spark-warehouse/ wherever sparkcdc ran. It goes beside the checkpoint instead.
+    conf.setdefault(
+        WAREHOUSE_KEY, str(settings.checkpoint.with_name(settings.checkpoint.name + ".warehouse"))
+    )
     with sigterm_shield():
         return local_session(
             settings.name,
             master=f"local[{settings.parallelism}]",
-            conf=dict(settings.spark_conf),
+            conf=conf,
             jvm_log=jvm_log,
         )
+
+
+#: Spark's folder of managed catalog tables (by default ``./spark-warehouse``).
+WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 
 
 def run_pipeline(

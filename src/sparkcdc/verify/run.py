@@ -12,7 +12,7 @@ keeps running.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -48,44 +48,63 @@ def verify_tables(
     sink: Sink,
     targets: Sequence[Target],
     handle: SourceHandle[Any, Any],
+    progress: Callable[[str], None] | None = None,
 ) -> list[TableVerdict]:
     """One verdict per target: its rows against its source tables' rows at the target's
     offset (shaped and merged as the pipeline writes them). ``handle``: the pipeline's
-    handle on its source (positions on the server connected now)."""
+    handle on its source (positions on the server connected now). ``progress`` hears
+    each table as its comparison starts and ends (a large table takes minutes)."""
+    say = progress or (lambda _: None)
     verdicts = []
     committed = last_committed_offset(definition.settings.checkpoint)  # before any target
-    for target in targets:
-        table = target.table
-        snapshot = sink.snapshot(spark, table)
-        if snapshot.source_offset is None:
-            verdicts.append(TableVerdict(table.source, "empty", "-"))
-            continue
-        offset = later_offset(handle, SourceOffset.parse(snapshot.source_offset), committed)
-        at = handle.position(offset.log_at())  # on the server connected now (failover)
-        log, position = at.to_json(), str(at)
-        entries = [offset.tables.get(s.table.source) for s in target.sources]
-        if any(e is None or e.dropped for e in entries):
-            # dropped (the target kept its rows) or no longer matched: nothing to compare
-            verdicts.append(TableVerdict(table.source, "not captured", position))
-            continue
-        if not all(e is not None and e.done for e in entries):
-            verdicts.append(TableVerdict(table.source, "snapshotting", position))
-            continue
-        frames = {
-            s.table.source: source_at(spark, definition, s.table.source, json.dumps(log))
-            for s in target.sources
-        }
-        source = to_target(frames, target, definition.namespace)
-        columns = table.columns
-        if is_plain(target):  # columns a schema change left behind (lenient) are history
-            (frame,) = frames.values()
-            columns = tuple(c for c in columns if c in frame.columns)
-        comparison = compare_tables(source, snapshot.rows, table.key, columns)
-        if snapshot.repeated_changes:
-            comparison = replace(comparison, repeated_changes=snapshot.repeated_changes)
-        status = "equal" if comparison.equal else "different"
-        verdicts.append(TableVerdict(table.source, status, position, comparison))
+    for index, target in enumerate(targets, 1):
+        say(f"verify: {target.table.source} ({index}/{len(targets)}): reading the target")
+        verdict = _verdict(spark, definition, sink, target, handle, committed, say)
+        c = verdict.comparison
+        rows = "" if c is None else f", {c.source_rows} source rows in {c.chunks} chunks"
+        say(f"verify: {target.table.source}: {verdict.status}{rows}")
+        verdicts.append(verdict)
     return verdicts
+
+
+def _verdict(
+    spark: Any,
+    definition: PipelineDefinition,
+    sink: Sink,
+    target: Target,
+    handle: SourceHandle[Any, Any],
+    committed: str | None,
+    say: Callable[[str], None],
+) -> TableVerdict:
+    """One target's verdict (see :func:`verify_tables`)."""
+    table = target.table
+    snapshot = sink.snapshot(spark, table)
+    if snapshot.source_offset is None:
+        return TableVerdict(table.source, "empty", "-")
+    offset = later_offset(handle, SourceOffset.parse(snapshot.source_offset), committed)
+    at = handle.position(offset.log_at())  # on the server connected now (failover)
+    log, position = at.to_json(), str(at)
+    entries = [offset.tables.get(s.table.source) for s in target.sources]
+    if any(e is None or e.dropped for e in entries):
+        # dropped (the target kept its rows) or no longer matched: nothing to compare
+        return TableVerdict(table.source, "not captured", position)
+    if not all(e is not None and e.done for e in entries):
+        return TableVerdict(table.source, "snapshotting", position)
+    say(f"verify: {table.source}: reading the source at {position} and comparing by chunk")
+    frames = {
+        s.table.source: source_at(spark, definition, s.table.source, json.dumps(log))
+        for s in target.sources
+    }
+    source = to_target(frames, target, definition.namespace)
+    columns = table.columns
+    if is_plain(target):  # columns a schema change left behind (lenient) are history
+        (frame,) = frames.values()
+        columns = tuple(c for c in columns if c in frame.columns)
+    comparison = compare_tables(source, snapshot.rows, table.key, columns)
+    if snapshot.repeated_changes:
+        comparison = replace(comparison, repeated_changes=snapshot.repeated_changes)
+    status = "equal" if comparison.equal else "different"
+    return TableVerdict(table.source, status, position, comparison)
 
 
 def later_offset(
