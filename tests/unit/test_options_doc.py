@@ -209,6 +209,7 @@ EVERY_OPTION = {
     "scan.snapshot.position": '{"file": "binlog.000002", "pos": 4, "gtid": null}',
     "jdbc.properties.sslMode": "required",
     "signal.consumer.security.protocol": "SSL",
+    "tables.exclude": "shop.audit_\\.*",
 }
 
 
@@ -216,6 +217,10 @@ def test_parse_config_fills_every_attribute_from_its_spec() -> None:
     opts = parse_options(EVERY_OPTION, SPECS, context="mysql-cdc")
     config = parse_config(EVERY_OPTION)
     for spec in SPECS:
+        if spec.name == "tables.exclude":  # folded into the tables attribute
+            assert spec.attr is None
+            assert config.tables.excluded == opts[spec.name].pairs
+            continue
         assert spec.attr is not None
         if spec.name == "tables":  # computed from database-name and table-name
             assert config.tables.pairs == ((opts["database-name"], opts["table-name"]),)
@@ -225,6 +230,9 @@ def test_parse_config_fills_every_attribute_from_its_spec() -> None:
     required = ("hostname", "username", "database-name", "table-name")
     defaults = parse_config({k: EVERY_OPTION[k] for k in required})
     for spec in SPECS:
+        if spec.name == "tables.exclude":
+            assert defaults.tables.excluded == ()
+            continue
         assert spec.attr is not None
         given = spec.name in required
         if not (given or spec.required or spec.prefix or spec.name in ("server-id", "tables")):
