@@ -107,6 +107,8 @@ def jar_report(conf: dict[str, str] | object) -> list[str]:
     remote = [p.coordinate for p in missing if p not in cached]
     if remote:
         where = settings.get("spark.jars.repositories", "Maven Central")
+        if settings.get("spark.jars.ivySettings"):
+            where = f"the repositories of {settings['spark.jars.ivySettings']}"
         lines.append(
             f"jars: Spark downloads {', '.join(remote)} from {where} as it starts (once; "
             "needs the network, or set SPARKCDC_JARS_DIR to a folder of them: `sparkcdc jars`)"
