@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sparkcdc.cli.live import LiveConsole, log_to
-from sparkcdc.cli.preflight import preflight
+from sparkcdc.cli.preflight import check_sink_servers, preflight
 from sparkcdc.cli.status_view import status_view
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import ensure_writable
@@ -59,7 +59,7 @@ def validate(args: argparse.Namespace) -> int:
     if args.offline:
         return 0
     say = _printer(console)
-    preflight(definition, log_path(definition), say)
+    preflight(definition, log_path(definition), say, servers=False)
     sessions: list[Any] = []  # started here, stopped here
     scratch = Path(tempfile.mkdtemp(prefix="sparkcdc-validate-"))  # Spark's log, then gone
 
@@ -85,6 +85,7 @@ def validate(args: argparse.Namespace) -> int:
         f"source ok: {len(planned.tables)} table{'' if len(planned.tables) == 1 else 's'} "
         "match and are ready for CDC; nothing was written"
     )
+    check_sink_servers(definition, say)
     for target in planned.targets:
         sources = ", ".join(str(s.table.source) for s in target.sources)
         console.print(

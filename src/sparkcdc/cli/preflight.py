@@ -36,10 +36,14 @@ class PreflightError(SparkCdcError):
 
 
 def preflight(
-    definition: PipelineDefinition, log_file: Path | None, say: Callable[[str], None]
+    definition: PipelineDefinition,
+    log_file: Path | None,
+    say: Callable[[str], None],
+    servers: bool = True,
 ) -> None:
-    """Check folders, jars and sink servers; ``say`` gets one line per check that passed
-    or has something to tell; the first failure raises :class:`PreflightError`."""
+    """Check folders, jars and (with ``servers``) the sink's servers; ``say`` gets one line
+    per check that passed or has something to tell; the first failure raises
+    :class:`PreflightError`."""
     checkpoint = definition.settings.checkpoint
     folders = [("pipeline.checkpoint", checkpoint)]
     if log_file is not None:
@@ -59,6 +63,13 @@ def preflight(
     say(f"folders ok: checkpoint {checkpoint}")
     for line in jar_report(definition.settings.spark_conf):
         say(line)
+    if servers:
+        check_sink_servers(definition, say)
+
+
+def check_sink_servers(definition: PipelineDefinition, say: Callable[[str], None]) -> None:
+    """The sink's servers accept a TCP connection (``validate`` asks after the plan, so a
+    mistake in the file is named before a server that is down)."""
     for host, port, what in sink_servers(definition):
         reachable(host, port, what)
         say(f"{what} {host}:{port} reachable")
