@@ -68,6 +68,8 @@ def namespace(db: ConnectorUnderTest, request: pytest.FixtureRequest) -> Iterato
 SINK_FIXTURES: dict[str, Callable[[pytest.FixtureRequest], SinkUnderTest]] = {
     "delta-upsert": lambda request: DeltaUnderTest("upsert"),
     "delta-append": lambda request: DeltaUnderTest("append"),
+    "delta-upsert-native": lambda request: DeltaUnderTest("upsert", "native"),
+    "delta-append-native": lambda request: DeltaUnderTest("append", "native"),
     "jdbc-postgresql": lambda request: JdbcUnderTest(
         request.getfixturevalue("postgres"),
         request.getfixturevalue("conformance_pg_database"),

@@ -20,12 +20,13 @@ from tests.conformance.sink import SinkUnderTest, TargetRead
 class DeltaUnderTest(SinkUnderTest):
     name = "delta"
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, writer: str = "spark") -> None:
         self.mode = mode
-        self.variant = f"delta-{mode}"
+        self.writer = writer
+        self.variant = f"delta-{mode}" + ("" if writer == "spark" else f"-{writer}")
 
     def options(self, scratch: Path, stem: str) -> dict[str, str]:
-        return {"path": str(scratch / "lake"), "changelog-mode": self.mode}
+        return {"path": str(scratch / "lake"), "changelog-mode": self.mode, "writer": self.writer}
 
     def exists(self, spark: Any, sink: Sink, table: SinkTable) -> bool | None:
         return Path(sink.target_path(table.source), "_delta_log").exists()  # type: ignore[attr-defined]
@@ -36,6 +37,8 @@ class DeltaUnderTest(SinkUnderTest):
             BadOption({}, r"'path'"),
             BadOption({"path": "x", "table-name": "{schema}"}, r"'table-name'.*placeholders"),
             BadOption({"path": "x", "concurrent-writes": "0"}, r"'concurrent-writes'"),
+            BadOption({"path": "x", "writer": "rust"}, r"'writer'.*spark, native"),
+            BadOption({"path": "s3a://b/lake", "writer": "native"}, r"'writer'.*'writer: spark'"),
         ]
 
 

@@ -19,6 +19,13 @@ snapshot append is skipped when the pipeline's own newest commit there that carr
 snapshot rows is of this batch or a later one. Each commit also stores the batch's source
 offset as its ``userMetadata``, which is how ``verify`` knows which source position a
 table version corresponds to.
+
+``writer: native`` commits the same actions through delta-rs instead of Spark's Delta
+writer (sinks/delta/native.py): the same reduction, appends and merges from the rows as
+Arrow, the same transaction ids (checked by the sink before each write, as delta-rs does
+not) and ``userMetadata``. Targets are still created, evolved and dropped with Spark; a
+target that sparkcdc's own schema evolution gives a feature delta-rs cannot write (type
+widening) is written with Spark's writer from then on.
 """
 
 from __future__ import annotations
@@ -36,7 +43,13 @@ from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.capabilities import SinkCapabilities
-from sparkcdc.sinks.delta.appended import SNAPSHOT_ROWS, snapshot_appended
+from sparkcdc.sinks.delta import native
+from sparkcdc.sinks.delta.appended import (
+    HISTORY_ROWS,
+    SNAPSHOT_ROWS,
+    appended_through,
+    snapshot_appended,
+)
 from sparkcdc.sinks.delta.columns import evolve_columns
 from sparkcdc.sinks.delta.config import DeltaSinkConfig, location_join
 from sparkcdc.sinks.delta.history import read_back
@@ -94,6 +107,9 @@ class DeltaSink(Sink):
         #: Per target, the last batch whose snapshot rows are known to be in it (-1: none),
         #: where this process created it or found out (sinks/delta/appended.py).
         self._appended: dict[TableId, int] = {}
+        #: Targets of ``writer: native`` that Spark's writer writes all the same: sparkcdc's
+        #: own schema evolution gave them a feature delta-rs cannot write.
+        self._spark_written: set[TableId] = set()
 
     @property
     def capabilities(self) -> SinkCapabilities:
@@ -137,6 +153,7 @@ class DeltaSink(Sink):
             self._check_existing(spark, table, path, schema)
         self._check_backticks(spark, table, path if exists else None)
         if exists:
+            self._check_native(table.source)
             return
         # create, not createIfNotExists: a table another process made meanwhile is not ours
         builder = DeltaTable.create(spark).location(path).addColumns(schema)
@@ -161,6 +178,34 @@ class DeltaSink(Sink):
         if self.pipeline_id is not None:
             self._appends[table.source] = True
             self._appended[table.source] = -1
+        self._check_native(table.source)
+
+    def _native(self, target: TableId) -> str | None:
+        """The target's local folder when delta-rs writes it, else None (Spark's writer)."""
+        if self.config.writer != "native" or target in self._spark_written:
+            return None
+        return native.local_path(self.paths[target])
+
+    def _check_native(self, target: TableId) -> None:
+        """Whether delta-rs can write the target (its table features): a feature sparkcdc's
+        own schema evolution adds moves the target to Spark's writer, loudly; any other
+        it cannot write is refused, naming it and the way out."""
+        location = self._native(target)
+        if location is None:
+            return
+        cannot = native.unsupported(native.table_features(location))
+        if not cannot:
+            return
+        if set(cannot) <= native.SPARK_ONLY_AFTER_EVOLUTION:
+            log.warning(
+                "delta sink: %s has table feature(s) %s (a widened column type), which the "
+                "native writer cannot write: Spark's Delta writer writes it from now on",
+                location,
+                ", ".join(cannot),
+            )
+            self._spark_written.add(target)
+            return
+        raise native.refusal(location, target, cannot)
 
     def evolve(
         self,
@@ -180,6 +225,8 @@ class DeltaSink(Sink):
         if not DeltaTable.isDeltaTable(spark, path):
             return  # open() creates it with these columns
         evolve_columns(spark, path, table, self._target_schema(table), moves or ColumnMoves())
+        if table.source in self.paths:
+            self._check_native(table.source)
 
     def _target_schema(self, table: SinkTable) -> Any:
         from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
@@ -258,8 +305,16 @@ class DeltaSink(Sink):
                 f"the target of {table.source} is a history of changes ('changelog-mode: "
                 "append'); a truncate is not applied to it"
             )
-        with _commit_options(spark, batch, table.source, app=TRUNCATE_APP):
-            spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
+        location = self._native(table.source)
+        if location is None:
+            with _commit_options(spark, batch, table.source, app=TRUNCATE_APP):
+                spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
+            return
+        app = batch.pipeline + TRUNCATE_APP
+        if _replayed(location, app, batch):
+            return
+        metadata = _metadata(batch, table.source, offset=True)
+        native.delete_all(location, metadata, app, batch.batch_id)
 
     def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """Deletes the target's directory (a path-based table has no catalog entry to drop)
@@ -275,6 +330,7 @@ class DeltaSink(Sink):
         jvm.org.apache.spark.sql.delta.DeltaLog.invalidateCache(spark._jsparkSession, hadoop_path)
         self._appends.pop(table.source, None)
         self._appended.pop(table.source, None)
+        self._spark_written.discard(table.source)
 
     def release(self, spark: Any, table: SinkTable) -> None:
         """Unsets the ``sparkcdc.appends-for`` mark: later snapshot rows are merged."""
@@ -306,8 +362,7 @@ class DeltaSink(Sink):
         if not uncounted and (
             not (snapshot or inserted) or not self._appendable(spark, table, batch.pipeline)
         ):
-            with _commit_options(spark, batch, table.source):
-                self._merge(spark, table, changes, batch, write.kept_columns)
+            self._merge(spark, table, changes, batch, write.kept_columns)
             return
         total = write.rows
         merged = (
@@ -328,14 +383,12 @@ class DeltaSink(Sink):
                 self.target_path(table.source),
                 batch.batch_id,
             )
-            with _commit_options(spark, batch, table.source, snapshot_rows=True):
-                self._merge(spark, table, changes, batch, write.kept_columns)
+            self._merge(spark, table, changes, batch, write.kept_columns, snapshot_rows=True)
             self._appended[table.source] = batch.batch_id
             return
         if merged:
             rest = changes.where(~batch.is_snapshot_row())
-            with _commit_options(spark, batch, table.source):
-                self._merge(spark, table, rest, batch, write.kept_columns)
+            self._merge(spark, table, rest, batch, write.kept_columns)
 
     def _append_once(
         self,
@@ -353,8 +406,15 @@ class DeltaSink(Sink):
         check it."""
         path = self.target_path(table.source)
         last = self._appended.pop(table.source, None)  # unknown while the write runs
+        location = self._native(table.source)
         if last is None:
-            known = snapshot_appended(spark, path, batch.pipeline, batch.batch_id, whole_history)
+            if location is None:
+                known = snapshot_appended(
+                    spark, path, batch.pipeline, batch.batch_id, whole_history
+                )
+            else:
+                commits = native.history(location, None if whole_history else HISTORY_ROWS)
+                known = appended_through(commits, batch.pipeline, batch.batch_id)
             if known is None:
                 return False
             last = batch.batch_id if known else batch.batch_id - 1
@@ -363,7 +423,10 @@ class DeltaSink(Sink):
             self._appended[table.source] = last
             return True
         metadata = _metadata(batch, table.source, offset)
-        rows.write.format("delta").mode("append").option("userMetadata", metadata).save(path)
+        if location is None:
+            rows.write.format("delta").mode("append").option("userMetadata", metadata).save(path)
+        else:
+            native.append(location, rows.toArrow(), metadata)
         self._appended[table.source] = batch.batch_id
         return True
 
@@ -401,13 +464,45 @@ class DeltaSink(Sink):
         changes: Any,
         batch: WritePlan,
         kept: tuple[tuple[str, ...], ...],
+        snapshot_rows: bool = False,
     ) -> None:
-        """One MERGE of each key's last change. A key whose last change is a row read
-        again leaves the target's kept columns (``TargetWrite.kept_columns``) as they are."""
+        """One MERGE of each key's last change, a commit of the batch (skipped on replay,
+        recording its offset). A key whose last change is a row read again leaves the
+        target's kept columns (``TargetWrite.kept_columns``) as they are."""
+        last = last_change_per_key(changes, table.key, table.columns, kept, batch.is_reread_row())
+        location = self._native(table.source)
+        if location is None:
+            with _commit_options(spark, batch, table.source, snapshot_rows=snapshot_rows):
+                self._spark_merge(spark, table, changes, last, kept)
+            return
+        if _replayed(location, batch.pipeline, batch):
+            return
+        metadata = _metadata(batch, table.source, offset=True, snapshot_rows=snapshot_rows)
+        native.merge(
+            location,
+            last.toArrow(),
+            table.key,
+            table.columns,
+            kept,
+            DELETED,
+            REREAD,
+            metadata,
+            batch.pipeline,
+            batch.batch_id,
+        )
+
+    def _spark_merge(
+        self,
+        spark: Any,
+        table: SinkTable,
+        changes: Any,
+        last: Any,
+        kept: tuple[tuple[str, ...], ...],
+    ) -> None:
+        """Spark's MERGE of ``last`` (each key's last change; ``changes`` bound the keys)."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
-        last = last_change_per_key(changes, table.key, table.columns, kept, batch.is_reread_row())
         matches = F.expr(" AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in table.key))
         path = self.target_path(table.source)
         small = _size_in_bytes(spark, path) < REWRITE_BELOW_BYTES
@@ -443,8 +538,13 @@ class DeltaSink(Sink):
         rows = changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
         path = self.target_path(table.source)
         if not self._appendable(spark, table, batch.pipeline):
-            options = _write_options(batch, table.source)
-            rows.write.format("delta").mode("append").options(**options).save(path)
+            location = self._native(table.source)
+            if location is None:
+                options = _write_options(batch, table.source)
+                rows.write.format("delta").mode("append").options(**options).save(path)
+            elif not _replayed(location, batch.pipeline, batch):
+                metadata = _metadata(batch, table.source, offset=True)
+                native.append(location, rows.toArrow(), metadata, batch.pipeline, batch.batch_id)
             return
         if self._append_once(spark, table, rows, batch, offset=True):
             return
@@ -465,6 +565,16 @@ class DeltaSink(Sink):
         commit (sinks/delta/history.py)."""
         path = self.target_path(table.source)
         return read_back(spark, path, table, self.upsert, self.pipeline_id)
+
+
+def _replayed(location: str, app: str, batch: WritePlan) -> bool:
+    """Whether the target recorded ``batch`` (or a later one) for ``app`` already: Delta's
+    own check of a ``txn``, which delta-rs leaves to its caller."""
+    done = native.committed_version(location, app)
+    if done is None or done < batch.batch_id:
+        return False
+    log.info("delta sink: batch %d is in %s already (txn %s)", batch.batch_id, location, app)
+    return True
 
 
 def _qualified(spark: Any, location: str) -> str:

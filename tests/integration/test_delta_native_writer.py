@@ -1,0 +1,181 @@
+"""The Delta sink's native writer (delta-rs, ``writer: native``) against Spark's writer: the
+same batches give the same table and the same change data feed (``readChangeFeed``, commit
+versions and timestamps aside), one commit per target per batch, and a replayed batch
+writes nothing (sinks/delta/native.py).
+
+The batches cover what delta-rs needs the sink's help for: a delete of a key the target
+never held alongside an insert (delta-rs's NOT NULL + change feed merge bug), a batch that
+changes nothing (delta-rs makes no commit of its own), an update to identical values, and
+rows read again that leave a kept column alone. A target with a table feature delta-rs
+cannot write is refused, naming it and ``writer: spark``; one sparkcdc widened goes on
+with Spark's writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.core.errors import SparkCdcError
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.base import SinkTable
+from sparkcdc.sinks.delta.config import DeltaSinkConfig
+from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.write_plan import WritePlan, plan_of
+from sparkcdc.snapshot.schema_change import ColumnMoves
+
+PIPELINE = "native-diff:0"
+SCHEMA = "id BIGINT NOT NULL, a INT, b STRING"
+CHANGES = ", _change_type STRING, _commit_version BIGINT, _commit_timestamp TIMESTAMP"
+SOURCE = TableId("db", "t")
+
+#: Batches of changes (id, a, b, change type, commit version): the snapshot; then an
+#: update, a delete, an insert, an identical update, and a key inserted and deleted
+#: within the batch (its delete is of a key the target never held); a batch of only such
+#: a key; more snapshot rows mixed with log changes.
+BATCHES: list[list[tuple[Any, ...]]] = [
+    [(i, i * 10, f"r{i}", "insert", 100) for i in range(1, 8)],
+    [
+        (2, 20, "r2", "update_preimage", 150),
+        (2, 21, "r2b", "update_postimage", 150),
+        (3, 30, "r3", "delete", 160),
+        (50, 500, "new", "insert", 170),
+        (4, 40, "r4", "update_preimage", 175),
+        (4, 40, "r4", "update_postimage", 175),
+        (60, 600, "gone", "insert", 180),
+        (60, 600, "gone", "delete", 190),
+    ],
+    [(70, 1, "x", "insert", 210), (70, 1, "x", "delete", 220)],
+    [
+        (8, 80, "r8", "insert", 400),
+        (9, 90, "r9", "insert", 400),
+        (5, 50, "r5", "update_preimage", 350),
+        (5, 55, "r5b", "update_postimage", 350),
+        (80, 8, "y", "insert", 360),
+        (80, 8, "y", "delete", 370),
+    ],
+]
+
+
+def _plan(spark: Any, batch_id: int, rows: Sequence[tuple[Any, ...]]) -> WritePlan:
+    """Batch ``batch_id`` as the pipeline counts it: inserts at ``100 * (batch_id + 1)`` are
+    the snapshot's rows."""
+    end = 100 * (batch_id + 1)
+    frame = spark.createDataFrame([(*r, None) for r in rows], SCHEMA + CHANGES)
+    snapshot = sum(1 for r in rows if r[3] == "insert" and r[4] == end)
+    inserts = sum(1 for r in rows if r[3] == "insert") - snapshot
+    return plan_of(
+        PIPELINE,
+        batch_id,
+        {SOURCE: frame},
+        f'{{"batch": {batch_id}}}',
+        rows={SOURCE: len(rows)},
+        snapshot_version=end,
+        snapshot_rows={SOURCE: snapshot},
+        log_inserts={SOURCE: inserts},
+    )
+
+
+def _sink(spark: Any, lake: Path, writer: str, mode: str = "upsert") -> tuple[DeltaSink, str]:
+    from pyspark.sql.types import StructType
+
+    options = {"path": str(lake), "writer": writer, "changelog-mode": mode}
+    sink = DeltaSink(DeltaSinkConfig.from_options(options), PIPELINE)
+    sink.open(spark, [SinkTable(SOURCE, StructType.fromDDL(SCHEMA), ("id",))])
+    return sink, sink.target_path(SOURCE)
+
+
+def _version(spark: Any, path: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first()["version"])
+
+
+def _feed(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    """The target's change data feed from its creation on, commit versions aside."""
+    feed = spark.read.format("delta").option("readChangeFeed", "true")
+    rows = feed.option("startingVersion", 0).load(path).drop("_commit_version", "_commit_timestamp")
+    return sorted(tuple(r) for r in rows.collect())
+
+
+def _rows(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+
+
+def _batches_of_commits(spark: Any, path: str) -> list[int]:
+    """The batch id of each commit after the table's creation, oldest first."""
+    import json
+
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").where("version > 0")
+    metadata = history.orderBy("version").select("userMetadata").collect()
+    return [json.loads(m)["batch_id"] for (m,) in metadata]
+
+
+def test_native_writes_what_spark_writes_change_feed_included(spark: Any, tmp_path: Path) -> None:
+    old, old_path = _sink(spark, tmp_path / "spark", "spark")
+    new, new_path = _sink(spark, tmp_path / "native", "native")
+    for batch_id, rows in enumerate(BATCHES):
+        for sink in (old, new):
+            sink.write(_plan(spark, batch_id, rows))
+        before = _version(spark, new_path)
+        new.write(_plan(spark, batch_id, rows))  # a replay: nothing
+        assert _version(spark, new_path) == before
+    assert _rows(spark, new_path) == _rows(spark, old_path)
+    assert {r[0] for r in _rows(spark, new_path)} == {1, 2, 4, 5, 6, 7, 8, 9, 50}
+    assert _feed(spark, new_path) == _feed(spark, old_path)
+    # the snapshot batch (0) is appended, the last batch's snapshot rows appended and its
+    # log changes merged; every other batch one commit
+    assert _batches_of_commits(spark, new_path) == [0, 1, 2, 3, 3]
+    engines = spark.sql(f"DESCRIBE HISTORY delta.`{new_path}`").where("version > 0")
+    assert {e for (e,) in engines.select("engineInfo").collect()} == {"delta-rs:py-1.6.6"}
+    # a restarted sink (a new process) skips the replay of the last batch too
+    again, _ = _sink(spark, tmp_path / "native", "native")
+    before = _version(spark, new_path)
+    again.write(_plan(spark, len(BATCHES) - 1, BATCHES[-1]))
+    assert _version(spark, new_path) == before
+
+
+def test_native_history_target_equals_sparks(spark: Any, tmp_path: Path) -> None:
+    old, old_path = _sink(spark, tmp_path / "spark", "spark", "append")
+    new, new_path = _sink(spark, tmp_path / "native", "native", "append")
+    for batch_id, rows in enumerate(BATCHES):
+        for sink in (old, new):
+            sink.write(_plan(spark, batch_id, rows))
+            sink.write(_plan(spark, batch_id, rows))  # the replay: nothing
+    assert _rows(spark, new_path) == _rows(spark, old_path)
+    assert len(_rows(spark, new_path)) == sum(len(rows) for rows in BATCHES)
+    assert _batches_of_commits(spark, new_path) == [0, 1, 2, 3]
+
+
+def test_a_truncate_is_one_commit_and_skipped_on_replay(spark: Any, tmp_path: Path) -> None:
+    sink, path = _sink(spark, tmp_path, "native")
+    sink.write(_plan(spark, 0, BATCHES[0]))
+    table = sink.tables[SOURCE]
+    for _ in range(2):
+        sink.truncate(spark, table, _plan(spark, 1, []))
+    assert _rows(spark, path) == [] and _batches_of_commits(spark, path) == [0, 1]
+    feed = _feed(spark, path)
+    assert sorted(r[0] for r in feed if r[3] == "delete") == list(range(1, 8))
+
+
+def test_a_feature_delta_rs_cannot_write_is_refused_naming_the_way_out(
+    spark: Any, tmp_path: Path
+) -> None:
+    _, path = _sink(spark, tmp_path, "spark")
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
+    with pytest.raises(SparkCdcError, match=r"rowTracking.*'writer: spark'"):
+        _sink(spark, tmp_path, "native")
+
+
+def test_a_target_sparkcdc_widened_goes_on_with_sparks_writer(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql.types import StructType
+
+    sink, path = _sink(spark, tmp_path, "native")
+    sink.write(_plan(spark, 0, BATCHES[0]))
+    wider = SinkTable(SOURCE, StructType.fromDDL("id BIGINT NOT NULL, a BIGINT, b STRING"), ("id",))
+    sink.evolve(spark, wider, sink.tables[SOURCE], ColumnMoves())
+    sink.write(_plan(spark, 1, BATCHES[1]))
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first()
+    assert history["engineInfo"].startswith("Apache-Spark")  # Spark's MERGE wrote it
+    assert {r[0] for r in _rows(spark, path)} == {1, 2, 4, 5, 6, 7, 50}
