@@ -1,7 +1,7 @@
 """Many tables in one stream: what discovery, planning, the first batch and the offset
 cost with 1000 captured tables, against one table holding the same rows, in one run.
 
-    .venv/bin/python -m benchmarks.many_tables [--tables 1000] [--rows 100]
+    .venv/bin/python -m benchmarks.many_tables [--tables 1000] [--rows 100] [--writers native,spark]
 
 Creates ``--tables`` tables ``bench.t0000`` ... (10 columns each: a BIGINT key, integers,
 a DECIMAL, a DATETIME, strings) with ``--rows`` rows each, and the baseline ``bench.wide``
@@ -125,9 +125,10 @@ def describe(run: StreamRun, checkpoint: Path) -> str:
 SERVER_IDS = "  server-id: 5400-5463\n"
 
 
-def sink_block(folder: Path, writes: int, kafka: str | None) -> str:
-    """Delta under ``folder`` writing up to ``writes`` targets at once, or, with ``kafka``
-    (its brokers), one upsert topic per table named after the folder."""
+def sink_block(folder: Path, writes: int, kafka: str | None, writer: str = "spark") -> str:
+    """Delta under ``folder`` writing up to ``writes`` targets at once with ``writer``
+    (``spark`` or ``native``), or, with ``kafka`` (its brokers), one upsert topic per table
+    named after the folder."""
     if kafka is not None:
         return f"""\
 sink:
@@ -141,6 +142,7 @@ sink:
   type: delta
   path: {folder / "lake"}
   concurrent-writes: {writes}
+  writer: {writer}
 """
 
 
@@ -151,6 +153,7 @@ def run_pipeline(
     tables: str,
     writes: int = 4,
     kafka: str | None = None,
+    writer: str = "spark",
 ) -> str:
     """One ``--available-now`` run of a pipeline of ``tables`` (a pattern) into Delta
     (or Kafka, see :func:`sink_block`) under ``folder``, in process; what it cost."""
@@ -161,7 +164,7 @@ def run_pipeline(
     path = folder / "pipeline.yaml"
     path.write_text(
         f"""\
-{source_block(db, f"{DATABASE}.{tables}", SERVER_IDS)}{sink_block(folder, writes, kafka)}\
+{source_block(db, f"{DATABASE}.{tables}", SERVER_IDS)}{sink_block(folder, writes, kafka, writer)}\
 pipeline:
   name: many
   checkpoint: {folder / "checkpoint"}
@@ -193,6 +196,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parts", default="streams,pipelines", help="what to run")
     parser.add_argument("--sink", choices=("delta", "kafka"), default="delta")
     parser.add_argument(
+        "--writers",
+        default="spark",
+        help="Delta writers to run the pipelines with, in one run: spark (Spark's MERGE, the "
+        "old path), native (delta-rs), or both: native,spark",
+    )
+    parser.add_argument(
         "--phases",
         default="snapshot,log,log-one",
         help="pipeline phases: snapshot, log (one UPDATE per table), log-one (one UPDATE)",
@@ -203,6 +212,9 @@ def main(argv: list[str] | None = None) -> None:
         help="skip the one-write-at-a-time Delta run (it takes hours at 1000 tables)",
     )
     args = parser.parse_args(argv)
+    writers = args.writers.split(",")
+    if not writers or set(writers) - {"spark", "native"}:
+        parser.error(f"--writers: spark, native or both, not {args.writers!r}")
     kafka = EmbeddedKafka() if args.sink == "kafka" else None
 
     with ProcessSampler() as memory, tempfile.TemporaryDirectory(prefix="sparkcdc-many-") as tmp:
@@ -242,17 +254,22 @@ def main(argv: list[str] | None = None) -> None:
             if results:
                 title = f"Streams, availableNow into noop (session start {started:.1f} s)"
                 print_kv(title, results)
-            pipelines = {
-                "one table (wide)": ("wide", 4),
-                f"{args.tables} tables, one write at a time (baseline)": ("t[0-9]+", 1),
-                f"{args.tables} tables, concurrent-writes 4": ("t[0-9]+", 4),
-            }
-            if args.no_baseline:
-                del pipelines[f"{args.tables} tables, one write at a time (baseline)"]
+            pipelines: dict[str, tuple[str, int, str]] = {}
+            for writer in writers:
+                named = "" if len(writers) == 1 else f", writer {writer}"
+                pipelines[f"one table (wide){named}"] = ("wide", 4, writer)
+                if not args.no_baseline:
+                    baseline = f"{args.tables} tables, one write at a time (baseline){named}"
+                    pipelines[baseline] = ("t[0-9]+", 1, writer)
+                pipelines[f"{args.tables} tables, concurrent-writes 4{named}"] = (
+                    "t[0-9]+",
+                    4,
+                    writer,
+                )
             if kafka is not None:  # one Kafka write per batch: the baseline is wide
                 pipelines = {
-                    "one table (wide, the baseline)": ("wide", 1),
-                    f"{args.tables} tables": ("t[0-9]+", 1),
+                    "one table (wide, the baseline)": ("wide", 1, "spark"),
+                    f"{args.tables} tables": ("t[0-9]+", 1, "spark"),
                 }
             servers = None if kafka is None else kafka.bootstrap_servers
             results = []
@@ -269,9 +286,11 @@ def main(argv: list[str] | None = None) -> None:
             for phase in phases if "pipelines" in args.parts else ():
                 if phase.startswith("log"):
                     update_each(db, args.tables, 1 if "one" in phase else None)
-                for i, (name, (pattern, writes)) in enumerate(pipelines.items()):
+                for i, (name, (pattern, writes, writer)) in enumerate(pipelines.items()):
                     with memory.phase(f"pipeline {phase}: {name}"):
-                        figure = run_pipeline(spark, db, folder / f"p{i}", pattern, writes, servers)
+                        figure = run_pipeline(
+                            spark, db, folder / f"p{i}", pattern, writes, servers, writer
+                        )
                     results.append((f"{phase}: {name}", figure))
             if results:
                 print_kv(f"Pipelines into {args.sink}, --available-now", results)

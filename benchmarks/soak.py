@@ -1,7 +1,7 @@
 """A long-running stream: a pipeline into Delta under a steady load of changes, for 30+
 minutes, with its lag and every process's memory per window of minutes.
 
-    .venv/bin/python -m benchmarks.soak [--minutes 30] [--rate 10000] [--rows 1000000]
+    .venv/bin/python -m benchmarks.soak [--minutes 30] [--rate 10000] [--writer native]
 
 Loads ``bench.orders`` with ``--rows`` rows into a private MariaDB, starts a pipeline of it
 into Delta in this process (``prepare``, ``start``: its initial snapshot, then the binlog,
@@ -104,13 +104,14 @@ class Writer:
         conn.close()
 
 
-def pipeline_file(db: EmbeddedMariaDB, folder: Path, trigger: int) -> Path:
+def pipeline_file(db: EmbeddedMariaDB, folder: Path, trigger: int, writer: str = "spark") -> Path:
     path = folder / "pipeline.yaml"
     path.write_text(
         f"""\
 {source_block(db, f"{DATABASE}.{TABLE}")}sink:
   type: delta
   path: {folder / "lake"}
+  writer: {writer}
 pipeline:
   name: soak
   checkpoint: {folder / "checkpoint"}
@@ -161,6 +162,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--window", type=float, default=5, help="minutes per printed row")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument(
+        "--writer",
+        choices=("spark", "native"),
+        default="spark",
+        help="the Delta sink's writer: spark (Spark's MERGE, the old path) or native (delta-rs)",
+    )
+    parser.add_argument(
         "--mix",
         type=mix_of,
         default=(50, 30, 20),
@@ -179,7 +186,8 @@ def main(argv: list[str] | None = None) -> None:
             spark, _ = spark_session(args.cores)
             spark.sparkContext.setLogLevel("ERROR")
             folder = Path(tmp)
-            run = prepare(load_pipeline(pipeline_file(db, folder, args.trigger)), spark=spark)
+            pipeline = pipeline_file(db, folder, args.trigger, args.writer)
+            run = prepare(load_pipeline(pipeline), spark=spark)
             writer = Writer(db, args.rows, args.rate, args.statement_rows, args.mix)
             windows: list[tuple[str, float, int, list[Any]]] = []
             with memory.phase("snapshot"):
