@@ -78,6 +78,11 @@ def test_a_merge_with_an_absent_key_deleted_and_an_insert_lands(tmp_path: Path) 
     native.merge(path, batch, ["id"], ["id", "v"], (), "_deleted", "_reread", "{}", "app", 4)
     assert _rows(path) == {1: "new1", 3: "v3", 5: "new5"}
     assert native.committed_version(path, "app") == 4
+    replay = _batch([(1, True)])  # batch 4 again (other rows: it must not be looked at)
+    assert not native.merge(path, replay, ["id"], ["id", "v"], (), "_deleted", "", "{}", "app", 4)
+    assert not native.append(path, replay.drop_columns(["_deleted"]), "{}", "app", 3)
+    assert _rows(path) == {1: "new1", 3: "v3", 5: "new5"}
+    assert len(native.history(path, None)) == 2
 
 
 def test_a_merge_that_changes_nothing_still_commits_its_txn(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ Spark's MERGE (measured for issue 62). What this module knows of delta-rs 1.6.6:
   (``CommitProperties(app_transactions=[Transaction(app_id, version)])``), the one Spark's
   ``txnAppId``/``txnVersion`` write, under the same app id, so Spark and delta-rs honour
   each other's. delta-rs records it but does not compare it with the version recorded
-  before: :func:`committed_version` is checked before every such write.
+  before: every write here that carries one checks the recorded version first.
 - A merge that changes nothing makes **no commit**, so neither the txn nor the batch's
   offset (``userMetadata``, what ``verify`` reads) would land: :func:`merge` then commits
   an empty transaction carrying both.
@@ -108,8 +108,22 @@ def committed_version(location: str, app_id: str) -> int | None:
     """The last version Delta recorded for ``app_id`` in the target (its ``txn``), or None."""
     from deltalake import DeltaTable
 
-    version = DeltaTable(location).transaction_version(app_id)
+    return _recorded(DeltaTable(location), app_id)
+
+
+def _recorded(target: Any, app_id: str) -> int | None:
+    version = target.transaction_version(app_id)
     return None if version is None else int(version)
+
+
+def _replayed(target: Any, app_id: str, version: int) -> bool:
+    """Whether the target recorded ``version`` (or a later one) for ``app_id`` already:
+    Delta's own check of a ``txn``, which delta-rs leaves to its caller."""
+    done = _recorded(target, app_id)
+    if done is None or done < version:
+        return False
+    log.info("delta native writer: batch %d is in %s already (txn %s)", version, target, app_id)
+    return True
 
 
 def history(location: str, limit: int | None) -> list[tuple[int, str | None, str | None]]:
@@ -133,38 +147,43 @@ def _commit(metadata: str, app_id: str | None, version: int) -> Any:
 
 def append(
     location: str, rows: Any, metadata: str, app_id: str | None = None, version: int = 0
-) -> None:
+) -> bool:
     """Appends ``rows`` (Arrow) in one commit carrying ``metadata`` and, with ``app_id``,
-    the txn ``(app_id, version)``. The caller checks :func:`committed_version` first."""
+    the txn ``(app_id, version)``, unless the target recorded that already (False)."""
     from deltalake import DeltaTable, write_deltalake
 
     target = DeltaTable(location)
+    if app_id is not None and _replayed(target, app_id, version):
+        return False
     write_deltalake(
         target, rows, mode="append", commit_properties=_commit(metadata, app_id, version)
     )
+    return True
 
 
-def commit_empty(location: str, metadata: str, app_id: str, version: int) -> None:
-    """A commit of no files that records the txn and ``metadata`` (the batch's offset)."""
-    from deltalake import DeltaTable
-
-    target = DeltaTable(location)
+def commit_empty(target: Any, metadata: str, app_id: str, version: int) -> None:
+    """A commit of no files into ``target`` (a delta-rs ``DeltaTable``) that records the
+    txn and ``metadata`` (the batch's offset)."""
     properties = _commit(metadata, app_id, version)
     target.create_write_transaction(
         [], mode="append", schema=target.schema(), commit_properties=properties
     )
 
 
-def delete_all(location: str, metadata: str, app_id: str, version: int) -> None:
-    """Deletes every row in one commit with the txn; an empty target still gets the txn
-    and ``metadata`` (an empty commit), as Spark's ``DELETE`` records them."""
+def delete_all(location: str, metadata: str, app_id: str, version: int) -> bool:
+    """Deletes every row in one commit with the txn, unless the target recorded it already
+    (False); an empty target still gets the txn and ``metadata`` (an empty commit), as
+    Spark's ``DELETE`` records them."""
     from deltalake import DeltaTable
 
     target = DeltaTable(location)
+    if _replayed(target, app_id, version):
+        return False
     before = target.version()
     target.delete(commit_properties=_commit(metadata, app_id, version))
-    if DeltaTable(location).version() == before:
-        commit_empty(location, metadata, app_id, version)
+    if target.version() == before:
+        commit_empty(target, metadata, app_id, version)
+    return True
 
 
 def sql_name(name: str) -> str:
@@ -183,20 +202,22 @@ def merge(
     metadata: str,
     app_id: str,
     version: int,
-) -> None:
+) -> bool:
     """One merge of each key's last change (``last``: Arrow, the target's columns plus
     ``deleted`` and, with ``kept``, ``reread``; sinks/reduce.py), as the Spark writer's
     MERGE: a deleted key's row goes, a row read again leaves its kind's kept columns as
     they are, other rows update or insert. One commit with the txn, even when nothing
-    changes. The caller checks :func:`committed_version` first."""
+    changes; none when the target recorded the txn already (False: a replay)."""
     from deltalake import DeltaTable
 
     target = DeltaTable(location)
+    if _replayed(target, app_id, version):
+        return False
     nullable = {f.name: f.nullable for f in target.schema().fields}
     last = _without_absent_deletes(target, last, key, deleted, nullable)
     if last.num_rows == 0:
-        commit_empty(location, metadata, app_id, version)
-        return
+        commit_empty(target, metadata, app_id, version)
+        return True
     # "=" lets delta-rs prune the files the keys cannot be in (with streamed_exec off);
     # a nullable key (a unique key) needs the null-safe form
     equal = {k: "IS NOT DISTINCT FROM" if nullable.get(k, True) else "=" for k in key}
@@ -219,9 +240,10 @@ def merge(
             )
     merger = merger.when_matched_update(values, predicate=f"NOT s.{sql_name(deleted)}")
     merger = merger.when_not_matched_insert(values, predicate=f"NOT s.{sql_name(deleted)}")
-    merger.execute()
-    if DeltaTable(location).version() == before:  # delta-rs made no commit: nothing changed
-        commit_empty(location, metadata, app_id, version)
+    merger.execute()  # updates ``target`` to the version it commits
+    if target.version() == before:  # delta-rs made no commit: nothing changed
+        commit_empty(target, metadata, app_id, version)
+    return True
 
 
 def _without_absent_deletes(

@@ -310,11 +310,8 @@ class DeltaSink(Sink):
             with _commit_options(spark, batch, table.source, app=TRUNCATE_APP):
                 spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
             return
-        app = batch.pipeline + TRUNCATE_APP
-        if _replayed(location, app, batch):
-            return
         metadata = _metadata(batch, table.source, offset=True)
-        native.delete_all(location, metadata, app, batch.batch_id)
+        native.delete_all(location, metadata, batch.pipeline + TRUNCATE_APP, batch.batch_id)
 
     def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """Deletes the target's directory (a path-based table has no catalog entry to drop)
@@ -475,8 +472,6 @@ class DeltaSink(Sink):
             with _commit_options(spark, batch, table.source, snapshot_rows=snapshot_rows):
                 self._spark_merge(spark, table, changes, last, kept)
             return
-        if _replayed(location, batch.pipeline, batch):
-            return
         metadata = _metadata(batch, table.source, offset=True, snapshot_rows=snapshot_rows)
         native.merge(
             location,
@@ -542,7 +537,7 @@ class DeltaSink(Sink):
             if location is None:
                 options = _write_options(batch, table.source)
                 rows.write.format("delta").mode("append").options(**options).save(path)
-            elif not _replayed(location, batch.pipeline, batch):
+            else:
                 metadata = _metadata(batch, table.source, offset=True)
                 native.append(location, rows.toArrow(), metadata, batch.pipeline, batch.batch_id)
             return
@@ -565,16 +560,6 @@ class DeltaSink(Sink):
         commit (sinks/delta/history.py)."""
         path = self.target_path(table.source)
         return read_back(spark, path, table, self.upsert, self.pipeline_id)
-
-
-def _replayed(location: str, app: str, batch: WritePlan) -> bool:
-    """Whether the target recorded ``batch`` (or a later one) for ``app`` already: Delta's
-    own check of a ``txn``, which delta-rs leaves to its caller."""
-    done = native.committed_version(location, app)
-    if done is None or done < batch.batch_id:
-        return False
-    log.info("delta sink: batch %d is in %s already (txn %s)", batch.batch_id, location, app)
-    return True
 
 
 def _qualified(spark: Any, location: str) -> str:
