@@ -52,10 +52,15 @@ KILLS = int(os.environ.get("SPARKCDC_FAULT_KILLS", "2"))
 #: The kill loop's targets. A MariaDB target (its snapshot rows bulk-loaded with LOAD DATA
 #: LOCAL, the rest upserted, as into PostgreSQL) and a Delta history target (every change
 #: appended, a replay told from the pipeline's own commits) run in the long form only: the
-#: short form's time goes to the other three.
-KILL_LOOP_SINKS = ["delta", "jdbc-postgres", "kafka-upsert"] + (
-    ["jdbc-mariadb", "delta-history"] if KILLS > 2 else []
-)
+#: short form's time goes to the other three, and to Delta both ways through the native
+#: writer (delta-rs, ``writer: native``).
+KILL_LOOP_SINKS = [
+    "delta",
+    "jdbc-postgres",
+    "kafka-upsert",
+    "delta-native",
+    "delta-history-native",
+] + (["jdbc-mariadb", "delta-history"] if KILLS > 2 else [])
 
 
 def batches(checkpoint: Path) -> int:
@@ -80,11 +85,11 @@ def snapshot_committed(checkpoint: Path, run: subprocess.Popen[bytes]) -> Callab
 def target_rows(
     sink: str, spark: Any, scratch: Path, pg: Any, db: str, table: str
 ) -> dict[Any, tuple[Any, ...]]:
-    if sink == "delta":
+    if sink in ("delta", "delta-native"):
         found = spark.read.format("delta").load(str(scratch / "lake" / db / table)).collect()
     elif sink == "kafka-upsert":
         return upsert_topic_rows(spark, pg, table)
-    elif sink == "delta-history":
+    elif sink in ("delta-history", "delta-history-native"):
         return history_rows(spark, scratch / "lake" / db / table)
     elif sink == "jdbc-mariadb":
         mariadb, target_db = pg
@@ -154,6 +159,10 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
         block = "type: delta\npath: lake"
     elif sink == "delta-history":
         block = "type: delta\npath: lake\nchangelog-mode: append"
+    elif sink == "delta-native":
+        block = "type: delta\npath: lake\nwriter: native"
+    elif sink == "delta-history-native":
+        block = "type: delta\npath: lake\nchangelog-mode: append\nwriter: native"
     elif sink == "kafka-upsert":  # at-least-once: an upsert topic still reads back exactly
         block = (
             f"type: kafka\nproperties.bootstrap.servers: {kafka.bootstrap_servers}\n"
@@ -209,6 +218,10 @@ def test_sigkill_again_and_again_loses_and_repeats_nothing(
     if sink != "kafka-upsert":  # a history target is verified as its replay
         verdicts = verify_pipeline(load_pipeline(pipeline), spark)
         assert [v.status for v in verdicts] == ["equal", "equal"]
+    if sink.endswith("-native"):  # the rows came through delta-rs, not Spark's writer
+        lake = scratch / "lake" / orders / "orders"
+        engines = spark.sql(f"DESCRIBE HISTORY delta.`{lake}`").select("engineInfo").collect()
+        assert any(e.startswith("delta-rs") for (e,) in engines), engines
     print(
         f"\nfault suite [{sink}]: {survived} SIGKILLs survived, {signals} re-reads signalled, "
         f"{batches(checkpoint)} batches committed, {writer.transactions} source transactions, "
