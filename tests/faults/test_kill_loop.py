@@ -4,7 +4,8 @@ while random writes (several statements per transaction, key moves, two tables) 
 killed); then ``--available-now`` and the targets must equal the source, with ``verify``
 agreeing, and every signal consumed.
 
-Sinks: Delta, PostgreSQL (JDBC) and a Kafka upsert topic (at-least-once, read back as a
+Sinks: Delta (Spark's writer, and delta-rs: `writer: native`, upsert and history),
+PostgreSQL (JDBC) and a Kafka upsert topic (at-least-once, read back as a
 table); the long form adds a MariaDB (JDBC) target and a Delta history target (replayed
 into a table, and no change in it twice). Short form in CI (``SPARKCDC_FAULT_KILLS``,
 default 2 kills per sink); the long form runs by hand: ``make faults`` (50 kills per
