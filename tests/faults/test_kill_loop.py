@@ -315,7 +315,7 @@ def test_sigkill_around_schema_changes_applies_each_once(
 
 @pytest.mark.faults
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres", "delta-native"])
 def test_sigkill_right_after_a_schema_change_reached_the_target_applies_it_once(
     spark: Any,
     mariadb: EmbeddedMariaDB,
@@ -343,7 +343,7 @@ def test_sigkill_right_after_a_schema_change_reached_the_target_applies_it_once(
     checkpoint = scratch / "checkpoint"
 
     def target_columns() -> list[str]:
-        if sink == "delta":
+        if sink in ("delta", "delta-native"):
             lake = scratch / "lake" / orders / "orders"
             return list(spark.read.format("delta").load(str(lake)).columns)
         rows = postgres.execute(

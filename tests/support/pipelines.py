@@ -74,9 +74,12 @@ def mariadb_sink_block(mariadb: Any, database: str, monkeypatch: Any) -> str:
 
 def sink_block(sink: str, postgres: Any, pg_db: str, monkeypatch: Any) -> str:
     """The sink block of tests run into either target: ``delta`` (a lake beside the
-    pipeline file) or, for any other name, PostgreSQL (:func:`postgres_sink_block`)."""
+    pipeline file; ``delta-native`` through delta-rs) or, for any other name, PostgreSQL
+    (:func:`postgres_sink_block`)."""
     if sink == "delta":
         return "type: delta\npath: lake"
+    if sink == "delta-native":  # written through delta-rs (sinks/delta/native.py)
+        return "type: delta\npath: lake\nwriter: native"
     return postgres_sink_block(postgres, pg_db, monkeypatch)
 
 

@@ -83,6 +83,17 @@ def local_path(location: str) -> str | None:
     return unquote(parsed.path)
 
 
+def require() -> None:
+    """Fails with the fix when delta-rs is not installed (it comes with the ``delta`` extra)."""
+    try:
+        import deltalake  # noqa: F401
+    except ImportError:
+        raise SparkCdcError(
+            "'writer: native' in the delta sink block needs the deltalake package: "
+            "pip install 'sparkcdc[delta]' (or deltalake==1.6.6), or set 'writer: spark'"
+        ) from None
+
+
 def table_features(location: str) -> set[str]:
     """The target's table features: the named ones of a version-7 writer protocol, else
     those its writer version implies."""

@@ -131,6 +131,8 @@ class DeltaSink(Sink):
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         if self.config.local_folder is not None:
             ensure_writable(self.config.local_folder, "sink.path")
+        if self.config.writer == "native":
+            native.require()
 
         self.tables = {t.source: t for t in tables}
         names = target_names(tables, self.config.table_name, folder_name)
