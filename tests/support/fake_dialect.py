@@ -35,6 +35,7 @@ from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.normalize import apply_overrides, backward_overrides, forward_overrides
+from sparkcdc.snapshot.options import TablePatterns, table_patterns
 from sparkcdc.snapshot.schema_change import SchemaChange
 
 
@@ -78,6 +79,7 @@ class FakeSettings:
     signal_file: str | None = None
     pause_file: str | None = None
     truncate_handling: str = "fail"
+    tables: TablePatterns = field(default_factory=lambda: table_patterns("fake.t"))
 
 
 def key_of(row: Row) -> Any:

@@ -16,6 +16,7 @@ from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.abilities import FollowsTableDrops
 from sparkcdc.snapshot.catalog import START_ATTEMPTS, TableCatalog
 from sparkcdc.snapshot.offset import SourceOffset
+from sparkcdc.snapshot.options import table_patterns
 from sparkcdc.snapshot.progress import TABLE_DROPPED, TableProgress
 from tests.support.fake_dialect import (
     Count,
@@ -44,6 +45,23 @@ def test_discovery_runs_once_and_decides_the_schema_once() -> None:
     assert list(tables.tables) == [A] and not tables.envelope
     db.initial = ROWS  # more tables later: the stream's schema stays one table's
     assert list(tables.tables) == [A] and not tables.envelope
+
+
+@pytest.mark.parametrize(
+    ("tables", "watch", "envelope"),
+    [
+        ("db.a", True, False),  # a literal name: no created table can match it
+        ("db.[a-z]", True, True),  # a pattern watched for created tables may grow
+        ("db.[a-z]", False, False),  # not watched: typed until its next start
+    ],
+)
+def test_a_one_table_pattern_watched_for_created_tables_is_in_the_envelope(
+    tables: str, watch: bool, envelope: bool
+) -> None:
+    settings = FakeSettings(newly_added_tables=watch, tables=table_patterns(tables))
+    one = catalog(FakeDatabase([], {A: ROWS[A]}, settings))
+    assert list(one.tables) == [A]
+    assert one.envelope is envelope and one.watch_created is (watch and envelope)
 
 
 def test_a_new_table_joins_with_the_option_and_is_left_out_without_it(

@@ -80,8 +80,9 @@ class PipelineRun:
     _pausing: bool = False  #: the pause file was made for a stop: no restart for schema
     _watcher: threading.Thread | None = None
     #: One table read in the envelope schema: its columns at the checkpoint are not its
-    #: columns now, which a typed query (schema fixed at its start) cannot carry; or the
-    #: others were dropped while the query ran in the envelope.
+    #: columns now, which a typed query (schema fixed at its start) cannot carry; the
+    #: others were dropped while the query ran in the envelope; or its table options are
+    #: a pattern watched for created tables (``scan.newly-added-table.enabled``).
     force_envelope: bool = False
     #: The last batch's offsets (its end is the next batch's start).
     _offsets: BatchOffsets | None = None
@@ -447,7 +448,11 @@ def prepare(
     sink.on_retry = metrics.sink_retried
     run = PipelineRun(definition, spark, tables, targets, sink, planned.probe, metrics, on_batch)
     sink.stopping = lambda: run._stopping
-    run.force_envelope = len(tables) == 1 and tables != planned.now
+    # a pattern watched for created tables may grow: its one table at the start is read in
+    # the envelope, as the source's catalog decides too (snapshot/catalog.py)
+    config = definition.source_config
+    may_grow = config.newly_added_tables and config.tables.may_grow
+    run.force_envelope = (len(tables) == 1 and tables != planned.now) or may_grow
     return run
 
 

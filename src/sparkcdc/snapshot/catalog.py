@@ -80,17 +80,22 @@ class TableCatalog(Generic[P, T]):
     @property
     def envelope(self) -> bool:
         """Several tables share one stream in the envelope schema; one table is typed
-        unless ``scan.envelope.enabled`` says otherwise. Decided once: the stream's schema
-        stays when tables are dropped or created while it runs."""
+        unless ``scan.envelope.enabled`` says otherwise, or the stream watches for created
+        tables (``scan.newly-added-table.enabled``) with table options that are patterns:
+        a typed stream's schema is one table's, so a stream that may grow is in the
+        envelope from its start, however many tables matched then (issue 64). Decided
+        once: the stream's schema stays when tables are dropped or created while it runs."""
         if self._envelope is None:
-            self._envelope = len(self.tables) > 1 or self.settings.envelope
+            settings = self.settings
+            may_grow = settings.newly_added_tables and settings.tables.may_grow
+            self._envelope = len(self.tables) > 1 or settings.envelope or may_grow
         return self._envelope
 
     @property
     def watch_created(self) -> bool:
         """Whether tables created while the stream runs are captured at once: with
         ``scan.newly-added-table.enabled``, in the envelope (a typed stream's schema is one
-        table's; it captures them from its next start)."""
+        table's, and literal table options name no table created later)."""
         return self.settings.newly_added_tables and self.envelope
 
     def vanished(self, table_id: TableId) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -31,6 +31,9 @@ from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries
+
+if TYPE_CHECKING:
+    from sparkcdc.snapshot.options import TablePatterns
 
 P = TypeVar("P", bound=LogPosition)
 
@@ -83,6 +86,8 @@ class SourceSettings(Protocol):
     def newly_added_tables(self) -> bool: ...  # scan.newly-added-table.enabled
     @property
     def envelope(self) -> bool: ...  # scan.envelope.enabled
+    @property
+    def tables(self) -> TablePatterns: ...  # tables (or the namespace and table options)
     @property
     def signal_file(self) -> str | None: ...  # signal.file (Debezium's file channel)
     @property

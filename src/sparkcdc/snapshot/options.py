@@ -68,6 +68,32 @@ class TablePatterns:
             self.excluded + other.pairs,
         )
 
+    @property
+    def may_grow(self) -> bool:
+        """Whether tables created later may match: some pair is a pattern, not a literal
+        name (``shop.orders`` names one table forever; ``shop.orders_.*`` does not). A
+        stream that watches for created tables takes the envelope schema from its start
+        when this holds, however many tables matched then (snapshot/catalog.py)."""
+        return any(_is_pattern(part.pattern) for pair in self.pairs for part in pair)
+
+
+#: Characters that make a regular expression match more than its own text.
+_PATTERN_CHARACTERS = frozenset(".^$*+?{}[]|()")
+
+
+def _is_pattern(text: str) -> bool:
+    """Whether ``text`` matches other names than one: an escaped punctuation character
+    (``re.escape``'s ``\\-``) is literal, an escaped letter or digit (``\\d``) is not."""
+    chars = iter(text)
+    for char in chars:
+        if char == "\\":
+            escaped = next(chars, "")
+            if escaped.isalnum() or not escaped:
+                return True
+        elif char in _PATTERN_CHARACTERS:
+            return True
+    return False
+
 
 def table_patterns(text: str) -> TablePatterns:
     """Parse ``tables``; commas inside ``{}``, ``[]`` or ``()`` belong to a pattern."""
@@ -390,9 +416,12 @@ NEWLY_ADDED_TABLES = OptionSpec(
     False,
     doc="on a restart from a checkpoint, snapshot the tables that match now but did not "
     "when the checkpoint was made (while the others continue from it), and forget the "
-    "tables that no longer match (their targets keep their rows); on MySQL/MariaDB with "
-    "several tables, also capture tables created (or renamed into the pattern) while the "
-    "stream runs, without a restart; `false`: new tables are not captured (warned) and a "
+    "tables that no longer match (their targets keep their rows); also capture tables "
+    "created (or renamed into the pattern) while the stream runs, without a restart "
+    "(table options that are patterns then give the envelope schema even when one table "
+    "matches at the start; PostgreSQL: once the table is readable and REPLICA IDENTITY "
+    "FULL, the publication extended as `publication.autocreate.mode` allows); `false`: "
+    "new tables are not captured (warned) and a "
     "table that no longer matches fails the restart (on MySQL/MariaDB a table dropped while "
     "stopped, which the options still match, is followed to its drop instead)",
     attr="newly_added_tables",
@@ -468,7 +497,9 @@ ENVELOPE = OptionSpec(
     doc="one table in the envelope schema too (several tables always are: `database_name`, "
     "`table_name`, the change columns, `key`, `before`, `after` as JSON), so its rows may "
     "change columns without a restart; pipelines set it while a table's columns at the "
-    "checkpoint differ from its columns now",
+    "checkpoint differ from its columns now. A stream whose table options are patterns and "
+    "that watches for created tables (`scan.newly-added-table.enabled`) is in the envelope "
+    "from its start, however many tables match then",
     attr="envelope",
 )
 MAX_ROWS_PER_TRIGGER = OptionSpec(

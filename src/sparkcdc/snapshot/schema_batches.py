@@ -44,7 +44,11 @@ class SchemaBatches(Generic[P, T]):
         ``moved`` or a drop outside the log waits (``UnloggedDdl``); None for dialects
         that do not follow schema changes (they stop at one while reading)."""
         schemas, dialect = self.catalog.schemas, self.catalog.dialect
-        waiting = isinstance(dialect, UnloggedDdl) and dialect.drops_waiting
+        # a log without DDL (PostgreSQL) shows neither a drop nor a created table, whose
+        # rows the log carries only once it is published: both are found in the catalog
+        waiting = isinstance(dialect, UnloggedDdl) and (
+            dialect.drops_waiting or self.catalog.watch_created
+        )
         if schemas is None or not (moved or waiting):
             return None
         tables = self.catalog.tables_at(offset)

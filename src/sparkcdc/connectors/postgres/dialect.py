@@ -18,6 +18,7 @@ import pyarrow as pa
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.changed_table import table_after
 from sparkcdc.connectors.postgres.server.connection import connect, query, retries
+from sparkcdc.connectors.postgres.server.created_tables import CreatedTables
 from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
 from sparkcdc.connectors.postgres.server.gone_tables import GoneTable, gone_tables
 from sparkcdc.connectors.postgres.server.table_json import table_from_json, table_to_json
@@ -123,6 +124,8 @@ class PostgresDialect(
         #: position found to bound their changes, and their name now: their drop is a
         #: batch of its own once the stream has read up to there (server/gone_tables.py).
         self._gone_at: dict[int, GoneTable] = {}
+        #: Tables created while the stream runs (``scan.newly-added-table.enabled``).
+        self._created = CreatedTables(config)
 
     @property
     def settings(self) -> PostgresSourceConfig:
@@ -290,10 +293,17 @@ class PostgresDialect(
         table in ``[start, end)`` (pgoutput's Truncate messages, found by the planning
         scan), or the first change of its columns (a Relation message that describes it
         otherwise, before the first row change after an ALTER TABLE:
-        wal/column_change.py), whichever comes first."""
+        wal/column_change.py), whichever comes first. With ``watch_created``, a created
+        table ready to capture comes first (server/created_tables.py): the WAL has no
+        CREATE TABLE, so the catalog is asked at every planning."""
         dropped = self._dropped(start, tables)
         if dropped is not None:
             return dropped
+        if watch_created:
+            created = self._created.ready(self.conn, [t.oid for t in tables.values()])
+            if created:  # taken from the batch's start (snapshot/catalog.py discover_again)
+                statement = f"CREATE TABLE {created[0]} (found in the catalog)"
+                return SchemaChange(created[0], start, start, statement, None, created=True)
         scanned = self._scanned
         if scanned is None or scanned[0] != start or scanned[1] < end.lsn:
             scanned = (start, end.lsn, scan_transactions(self.conn, self.config, start, end.lsn))

@@ -1,0 +1,80 @@
+"""Tables created (or renamed into the table options) while a stream runs, found in
+PostgreSQL's catalog (docs/design.md, "Tables created while a stream runs").
+
+The WAL has no CREATE TABLE, and a new table's rows are decoded only once the publication
+has it, so the driver asks the catalog at each planning for matching tables whose OID it
+does not capture. A new table is captured (discovered, the publication extended, its
+snapshot started) only once it can be: the source user may read it and it has REPLICA
+IDENTITY FULL. Until then it waits, warned about once with the statement that makes it
+ready; nothing is lost meanwhile, as its snapshot, taken when it is captured, reads every
+row it has by then.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from sparkcdc.connectors.postgres.config import PostgresSourceConfig
+from sparkcdc.connectors.postgres.server.connection import query
+from sparkcdc.connectors.postgres.server.discovery import REPLICA_IDENTITIES
+from sparkcdc.connectors.postgres.server.sql import quote_table
+from sparkcdc.core.table import TableId
+
+log = logging.getLogger(__name__)
+
+#: Plain tables and partitions (discovery's kinds, partitioned parents aside, whose rows
+#: are their partitions'), with what capturing them needs.
+_CANDIDATES = """
+SELECT c.oid, n.nspname, c.relname, c.relreplident,
+       pg_catalog.has_table_privilege(c.oid, 'SELECT')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND NOT (c.oid = ANY(%s::oid[]))
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp\\_%%'
+ORDER BY n.nspname, c.relname
+"""
+
+
+class CreatedTables:
+    """Finds the created tables that are ready to capture; warns once per table that is
+    not ready yet (by OID: a table dropped and created again is warned about again)."""
+
+    def __init__(self, config: PostgresSourceConfig) -> None:
+        self.config = config
+        self._warned: set[int] = set()
+
+    def ready(self, conn: Any, captured: Iterable[int]) -> list[TableId]:
+        """Matching tables not among the ``captured`` OIDs that can be captured now."""
+        found = []
+        for oid, schema, name, identity, readable in query(conn, _CANDIDATES, (list(captured),)):
+            if not self.config.matches(schema, name):
+                continue
+            table_id = TableId(schema, name)
+            problem = _not_ready(table_id, identity, readable)
+            if problem is None:
+                found.append(table_id)
+            elif oid not in self._warned:
+                self._warned.add(oid)
+                log.warning(
+                    "%s was created and matches %s, %s", table_id, self.config.tables.label, problem
+                )
+        return found
+
+
+def _not_ready(table_id: TableId, identity: str, readable: bool) -> str | None:
+    """Why a created table cannot be captured yet (None: it can), with the fix."""
+    name = quote_table(table_id)
+    if not readable:
+        return (
+            "but the source user may not read it: it is captured once an owner runs "
+            f"GRANT SELECT ON {name} TO <user>;"
+        )
+    if identity != "f":
+        return (
+            f"but has REPLICA IDENTITY {REPLICA_IDENTITIES.get(identity, identity)}: it is "
+            f"captured once an owner runs ALTER TABLE {name} REPLICA IDENTITY FULL; (its "
+            "snapshot then reads every row it has by then)"
+        )
+    return None
