@@ -300,7 +300,7 @@ class PostgresDialect(
         if dropped is not None:
             return dropped
         if watch_created:
-            created = self._created.ready(self.conn, [t.oid for t in tables.values()])
+            created = self._created.ready(self.conn, tables.values())
             if created:  # taken from the batch's start (snapshot/catalog.py discover_again)
                 statement = f"CREATE TABLE {created[0]} (found in the catalog)"
                 return SchemaChange(created[0], start, start, statement, None, created=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
-from sparkcdc.connectors.postgres.server.discovery import REPLICA_IDENTITIES
+from sparkcdc.connectors.postgres.server.discovery import REPLICA_IDENTITIES, PgTable
 from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.core.table import TableId
 
@@ -45,13 +45,18 @@ class CreatedTables:
         self.config = config
         self._warned: set[int] = set()
 
-    def ready(self, conn: Any, captured: Iterable[int]) -> list[TableId]:
-        """Matching tables not among the ``captured`` OIDs that can be captured now."""
+    def ready(self, conn: Any, captured: Iterable[PgTable]) -> list[TableId]:
+        """Matching tables that can be captured now, of neither a ``captured`` table's OID
+        (one renamed is followed as a drop first) nor its name (one created again under a
+        dropped table's name is taken after that drop's batch: ``discover_created``)."""
+        captured = list(captured)
+        names = {t.table_id for t in captured}
+        oids = [t.oid for t in captured]
         found = []
-        for oid, schema, name, identity, readable in query(conn, _CANDIDATES, (list(captured),)):
-            if not self.config.matches(schema, name):
-                continue
+        for oid, schema, name, identity, readable in query(conn, _CANDIDATES, (oids,)):
             table_id = TableId(schema, name)
+            if table_id in names or not self.config.matches(schema, name):
+                continue
             problem = _not_ready(table_id, identity, readable)
             if problem is None:
                 found.append(table_id)
