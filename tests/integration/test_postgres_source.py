@@ -23,6 +23,7 @@ from sparkcdc.core.errors import (
     SchemaError,
     SourceConfigurationError,
 )
+from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedPostgres
 from sparkcdc.snapshot.driver import IncrementalSource
 from tests.support.changelog import ChangelogReplayer
@@ -163,6 +164,56 @@ def test_a_captured_table_that_lost_its_primary_key_fails_the_restart(db: Databa
         SchemaError, match=r"table public\.t is captured by the checkpoint, but it has no primary"
     ):
         run_batches(restarted, offset, lambda rows: None)
+
+
+def test_a_created_table_waits_until_ready_and_a_publication_it_cannot_extend_names_the_fix(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 64: a one-table pattern stream watching for created tables. A matching table
+    that is not REPLICA IDENTITY FULL waits (warned with the fix, not captured); one the
+    stream's user cannot add to the owner's publication stops it with the statement an
+    owner must run."""
+    table(db)
+    db.execute("INSERT INTO t VALUES (1, 'one')")
+    db.execute("CREATE ROLE watcher LOGIN REPLICATION PASSWORD 'watcher-pw'")
+    try:
+        db.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO watcher")
+        db.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO watcher")
+        db.execute(f'CREATE PUBLICATION "{db.slot}" FOR TABLE t')  # the owner's
+        source = db.source(
+            **{
+                "username": "watcher",
+                "password": "watcher-pw",
+                "table-name": "t.*",
+                "scan.newly-added-table.enabled": "true",
+                "heartbeat.interval": "0s",
+            }
+        )
+        rows: list[dict[str, Any]] = []
+        start = run_batches(source, None, rows.extend)
+        assert source.catalog.envelope, "a pattern watched for created tables may grow"
+        db.execute("CREATE TABLE t_waits (id INT PRIMARY KEY)")  # REPLICA IDENTITY DEFAULT
+        db.execute("INSERT INTO t_waits VALUES (1)")
+        db.execute("UPDATE t SET v = 'uno' WHERE id = 1")
+        with caplog.at_level(logging.WARNING):
+            start = run_batches(source, start, rows.extend)
+        assert 'ALTER TABLE "public"."t_waits" REPLICA IDENTITY FULL;' in caplog.text
+        assert {r["table_name"] for r in rows} == {"t"}
+        table_names = [TableId("public", "t")]
+        assert list(source.catalog.tables) == table_names
+        db.execute("CREATE TABLE t_new (id INT PRIMARY KEY)")
+        db.execute("ALTER TABLE t_new REPLICA IDENTITY FULL")
+        with pytest.raises(SourceConfigurationError, match="must be owned") as refused:
+            run_batches(source, start, rows.extend)
+        assert f'ALTER PUBLICATION "{db.slot}" ADD TABLE "public"."t_new";' in str(refused.value)
+    finally:
+        db.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            (db.slot,),
+        )
+        db.execute("DROP OWNED BY watcher")
+        db.execute("DROP ROLE watcher")
 
 
 def test_a_server_without_logical_decoding_is_refused() -> None:

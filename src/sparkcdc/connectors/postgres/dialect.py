@@ -126,6 +126,8 @@ class PostgresDialect(
         self._gone_at: dict[int, GoneTable] = {}
         #: Tables created while the stream runs (``scan.newly-added-table.enabled``).
         self._created = CreatedTables(config)
+        #: The OIDs of the tables the last discovery returned (none yet: the start's).
+        self._discovered: set[int] = set()
 
     @property
     def settings(self) -> PostgresSourceConfig:
@@ -162,7 +164,10 @@ class PostgresDialect(
         conn, config = self.conn, self.config
         validate_server(conn, config)
         tables = discover_tables(conn, config, self._keyless)
+        if self._discovered:  # again while the stream runs: created tables not ready wait
+            tables = self._created.keep_ready(conn, tables, self._discovered)
         validate_tables(conn, tables)
+        self._discovered = {t.oid for t in tables}
         existed = slot_state(conn, config) is not None
         if ensure_publication(conn, config, tables) and existed:
             log.warning(

@@ -57,15 +57,32 @@ class CreatedTables:
             table_id = TableId(schema, name)
             if table_id in names or not self.config.matches(schema, name):
                 continue
-            problem = _not_ready(table_id, identity, readable)
-            if problem is None:
+            if self._ready(oid, table_id, identity, readable):
                 found.append(table_id)
-            elif oid not in self._warned:
-                self._warned.add(oid)
-                log.warning(
-                    "%s was created and matches %s, %s", table_id, self.config.tables.label, problem
-                )
         return found
+
+    def keep_ready(self, conn: Any, tables: list[PgTable], known: set[int]) -> list[PgTable]:
+        """Of ``tables`` discovered again while the stream runs, the ``known`` (captured)
+        ones and the new ones ready to capture: one not ready waits instead of failing the
+        stream (discovery at the start still refuses it, with the fix)."""
+        kept = []
+        for table in tables:
+            if table.oid not in known:
+                ((readable,),) = query(
+                    conn, "SELECT pg_catalog.has_table_privilege(%s, 'SELECT')", (table.oid,)
+                )
+                if not self._ready(table.oid, table.table_id, table.replica_identity, readable):
+                    continue
+            kept.append(table)
+        return kept
+
+    def _ready(self, oid: int, table_id: TableId, identity: str, readable: bool) -> bool:
+        problem = _not_ready(table_id, identity, readable)
+        if problem is not None and oid not in self._warned:
+            self._warned.add(oid)
+            label = self.config.tables.label
+            log.warning("%s was created and matches %s, %s", table_id, label, problem)
+        return problem is None
 
 
 def _not_ready(table_id: TableId, identity: str, readable: bool) -> str | None:
