@@ -193,11 +193,15 @@ def test_a_created_table_waits_until_ready_and_a_publication_it_cannot_extend_na
         start = run_batches(source, None, rows.extend)
         assert source.catalog.envelope, "a pattern watched for created tables may grow"
         db.execute("CREATE TABLE t_waits (id INT PRIMARY KEY)")  # REPLICA IDENTITY DEFAULT
+        db.execute("CREATE TABLE t_keyless (v INT)")  # left out: the stream still moves on
+        db.execute("INSERT INTO t_keyless VALUES (1)")
         db.execute("INSERT INTO t_waits VALUES (1)")
         db.execute("UPDATE t SET v = 'uno' WHERE id = 1")
         with caplog.at_level(logging.WARNING):
             start = run_batches(source, start, rows.extend)
         assert 'ALTER TABLE "public"."t_waits" REPLICA IDENTITY FULL;' in caplog.text
+        assert "public.t_keyless was created" in caplog.text
+        assert [r["_change_type"] for r in rows] == ["insert", "update"]  # the stream moved on
         assert {r["table_name"] for r in rows} == {"t"}
         table_names = [TableId("public", "t")]
         assert list(source.catalog.tables) == table_names

@@ -5,7 +5,8 @@ The WAL has no CREATE TABLE, and a new table's rows are decoded only once the pu
 has it, so the driver asks the catalog at each planning for matching tables whose OID it
 does not capture. A new table is captured (discovered, the publication extended, its
 snapshot started) only once it can be: the source user may read it and it has REPLICA
-IDENTITY FULL. Until then it waits, warned about once with the statement that makes it
+IDENTITY FULL (a table without a primary key is left out, as discovery leaves it out).
+Until then it waits, warned about once with the statement that makes it
 ready; nothing is lost meanwhile, as its snapshot, taken when it is captured, reads every
 row it has by then.
 """
@@ -28,7 +29,8 @@ log = logging.getLogger(__name__)
 #: are their partitions'), with what capturing them needs.
 _CANDIDATES = """
 SELECT c.oid, n.nspname, c.relname, c.relreplident,
-       pg_catalog.has_table_privilege(c.oid, 'SELECT')
+       pg_catalog.has_table_privilege(c.oid, 'SELECT'),
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind = 'r' AND NOT (c.oid = ANY(%s::oid[]))
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
@@ -44,6 +46,8 @@ class CreatedTables:
     def __init__(self, config: PostgresSourceConfig) -> None:
         self.config = config
         self._warned: set[int] = set()
+        #: (OID, replica identity, readable) of the tables offered for capture.
+        self._offered: set[tuple[int, str, bool]] = set()
 
     def ready(self, conn: Any, captured: Iterable[PgTable]) -> list[TableId]:
         """Matching tables that can be captured now, of neither a ``captured`` table's OID
@@ -53,11 +57,18 @@ class CreatedTables:
         names = {t.table_id for t in captured}
         oids = [t.oid for t in captured]
         found = []
-        for oid, schema, name, identity, readable in query(conn, _CANDIDATES, (oids,)):
+        for oid, schema, name, identity, readable, keyed in query(conn, _CANDIDATES, (oids,)):
             table_id = TableId(schema, name)
             if table_id in names or not self.config.matches(schema, name):
                 continue
-            if self._ready(oid, table_id, identity, readable):
+            if not keyed:  # left out, as discovery leaves out keyless tables
+                self._warn(oid, table_id, "but has no primary key: it is not captured")
+                continue
+            state = (oid, identity, bool(readable))
+            if self._ready(oid, table_id, identity, readable) and state not in self._offered:
+                # offered once per state: a table discovery then leaves out anyway must not
+                # hold every later planning at the batch's start
+                self._offered.add(state)
                 found.append(table_id)
         return found
 
@@ -78,11 +89,15 @@ class CreatedTables:
 
     def _ready(self, oid: int, table_id: TableId, identity: str, readable: bool) -> bool:
         problem = _not_ready(table_id, identity, readable)
-        if problem is not None and oid not in self._warned:
+        if problem is not None:
+            self._warn(oid, table_id, problem)
+        return problem is None
+
+    def _warn(self, oid: int, table_id: TableId, problem: str) -> None:
+        if oid not in self._warned:
             self._warned.add(oid)
             label = self.config.tables.label
             log.warning("%s was created and matches %s, %s", table_id, label, problem)
-        return problem is None
 
 
 def _not_ready(table_id: TableId, identity: str, readable: bool) -> str | None:
