@@ -108,13 +108,20 @@ def committed_up_to(conn: Any, config: MySqlSourceConfig, target: BinlogPosition
         return
     timeout = max(1, int(config.connect_timeout))
     ((waited,),) = query(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (target.gtid, timeout))
-    if waited:
+    if timed_out(waited):
         log.warning(
             "transactions before %s had not finished committing after %d s; the chunk is "
             "read anyway (a transaction still committing would be missing from its rows)",
             target,
             timeout,
         )
+
+
+def timed_out(waited: Any) -> bool:
+    """WAIT_FOR_EXECUTED_GTID_SET's answer: 0 when the set was committed, 1 on timeout, NULL
+    on an error. The native reader's connection answers in text (``'0'``), which is true
+    as a Python value: read as a number, or every chunk would say it timed out."""
+    return waited is None or int(waited) != 0
 
 
 def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> BinlogPosition:
