@@ -93,7 +93,7 @@ def _lost(
     """Why the source's log from ``offset``'s position is gone, or None (asked read-only)."""
     source = definition.connector.handle(definition.source_config)
     try:
-        return source.lost(offset.position_json())
+        return source.lost(offset.log_at())
     finally:
         source.close()
 

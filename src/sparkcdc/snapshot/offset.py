@@ -201,14 +201,6 @@ class SourceOffset(Generic[L]):
         reads a position that may come from another server (``snapshot/origins.py``)."""
         return LogAt(self.log.to_json(), self.origin)
 
-    def position_json(self) -> dict[str, Any]:
-        """The log position with the server it was read from, as the connector reads a
-        position that may come from another server (``Dialect.log_position``)."""
-        data: dict[str, Any] = {"log": self.log.to_json()}
-        if self.origin is not None:
-            data["origin"] = self.origin
-        return data
-
     def only(self, tables: Collection[TableId]) -> SourceOffset[L]:
         """This offset with the progress of ``tables`` only: what a target records of it
         (``verify`` reads its own tables' entries alone)."""

@@ -85,7 +85,6 @@ def test_an_offset_reads_back_to_its_own_json() -> None:
     assert parsed.to_json() == json.loads(text)
     assert parsed.log == LogJson({"file": "binlog.000003", "pos": 1234, "gtid": "0-1-55"})
     assert parsed.origin == "0-1"
-    assert parsed.position_json() == {"log": parsed.log.to_json(), "origin": "0-1"}
     at = parsed.log_at()
     assert at == LogAt(parsed.log.to_json(), "0-1")
     assert LogAt.of(json.loads(text)) == at and LogAt.of(at) is at
