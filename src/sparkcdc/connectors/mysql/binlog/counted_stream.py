@@ -14,6 +14,7 @@ from typing import Any
 
 from pymysqlreplication import BinLogStreamReader
 
+from sparkcdc.connectors.mysql.server.flavor import ServerFlavor
 from sparkcdc.snapshot.retry import count_retry
 
 
@@ -26,3 +27,9 @@ class CountedBinLogStream(BinLogStreamReader):  # type: ignore[misc]
             count_retry()
         self._connections += 1
         return super()._BinLogStreamReader__connect_to_stream()
+
+    @property
+    def server_flavor(self) -> ServerFlavor:
+        """The flavour of the server the dump connection is open to (its handshake's
+        version; known once the stream has read an event)."""
+        return ServerFlavor.parse(str(self._stream_connection.server_version))

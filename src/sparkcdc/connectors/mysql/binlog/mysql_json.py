@@ -9,6 +9,11 @@ module decodes the format itself (MySQL's ``json_binary.h``) and prints it as
 strings with JSON escapes and UTF-8 as it is, doubles shortest and with a ``.0`` on whole
 numbers, temporal values quoted with six fraction digits, decimals as numbers, other opaque
 values as ``"base64:typeN:..."``.
+
+MySQL 5.7 prints two things otherwise (checked against 5.7.19): a double with neither point
+nor exponent stays as it is (``3``, not ``3.0``) and ``double_quote`` escapes control
+characters below U+001F only (U+001F itself stays raw). The printing is the server's
+(``ServerFlavor.json_printing``); the row decoder passes it, so one process can read both.
 """
 
 from __future__ import annotations
@@ -16,7 +21,12 @@ from __future__ import annotations
 import base64
 import json
 import struct
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Literal, NamedTuple
+
+#: How a server prints JSON: MySQL 8.0 and later, or 5.7.
+JsonPrinting = Literal["mysql8", "mysql57"]
 
 #: Value types of the binary format.
 SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY = 0x0, 0x1, 0x2, 0x3
@@ -40,28 +50,38 @@ class MySqlJsonText(str):
     unlike a parsed ``null``, it is never taken for SQL NULL)."""
 
 
-def document_text(data: bytes) -> MySqlJsonText:
+class MySqlJsonBinary(bytes):
+    """A binary JSON document as the row event holds it (type byte, then the value), left
+    for the row decoder to print with its server's :data:`JsonPrinting`."""
+
+
+class _Printer(NamedTuple):
+    quote: Callable[[str], str]
+    double: Callable[[float], str]
+
+
+def document_text(data: bytes, printing: JsonPrinting = "mysql8") -> MySqlJsonText:
     """The server's text of a binary JSON document (type byte, then the value)."""
     if not data:
         return MySqlJsonText("null")  # MySQL writes an empty value for a JSON null too
-    return MySqlJsonText(_value(data[0], data, 1))
+    return MySqlJsonText(_value(data[0], data, 1, _PRINTERS[printing]))
 
 
-def _value(kind: int, data: bytes, at: int) -> str:
+def _value(kind: int, data: bytes, at: int, printer: _Printer) -> str:
     if kind in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY):
-        return _container(kind, data, at)
+        return _container(kind, data, at, printer)
     if kind == LITERAL:
         return {0: "null", 1: "true", 2: "false"}[data[at]]
     if kind in _INTEGERS:
         fmt, _ = _INTEGERS[kind]
         return str(struct.unpack_from(fmt, data, at)[0])
     if kind == DOUBLE:
-        return double_text(struct.unpack_from("<d", data, at)[0])
+        return printer.double(struct.unpack_from("<d", data, at)[0])
     if kind == STRING:
         length, at = _varlen(data, at)
-        return quote(data[at : at + length].decode("utf-8"))
+        return printer.quote(data[at : at + length].decode("utf-8"))
     if kind == OPAQUE:
-        return _opaque(data, at)
+        return _opaque(data, at, printer.quote)
     raise ValueError(f"unknown binary JSON value type {kind}")
 
 
@@ -76,7 +96,7 @@ _INTEGERS = {
 }
 
 
-def _container(kind: int, data: bytes, at: int) -> str:
+def _container(kind: int, data: bytes, at: int, printer: _Printer) -> str:
     large = kind in (LARGE_OBJECT, LARGE_ARRAY)
     obj = kind in (SMALL_OBJECT, LARGE_OBJECT)
     word = "<I" if large else "<H"
@@ -97,12 +117,13 @@ def _container(kind: int, data: bytes, at: int) -> str:
         entry = entries + i * (1 + size)
         value_kind = data[entry]
         if _inlined(value_kind, large):
-            values.append(_value(value_kind, data, entry + 1))
+            values.append(_value(value_kind, data, entry + 1, printer))
         else:
             offset = struct.unpack_from(word, data, entry + 1)[0]
-            values.append(_value(value_kind, data, base + offset))
+            values.append(_value(value_kind, data, base + offset, printer))
     if obj:
-        return "{" + ", ".join(f"{quote(k)}: {v}" for k, v in zip(keys, values, strict=True)) + "}"
+        pairs = zip(keys, values, strict=True)
+        return "{" + ", ".join(f"{printer.quote(k)}: {v}" for k, v in pairs) + "}"
     return "[" + ", ".join(values) + "]"
 
 
@@ -128,6 +149,26 @@ def quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+#: MySQL 5.7's ``double_quote`` escapes: the named ones, then ``\u00XX`` below U+001F.
+_QUOTE_57 = {
+    **{chr(c): f"\\u{c:04x}" for c in range(0x1F)},
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+_QUOTE_57_TABLE = str.maketrans(_QUOTE_57)
+
+
+def quote_57(text: str) -> str:
+    """A JSON string as MySQL 5.7 prints it: as :func:`quote`, but U+001F unescaped (5.7's
+    ``double_quote`` tests ``< 0x1f``)."""
+    return '"' + text.translate(_QUOTE_57_TABLE) + '"'
+
+
 #: MySQL's ``MAX_DECPT_FOR_F_FORMAT`` (``DBL_DIG``) and the field width JSON prints doubles
 #: in (``MY_GCVT_MAX_FIELD_WIDTH``: ``DBL_DIG + 4 + max(5, MAX_DECPT_FOR_F_FORMAT)``).
 _MAX_DECPT_FOR_F = 15
@@ -135,8 +176,17 @@ _JSON_DOUBLE_WIDTH = 15 + 4 + 15
 
 
 def double_text(value: float) -> str:
-    """A JSON double as MySQL prints it (``my_gcvt`` at JSON's field width, then ``.0``
-    on a number with neither point nor exponent): the shortest digits that read back as
+    """A JSON double as MySQL 8.0 prints it: :func:`double_text_57`, then ``.0`` on a
+    number with neither point nor exponent."""
+    text = double_text_57(value)
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text
+
+
+def double_text_57(value: float) -> str:
+    """A JSON double as MySQL 5.7 prints it (``my_gcvt`` at JSON's field width): the
+    shortest digits that read back as
     the same double, placed in fixed notation when that is no longer than the exponent
     form and the decimal exponent is within 15, else as ``1.5e-7`` / ``1e15``."""
     if value != value or value in (float("inf"), float("-inf")):
@@ -175,12 +225,16 @@ def double_text(value: float) -> str:
     else:
         mantissa = digits[0] + ("." + digits[1:] if length > 1 else "")
         text = f"{mantissa}e{decpt - 1}"
-    if "." not in text and "e" not in text:
-        text += ".0"
     return sign + text
 
 
-def _opaque(data: bytes, at: int) -> str:
+_PRINTERS: dict[JsonPrinting, _Printer] = {
+    "mysql8": _Printer(quote, double_text),
+    "mysql57": _Printer(quote_57, double_text_57),
+}
+
+
+def _opaque(data: bytes, at: int, quote: Callable[[str], str]) -> str:
     field = data[at]
     length, at = _varlen(data, at + 1)
     body = data[at : at + length]
@@ -256,13 +310,14 @@ def _time(packed: int) -> str:
 
 
 def install() -> None:
-    """Make python-mysql-replication decode JSON columns with :func:`document_text`
-    (its ``read_binary_json`` calls the module's ``parse_json(type, data)``)."""
+    """Make python-mysql-replication leave JSON columns as :class:`MySqlJsonBinary` for
+    :func:`document_text` (its ``read_binary_json`` calls the module's
+    ``parse_json(type, data)``)."""
     from pymysqlreplication import packet
 
     if getattr(packet.parse_json, "__module__", "") != __name__:
         packet.parse_json = _library_hook
 
 
-def _library_hook(kind: int, data: bytes) -> MySqlJsonText:
-    return document_text(bytes([kind]) + bytes(data))
+def _library_hook(kind: int, data: bytes) -> MySqlJsonBinary:
+    return MySqlJsonBinary(bytes([kind]) + bytes(data))

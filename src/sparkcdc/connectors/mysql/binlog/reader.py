@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from sparkcdc.connectors.mysql.binlog.ddl_columns import changes_columns
 from sparkcdc.connectors.mysql.binlog.ddl_guard import CONSEQUENCES, tables_removed
+from sparkcdc.connectors.mysql.binlog.mysql_json import JsonPrinting
 from sparkcdc.connectors.mysql.binlog.position import POS_BITS, BinlogPosition, file_index
 from sparkcdc.connectors.mysql.binlog.rowdecode import (
     FastRowDecoder,
@@ -76,11 +77,16 @@ _EVENT_HEADER = 20
 class RowDecoder:
     """Turns one table's row-event dicts into tuples in the captured column order."""
 
-    def __init__(self, table: CapturedTable, config: MySqlSourceConfig) -> None:
+    def __init__(
+        self,
+        table: CapturedTable,
+        config: MySqlSourceConfig,
+        json_printing: JsonPrinting = "mysql8",
+    ) -> None:
         self.table = table
         self.names = table.column_names
         self.converters: list[Callable[[Any], Any] | None] = [
-            binlog_converter(c, config.server_time_zone) for c in table.columns
+            binlog_converter(c, config.server_time_zone, json_printing) for c in table.columns
         ]
 
     def __call__(self, values: dict[str, Any], none_sources: Mapping[str, str] | None) -> Row:
@@ -274,7 +280,6 @@ def read_change_blocks(
         UpdateRowsEvent: "update",
         DeleteRowsEvent: "delete",
     }
-    decoders = {tid: RowDecoder(t, config) for tid, t in tables.items()}
     fast_path = FastPath(tables) if decoder == "fast" else None
     stream = CountedBinLogStream(
         connection_settings=replication_settings(config),
@@ -340,7 +345,8 @@ def read_change_blocks(
                     if found is None
                     else (
                         found,
-                        decoders[found],
+                        # JSON printed as this server prints it (known once connected)
+                        RowDecoder(tables[found], config, stream.server_flavor.json_printing),
                         sinks.types.get(found) if sinks is not None else None,
                     )
                 )

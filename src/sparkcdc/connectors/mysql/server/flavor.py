@@ -18,6 +18,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sparkcdc.connectors.mysql.binlog.mysql_json import JsonPrinting
 from sparkcdc.connectors.mysql.server.connection import query
 
 Family = Literal["mariadb", "mysql"]
@@ -83,6 +84,13 @@ class ServerFlavor:
     def gtid_sets(self) -> bool:
         """GTIDs as MySQL's ``uuid:1-N`` sets (else MariaDB's ``domain-server-seq``)."""
         return not self.mariadb
+
+    @property
+    def json_printing(self) -> JsonPrinting:
+        """How the server prints a JSON document (``CAST(js AS CHAR)``), which the binlog's
+        binary JSON is printed as: 5.7 leaves integral doubles without ``.0`` and U+001F
+        unescaped (binlog/mysql_json.py). MariaDB's JSON is text: never printed."""
+        return "mysql57" if not self.mariadb and self.version < (8, 0, 0) else "mysql8"
 
     # -- what CDC needs ------------------------------------------------------------------
     @property

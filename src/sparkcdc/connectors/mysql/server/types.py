@@ -32,7 +32,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.connectors.mysql.binlog.mysql_json import MySqlJsonText
+from sparkcdc.connectors.mysql.binlog.mysql_json import (
+    JsonPrinting,
+    MySqlJsonBinary,
+    MySqlJsonText,
+    document_text,
+)
 from sparkcdc.connectors.mysql.server.sql import quote
 
 #: Converts one driver value (``None`` included) to the canonical value.
@@ -328,7 +333,11 @@ def _parse_utc_timestamp(text: str) -> datetime | None:
 # Binlog path: python-mysql-replication 1.0.17 row event values.
 
 
-def binlog_converter(col: MySqlColumn, server_time_zone: tzinfo | None = None) -> Converter | None:
+def binlog_converter(
+    col: MySqlColumn,
+    server_time_zone: tzinfo | None = None,
+    json_printing: JsonPrinting = "mysql8",
+) -> Converter | None:
     """Converter for ``event.rows[i][...values][col.name]``; None when already canonical.
 
     What python-mysql-replication 1.0.17 returns and what is fixed here:
@@ -346,9 +355,10 @@ def binlog_converter(col: MySqlColumn, server_time_zone: tzinfo | None = None) -
       Empty BINARY/VARBINARY/BLOB values arrive as '' (str) -> b''.
     - SET: a Python ``set`` of labels -> labels joined in definition order. An empty SET
       arrives as None, like NULL: fix it first with :func:`restore_empty_sets`.
-    - JSON (MySQL 8 only; MariaDB JSON is text): the reader has the library decode it into
-      the server's own text (binlog/mysql_json.py), which passes as it is; values the
-      library parsed itself (keys and strings as bytes) are printed in MySQL's layout.
+    - JSON (MySQL only; MariaDB JSON is text): the reader has the library leave the binary
+      document as it is, printed here as the server prints it (binlog/mysql_json.py, with
+      ``json_printing``: MySQL 5.7 prints some values otherwise than 8.0); values the
+      library parsed itself (keys and strings as bytes) are printed in MySQL 8's layout.
     - Strings in charsets Python cannot decode arrive as bytes -> decoded.
     - DATE/DATETIME with zero parts and invalid DATETIMEs already arrive as None, DECIMAL as
       Decimal. An invalid DATE ('2020-02-30' under ALLOW_INVALID_DATES) makes the library
@@ -380,7 +390,7 @@ def binlog_converter(col: MySqlColumn, server_time_zone: tzinfo | None = None) -
     if family == "set":
         return _set_converter(col.labels)
     if family == "json":
-        return _json_converter
+        return _json_converter(json_printing)
     if family in ("string", "enum"):
         return _decoding_converter(col.charset)
     return None
@@ -522,8 +532,13 @@ def _decimal_text_converter(scale: int) -> Converter:
     return convert
 
 
-def _json_converter(value: Any) -> str | None:
-    return None if value is None else json_text(value)
+def _json_converter(printing: JsonPrinting) -> Converter:
+    def convert(value: Any) -> str | None:
+        if isinstance(value, MySqlJsonBinary):
+            return str(document_text(value, printing))
+        return None if value is None else json_text(value)
+
+    return convert
 
 
 def json_text(value: Any) -> str:
