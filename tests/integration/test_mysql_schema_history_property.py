@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sparkcdc.connectors.mysql.config import parse_config
@@ -151,6 +151,9 @@ def table_now(server: BinlogServer, db: str) -> dict[int, dict[str, Any]]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(plan=steps)
+# a MODIFY that leaves the column where it was, twice: the read stopped at the second as
+# at a change the planning scan missed (found by this test in CI)
+@example(plan=[("add", 0, 0), ("move", 0, 0), ("move", 0, 0)])
 def test_replay_equals_the_table_after_every_batch(
     mariadb: BinlogServer, plan: list[tuple[str, int, int]]
 ) -> None:

@@ -119,9 +119,12 @@ def changes_columns(
         if table is None:
             continue
         try:
-            if alter_table(statement, table, None).changed:
-                return table
+            result = alter_table(statement, table, None)
         except UnfollowableStatement:
+            return table
+        # a statement that leaves every column as it was (a MODIFY to the same place and
+        # type) changes nothing the rows after it are decoded with
+        if result.changed and result.table.columns != table.columns:
             return table
     return None
 
