@@ -82,8 +82,12 @@ def local_session(
     from sparkcdc.spark.registry import register
 
     _stay_on_loopback()
-    builder = SparkSession.builder.master(master).appName(app_name)
     settings = session_settings(conf or {}, class_archive)
+    # the builder's own master and name reach the JVM as --conf arguments, which win over
+    # the settings file: a master or name in ``conf`` must be the builder's
+    builder = SparkSession.builder.master(settings.get("spark.master", master)).appName(
+        settings.get("spark.app.name", app_name)
+    )
     output = nullcontext() if jvm_log is None else _stderr_to(jvm_log)
     with _settings_reach_jvm(builder, settings), output:
         spark = builder.getOrCreate()
