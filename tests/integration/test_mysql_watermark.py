@@ -85,7 +85,7 @@ def test_a_mysql_chunk_waits_for_the_batch_transactions_to_commit(
         **binlog_server.source_options(),
         "database-name": flavor_db,
         "table-name": "t",
-        "connect.timeout": "1s",
+        "connect.timeout": "3s",  # the wait gives up after half of it
     }
     config = parse_config(options)
     conn = opener(config)

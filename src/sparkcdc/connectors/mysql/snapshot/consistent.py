@@ -103,10 +103,12 @@ def committed_up_to(conn: Any, config: MySqlSourceConfig, target: BinlogPosition
     commit (``@@gtid_executed``, which a transaction joins only then, holds ``target``'s
     GTID set), so a snapshot opened next sees them all: the watermark's assumption A
     (docs/design.md, "Watermark chunks") is then checked, not assumed. A commit that takes
-    longer than ``connect.timeout`` is logged and the read goes on as before."""
+    longer than half of ``connect.timeout`` is logged and the read goes on as before."""
     if not target.gtid or not flavor_of(conn).gtid_sets:
         return
-    timeout = max(1, int(config.connect_timeout))
+    # half the connection's read timeout (the native reader's is connect.timeout): a wait
+    # as long as it would lose the connection before the server answers
+    timeout = max(1, int(config.connect_timeout) // 2)
     ((waited,),) = query(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (target.gtid, timeout))
     if timed_out(waited):
         log.warning(
