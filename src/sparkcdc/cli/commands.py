@@ -12,7 +12,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from sparkcdc.pipeline.batch_report import BatchReport
 from sparkcdc.pipeline.definition import PipelineDefinition, load_pipeline
 from sparkcdc.pipeline.plan import plan
 from sparkcdc.pipeline.prometheus import serve_metrics
-from sparkcdc.pipeline.runner import pipeline_id, prepare, session_for
+from sparkcdc.pipeline.runner import PipelineRun, pipeline_id, prepare, session_for
 from sparkcdc.pipeline.status import NoCheckpointError, pipeline_status, status_json
 from sparkcdc.verify.run import TableVerdict
 
@@ -103,19 +103,7 @@ def run(args: argparse.Namespace) -> int:
     # starts is acknowledged at once and ends the start-up at its next step (nothing is
     # written before the first batch); a second one quits at once
     stop, hurry = stopping_on_signals(quit_on_second=True, acknowledge=_acknowledge)
-    say(f"reading {args.pipeline}")
-    definition = load_pipeline(args.pipeline)
-    if args.available_now:
-        settings = dataclasses.replace(definition.settings, trigger_seconds=None)
-        definition = dataclasses.replace(definition, settings=settings)
-    say(f"pipeline '{definition.settings.name}': {describe(definition)}")
-    for note in definition.notes:
-        say(f"note: {note}")
-    log_file = None if args.verbose else Path(args.log_file or log_path(definition))
-    preflight(definition, log_file, say)
-    ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
-    if log_file is not None:
-        ensure_writable(log_file.parent, "--log-file")
+    definition, log_file = _checked_run(args, say)
     log_to(console, log_file)
     display: LiveConsole | None = None
 
@@ -144,6 +132,46 @@ def run(args: argparse.Namespace) -> int:
         console.print("pipeline stopped before it started; run it again to start it")
         return 0
     display = LiveConsole(console, pipeline.metrics)
+    _announce(console, args, definition, pipeline, log_file)
+    display.start()
+    try:
+        pipeline.start()
+        pipeline.wait(stop, hurry=hurry)
+    finally:
+        display.stop()
+    console.print("pipeline stopped; run it again to resume from the checkpoint")
+    return 0
+
+
+def _checked_run(
+    args: argparse.Namespace, say: Callable[[str], None]
+) -> tuple[PipelineDefinition, Path | None]:
+    """The pipeline file of ``run``, read and checked before anything starts (the source
+    probed, the checkpoint and log folders writable); with the log file (None: the terminal)."""
+    say(f"reading {args.pipeline}")
+    definition = load_pipeline(args.pipeline)
+    if args.available_now:
+        settings = dataclasses.replace(definition.settings, trigger_seconds=None)
+        definition = dataclasses.replace(definition, settings=settings)
+    say(f"pipeline '{definition.settings.name}': {describe(definition)}")
+    for note in definition.notes:
+        say(f"note: {note}")
+    log_file = None if args.verbose else Path(args.log_file or log_path(definition))
+    preflight(definition, log_file, say)
+    ensure_writable(definition.settings.checkpoint, "pipeline.checkpoint")
+    if log_file is not None:
+        ensure_writable(log_file.parent, "--log-file")
+    return definition, log_file
+
+
+def _announce(
+    console: Console,
+    args: argparse.Namespace,
+    definition: PipelineDefinition,
+    pipeline: PipelineRun,
+    log_file: Path | None,
+) -> None:
+    """The started pipeline's one-line summary, where its log goes and its metrics' URL."""
     names = ", ".join(str(t.source) for t in pipeline.tables)
     console.print(
         escape(
@@ -156,14 +184,6 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         port = serve_metrics(pipeline.metrics, args.metrics_port, args.metrics_host)
         console.print(f"metrics: http://{args.metrics_host}:{port}/metrics")
-    display.start()
-    try:
-        pipeline.start()
-        pipeline.wait(stop, hurry=hurry)
-    finally:
-        display.stop()
-    console.print("pipeline stopped; run it again to resume from the checkpoint")
-    return 0
 
 
 class StartupStopped(Exception):

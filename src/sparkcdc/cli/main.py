@@ -30,6 +30,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sparkcdc {sparkcdc.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_run(commands)
+    _add_status_and_verify(commands)
+    signals.add_parser(commands)
+    recover.add_parser(commands)
+    jars.add_parser(commands)
+    _add_validate(commands)
+    _add_demo(commands)
+    return parser
+
+
+def _add_run(commands: Any) -> None:
+    """``run``: the pipeline file and how its run reports (metrics, log)."""
     run = commands.add_parser(
         "run", help="run a pipeline file (Ctrl-C stops; running it again resumes)"
     )
@@ -54,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Spark's log (WARN and up) on the terminal instead of the log file",
     )
+
+
+def _add_status_and_verify(commands: Any) -> None:
+    """``status`` and ``verify``: they read a running (or stopped) pipeline's state."""
     status = commands.add_parser(
         "status",
         help="where a pipeline is: last batch, lag behind the source, snapshot progress",
@@ -65,9 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("pipeline", help="the pipeline YAML file")
     verify.add_argument("--json", action="store_true", help="print JSON (for scripts)")
-    signals.add_parser(commands)
-    recover.add_parser(commands)
-    jars.add_parser(commands)
+
+
+def _add_validate(commands: Any) -> None:
     check = commands.add_parser("validate", help="check a pipeline file without running it")
     check.add_argument("pipeline", help="the pipeline YAML file")
     check.add_argument(
@@ -76,12 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the file only; by default the source server and the targets are checked "
         "too (read-only: nothing is written anywhere)",
     )
+
+
+def _add_demo(commands: Any) -> None:
     demo = commands.add_parser(
         "demo", help="start a local MariaDB and capture it into a local Delta table"
     )
     demo.add_argument("--rows", type=int, help="rows of the generated demo_events table")
     demo.add_argument("--workdir", help="folder of the pipeline file and the lakehouse")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -170,10 +170,25 @@ _DEBEZIUM_SNAPSHOT_MODES = {
 }
 
 
-def _debezium(source_type: str) -> Effect:
-    """``debezium.*``: the few Debezium properties with a meaning here are translated; the
-    others are refused, naming them (sparkcdc does not embed Debezium)."""
-    mapped: dict[str, tuple[str, Mapping[str, str] | None]] = {
+#: Debezium properties accepted with a note (the note says why they are not used).
+_DEBEZIUM_NOTED = {
+    "snapshot.locking.mode": "the snapshot takes no locks",
+    "snapshot.fetch.size": "use scan.snapshot.fetch.size",
+    "max.batch.size": "Debezium's queues: a micro-batch is bounded by maxRowsPerTrigger",
+    "max.queue.size": "Debezium's queues: a micro-batch is bounded by maxRowsPerTrigger",
+    "poll.interval.ms": "Debezium's queues: batches follow pipeline.trigger-interval",
+    "tombstones.on.delete": "Kafka tombstones belong to the kafka sink",
+    "include.schema.changes": "schema changes follow schema.change.behavior",
+}
+
+#: A Debezium property's sparkcdc option and how its values read there (None: as given).
+_DebeziumTarget = tuple[str, Mapping[str, str] | None]
+
+
+def _debezium_mapped(source_type: str) -> dict[str, _DebeziumTarget]:
+    """The Debezium properties (``debezium.`` taken off, lower case) with a meaning for
+    ``source_type``, each with the sparkcdc option it sets."""
+    mapped: dict[str, _DebeziumTarget] = {
         "snapshot.mode": ("scan.startup.mode", _DEBEZIUM_SNAPSHOT_MODES),
         "heartbeat.interval.ms": ("heartbeat.interval", None),
     }
@@ -201,37 +216,42 @@ def _debezium(source_type: str) -> Effect:
                 "database.server.id": ("server-id", None),
             }
         )
-    noted = {
-        "snapshot.locking.mode": "the snapshot takes no locks",
-        "snapshot.fetch.size": "use scan.snapshot.fetch.size",
-        "max.batch.size": "Debezium's queues: a micro-batch is bounded by maxRowsPerTrigger",
-        "max.queue.size": "Debezium's queues: a micro-batch is bounded by maxRowsPerTrigger",
-        "poll.interval.ms": "Debezium's queues: batches follow pipeline.trigger-interval",
-        "tombstones.on.delete": "Kafka tombstones belong to the kafka sink",
-        "include.schema.changes": "schema changes follow schema.change.behavior",
-    }
+    return mapped
+
+
+def _debezium_value(key: str, value: str, target: _DebeziumTarget) -> str:
+    """The value of Debezium property ``key`` in the words of its sparkcdc option."""
+    option, values = target
+    given = value.strip()
+    if values is not None:
+        if given.lower() not in values:
+            raise OptionError(
+                f"option 'debezium.{key}' has invalid value '{value}'; sparkcdc "
+                f"reads it as '{option}' and takes {', '.join(values)}"
+            )
+        return values[given.lower()]
+    if key.lower() == "heartbeat.interval.ms":
+        return f"{parse_int(0)(given)}ms"
+    return given
+
+
+def _debezium(source_type: str) -> Effect:
+    """``debezium.*``: the few Debezium properties with a meaning here are translated; the
+    others are refused, naming them (sparkcdc does not embed Debezium)."""
+    mapped = _debezium_mapped(source_type)
 
     def effect(group: Mapping[str, str], out: Translation) -> None:
         for key, value in group.items():
             name = key.lower()
             if name in mapped:
-                option, values = mapped[name]
-                given = value.strip()
-                if values is not None:
-                    if given.lower() not in values:
-                        raise OptionError(
-                            f"option 'debezium.{key}' has invalid value '{value}'; sparkcdc "
-                            f"reads it as '{option}' and takes {', '.join(values)}"
-                        )
-                    given = values[given.lower()]
-                elif name == "heartbeat.interval.ms":
-                    given = f"{parse_int(0)(given)}ms"
+                option = mapped[name][0]
+                given = _debezium_value(key, value, mapped[name])
                 out.options[option] = given
                 out.notes.append(f"debezium.{key}: taken as {option}: {given}")
-            elif name in noted:
-                out.notes.append(f"debezium.{key}: accepted, not used ({noted[name]})")
+            elif name in _DEBEZIUM_NOTED:
+                out.notes.append(f"debezium.{key}: accepted, not used ({_DEBEZIUM_NOTED[name]})")
             else:
-                known = ", ".join(f"debezium.{k}" for k in sorted({*mapped, *noted}))
+                known = ", ".join(f"debezium.{k}" for k in sorted({*mapped, *_DEBEZIUM_NOTED}))
                 raise OptionError(
                     f"option 'debezium.{key}' is not supported: sparkcdc does not run "
                     "Debezium; the Debezium properties it understands are " + known
@@ -247,7 +267,13 @@ def _spec(name: str, parse: Any = str, default: Any = None, doc: str = "", **kw:
 def _source_keys(source_type: str) -> tuple[FlinkKey, ...]:
     """The source block's Flink keys for ``source_type`` (``mysql`` or ``postgres``)."""
     pg = source_type == "postgres"
-    common = [
+    own = _postgres_keys() if pg else (*_mysql_start_keys(), *_mysql_schema_keys())
+    return (*_shared_keys(pg), _debezium_key(source_type), *own)
+
+
+def _shared_keys(pg: bool) -> tuple[FlinkKey, ...]:
+    """Keys of both Flink CDC sources, but ``debezium.*``; ``pg``: their PostgreSQL defaults."""
+    return (
         FlinkKey(
             _spec("name", doc="the source's display name (Flink's); shown by `run` and `validate`"),
             _display_name,
@@ -263,6 +289,23 @@ def _source_keys(source_type: str) -> tuple[FlinkKey, ...]:
             ),
             _schema_changes,
         ),
+        *_machinery_keys(),
+        FlinkKey(
+            _spec(
+                "scan.incremental.snapshot.backfill.skip",
+                parse_bool,
+                pg,
+                doc="accepted with a note when `true`: the snapshot is always merged with the "
+                "log (exactly once)",
+            ),
+            _noted_unless(False, _SNAPSHOT_BACKFILL),
+        ),
+    )
+
+
+def _machinery_keys() -> tuple[FlinkKey, ...]:
+    """Keys that steer Flink's readers and split state: accepted, noted when not Flink's default."""
+    return (
         FlinkKey(
             _spec(
                 "scan.incremental.close-idle-reader.enabled",
@@ -289,64 +332,65 @@ def _source_keys(source_type: str) -> tuple[FlinkKey, ...]:
             ),
             _noted_unless(False, _UNBOUNDED_FIRST),
         ),
-        FlinkKey(
-            _spec(
-                "scan.incremental.snapshot.backfill.skip",
-                parse_bool,
-                pg,
-                doc="accepted with a note when `true`: the snapshot is always merged with the "
-                "log (exactly once)",
-            ),
-            _noted_unless(False, _SNAPSHOT_BACKFILL),
+    )
+
+
+def _debezium_key(source_type: str) -> FlinkKey:
+    """``debezium.*``: the properties with a meaning here for ``source_type`` (its documentation
+    names them), translated by :func:`_debezium`."""
+    pg = source_type == "postgres"
+    return FlinkKey(
+        _spec(
+            "debezium.",
+            prefix=True,
+            doc="Debezium properties with a meaning here are translated: "
+            "`debezium.snapshot.mode` (`initial`; `initial_only` is `snapshot`; "
+            "`never`, `no_data`, `schema_only` are `latest-offset`), "
+            "`debezium.heartbeat.interval.ms`"
+            + (
+                ", `debezium.decimal.handling.mode` (`precise`, `string`), "
+                "`debezium.publication.name`, `debezium.publication.autocreate.mode`, "
+                "`debezium.slot.name`, `debezium.plugin.name`, `debezium.database.sslmode`"
+                if pg
+                else ", `debezium.database.ssl.mode` (`jdbc.properties.sslMode`), "
+                "`debezium.database.server.id`"
+            )
+            + "; `snapshot.locking.mode`, `snapshot.fetch.size`, `max.batch.size`, "
+            "`max.queue.size`, `poll.interval.ms`, `tombstones.on.delete`, "
+            "`include.schema.changes` are accepted with a note; any other is refused "
+            "(sparkcdc does not run Debezium)",
         ),
-        FlinkKey(
-            _spec(
-                "debezium.",
-                prefix=True,
-                doc="Debezium properties with a meaning here are translated: "
-                "`debezium.snapshot.mode` (`initial`; `initial_only` is `snapshot`; "
-                "`never`, `no_data`, `schema_only` are `latest-offset`), "
-                "`debezium.heartbeat.interval.ms`"
-                + (
-                    ", `debezium.decimal.handling.mode` (`precise`, `string`), "
-                    "`debezium.publication.name`, `debezium.publication.autocreate.mode`, "
-                    "`debezium.slot.name`, `debezium.plugin.name`, `debezium.database.sslmode`"
-                    if pg
-                    else ", `debezium.database.ssl.mode` (`jdbc.properties.sslMode`), "
-                    "`debezium.database.server.id`"
-                )
-                + "; `snapshot.locking.mode`, `snapshot.fetch.size`, `max.batch.size`, "
-                "`max.queue.size`, `poll.interval.ms`, `tombstones.on.delete`, "
-                "`include.schema.changes` are accepted with a note; any other is refused "
-                "(sparkcdc does not run Debezium)",
-            ),
-            _debezium(source_type),
-        ),
-    ]
-    if pg:
-        return (
-            *common,
-            FlinkKey(
-                _spec("server-time-zone", doc="accepted with a note (exact instants)"),
-                _note(_SERVER_ZONE_PG),
-            ),
-            FlinkKey(
-                _spec(
-                    "table-id.include-database",
-                    parse_bool,
-                    False,
-                    doc="`false` only: tables are named `schema.table` in routes, transforms "
-                    "and targets",
-                ),
-                _refused_unless(
-                    False,
-                    "false; tables are named schema.table here (the database is "
-                    "__namespace_name__ in transforms)",
-                ),
-            ),
-        )
+        _debezium(source_type),
+    )
+
+
+def _postgres_keys() -> tuple[FlinkKey, ...]:
+    """Keys of Flink CDC's PostgreSQL source only."""
     return (
-        *common,
+        FlinkKey(
+            _spec("server-time-zone", doc="accepted with a note (exact instants)"),
+            _note(_SERVER_ZONE_PG),
+        ),
+        FlinkKey(
+            _spec(
+                "table-id.include-database",
+                parse_bool,
+                False,
+                doc="`false` only: tables are named `schema.table` in routes, transforms "
+                "and targets",
+            ),
+            _refused_unless(
+                False,
+                "false; tables are named schema.table here (the database is "
+                "__namespace_name__ in transforms)",
+            ),
+        ),
+    )
+
+
+def _mysql_start_keys() -> tuple[FlinkKey, ...]:
+    """Keys of Flink CDC's MySQL source about where and what it starts reading."""
+    return (
         FlinkKey(
             _spec(
                 "scan.startup.specific-offset.skip-events",
@@ -375,6 +419,12 @@ def _source_keys(source_type: str) -> tuple[FlinkKey, ...]:
             ),
             _newly_added_in_log,
         ),
+    )
+
+
+def _mysql_schema_keys() -> tuple[FlinkKey, ...]:
+    """Keys of Flink CDC's MySQL source about how tables and their types are read."""
+    return (
         FlinkKey(
             _spec(
                 "scan.parse.online.schema.changes.enabled",
