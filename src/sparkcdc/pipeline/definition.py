@@ -179,24 +179,7 @@ class PipelineDefinition:
 def load_pipeline(path: str | Path) -> PipelineDefinition:
     """Load and validate a pipeline file (no connections are opened)."""
     doc = load_yaml(path)
-    data = doc.data
-    if isinstance(data.get("pipeline"), dict):
-        for key, reason in PIPELINE_REFUSED.items():
-            if key in data["pipeline"]:
-                raise doc.error(f"pipeline.{key}", f"is not supported: {reason}")
-    unknown = [k for k in data if k not in BLOCKS + RULE_BLOCKS]
-    if unknown:
-        raise doc.error(
-            str(unknown[0]),
-            f"unknown block; a pipeline file has {', '.join(BLOCKS)} "
-            f"(and optionally {', '.join(RULE_BLOCKS)})",
-        )
-    if "pipeline" not in data:  # Flink CDC's files may leave it out: every key has a default
-        data["pipeline"] = {}
-    for block in BLOCKS:
-        if not isinstance(data.get(block), dict):
-            what = "is missing" if block not in data else "must be a mapping of keys to values"
-            raise doc.error(block, f"the '{block}' block {what}")
+    _check_blocks(doc)
     source = _strings(doc, "source")
     source_type = _type(doc, "source", source, SOURCE_TYPES)
     found = connector(source_type)
@@ -240,6 +223,29 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
         source_name=flink.name,
         sink_name=sink_name,
     )
+
+
+def _check_blocks(doc: YamlDocument) -> None:
+    """The file's blocks are the known ones, each a mapping (a missing ``pipeline`` block is
+    added empty, as Flink CDC allows); Flink keys sparkcdc cannot run are refused first."""
+    data = doc.data
+    if isinstance(data.get("pipeline"), dict):
+        for key, reason in PIPELINE_REFUSED.items():
+            if key in data["pipeline"]:
+                raise doc.error(f"pipeline.{key}", f"is not supported: {reason}")
+    unknown = [k for k in data if k not in BLOCKS + RULE_BLOCKS]
+    if unknown:
+        raise doc.error(
+            str(unknown[0]),
+            f"unknown block; a pipeline file has {', '.join(BLOCKS)} "
+            f"(and optionally {', '.join(RULE_BLOCKS)})",
+        )
+    if "pipeline" not in data:  # Flink CDC's files may leave it out: every key has a default
+        data["pipeline"] = {}
+    for block in BLOCKS:
+        if not isinstance(data.get(block), dict):
+            what = "is missing" if block not in data else "must be a mapping of keys to values"
+            raise doc.error(block, f"the '{block}' block {what}")
 
 
 def _pop(options: dict[str, str], name: str) -> str | None:
