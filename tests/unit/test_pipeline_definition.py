@@ -83,6 +83,21 @@ def test_schema_change_types_of_the_sink_block(
     assert definition.settings.schema_change_behavior == "evolve"
 
 
+def test_a_pattern_like_a_shell_glob_loads_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``orders_*`` is a valid regular expression, accepted as Flink CDC accepts it; the
+    note (printed by ``run`` and ``validate``, offline too) says what was likely meant."""
+    monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "x")
+    text = GOOD.replace("tables: app_db.\\.*", "tables: app_db.orders_*")
+    definition = load_pipeline(write(tmp_path, text))
+    assert definition.source_config.matches("app_db", "orders__")  # the regex, as written
+    assert not definition.source_config.matches("app_db", "orders_2024")
+    (note,) = [n for n in definition.notes if "shell glob" in n]
+    assert note.startswith("tables: 'app_db.orders_*' looks like a shell glob")
+    assert "write 'app_db.orders_\\.*'" in note
+
+
 def test_available_now_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIPELINE_TEST_PASSWORD", "x")
     text = GOOD.replace("trigger-interval: 2s", "trigger-interval: available-now")

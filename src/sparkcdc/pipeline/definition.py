@@ -190,6 +190,7 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     source_options, flink = _checked(doc, "source", lambda: translate(source, keys, source_type))
     parse = found.parse_config
     source_config = _checked(doc, "source", lambda: parse(source_options))
+    notes += [f"tables: {hint}" for hint in source_config.tables.hints]
     sink = _strings(doc, "sink")
     sink_name = _pop(sink, "name")
     flink_values = str(sink.get("type", "")).lower() == "values"

@@ -52,6 +52,10 @@ class TablePatterns:
     #: Flink CDC's ``tables.exclude``: pairs in the same syntax; a table any of them
     #: matches is left out even where ``pairs`` match it.
     excluded: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = ()
+    #: Patterns that are valid regular expressions but look like shell globs
+    #: (``app_db.orders_*`` matches ``orders``, ``orders_``, ``orders__``, not
+    #: ``orders_2024``): what Flink CDC's syntax for the likely meaning is.
+    hints: tuple[str, ...] = ()
 
     def matches(self, namespace: str, table: str) -> bool:
         def hit(pairs: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]) -> bool:
@@ -66,6 +70,7 @@ class TablePatterns:
             self.pairs,
             f"{self.label} less tables.exclude '{other.text}'",
             self.excluded + other.pairs,
+            self.hints + other.hints,
         )
 
     @property
@@ -95,6 +100,10 @@ def _is_pattern(text: str) -> bool:
     return False
 
 
+#: A ``tables`` item: the namespace pattern up to the first unescaped dot, the table's after.
+_NAMESPACE_TABLE = r"((?:[^.\\]|\\.)+)\.(.+)"
+
+
 def table_patterns(text: str) -> TablePatterns:
     """Parse ``tables``; commas inside ``{}``, ``[]`` or ``()`` belong to a pattern."""
     items, depth, current = [], 0, ""
@@ -115,9 +124,10 @@ def table_patterns(text: str) -> TablePatterns:
         else:
             current += char
     items.append(current)
-    pairs = []
+    pairs, hints = [], []
+    label = f"tables '{text.strip()}'"
     for item in (i.strip() for i in items):
-        match = re.fullmatch(r"((?:[^.\\]|\\.)+)\.(.+)", item)
+        match = re.fullmatch(_NAMESPACE_TABLE, item)
         if match is None:
             raise ValueError(
                 f"comma-separated 'namespace.table' patterns; '{item}' is not one: two "
@@ -125,23 +135,66 @@ def table_patterns(text: str) -> TablePatterns:
                 "stands for the regular expression's '.' (Flink CDC's syntax), e.g. app_db.\\.*"
             )
         namespace, table = (part.replace("\\.", ".") for part in match.groups())
+        hint = glob_hint(item)
         try:
             pairs.append((regex(namespace), regex(table)))
         except ValueError as exc:
-            raise ValueError(f"{exc}{glob_hint(item)}") from None
-    return TablePatterns(text.strip(), tuple(pairs), f"tables '{text.strip()}'")
+            raise ValueError(f"{exc}{'; ' + hint if hint else ''}") from None
+        if hint:
+            hints.append(hint)
+            label += f" ('{item}' a shell glob? Flink CDC's syntax: '{_flink_syntax(item)}')"
+    return TablePatterns(text.strip(), tuple(pairs), label, hints=tuple(hints))
 
 
 def glob_hint(item: str) -> str:
-    """A hint for a pattern written as a shell glob (``app_db.*``, ``shop.order_*``):
-    Flink CDC's patterns are regular expressions, where ``\\.*`` is "anything"."""
-    if "*" not in item or "\\.*" in item:
+    """A hint for a ``namespace.table`` pattern written as a shell glob (``app_db.*``,
+    ``shop.orders_*``): Flink CDC's patterns are regular expressions, where ``\\.*`` is
+    "anything". Empty when no part of ``item`` looks like one (see :func:`_glob_stars`)."""
+    flink = _flink_syntax(item)
+    if not flink:
         return ""
-    flink = re.sub(r"(?<![\\\])])\*", r"\\.*", item)
     return (
-        f"; '{item}' looks like a shell glob: patterns are regular expressions (Flink CDC's "
+        f"'{item}' looks like a shell glob: patterns are regular expressions (Flink CDC's "
         f"syntax), write '{flink}' ('\\.*' is any name)"
     )
+
+
+def _flink_syntax(item: str) -> str:
+    """``item`` with its shell-glob stars as Flink CDC's ``\\.*`` ("": it has none)."""
+    match = re.fullmatch(_NAMESPACE_TABLE, item)
+    if match is None or not any(_glob_stars(part) for part in match.groups()):
+        return ""
+    return ".".join(_as_regex(part) for part in match.groups())
+
+
+#: What a ``*`` follows when it repeats a regular expression's "any character" or a group
+#: (``.*``, ``\\.*``, ``[0-9]*``, ``(_v2)*``, ``x{2}*`` is invalid anyway).
+_REPEATABLE = frozenset(".)]}")
+
+
+def _glob_stars(part: str) -> list[int]:
+    """Where ``part`` has a ``*`` as a shell glob writes it: first, or after a plain
+    character (``orders_*``: a regular expression would repeat the ``_``). A ``*`` after
+    ``.``, a bracket, a group or an escape (``\\d*``, ``\\.*``) is a regular expression's."""
+    stars, previous, escaped = [], "", False
+    for index, char in enumerate(part):
+        if escaped:
+            previous, escaped = "\\" + char, False
+            continue
+        if char == "\\":
+            escaped = True
+            continue
+        if char == "*" and (not previous or (len(previous) == 1 and previous not in _REPEATABLE)):
+            stars.append(index)
+        previous = char
+    return stars
+
+
+def _as_regex(part: str) -> str:
+    """``part`` with each shell-glob ``*`` written as Flink CDC's ``\\.*``."""
+    for index in reversed(_glob_stars(part)):
+        part = part[:index] + "\\.*" + part[index + 1 :]
+    return part
 
 
 def tables_spec(names: tuple[str, str]) -> OptionSpec:
