@@ -119,6 +119,8 @@ def test_a_flink_cdc_example_runs_into_delta_and_verifies(
         "starting Spark",
         f"verify: {orders}.orders (1/1): reading the target",
         f"verify: {orders}.orders: reading the source at",
+        f"verify: {orders}.orders: source: ",  # partitions of chunks read, of how many
+        f"verify: {orders}.orders: target: ",
         f"verify: {orders}.orders: equal, 2000 source rows",
     )
     assert list(work.iterdir()) == []

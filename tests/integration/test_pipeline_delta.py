@@ -85,12 +85,26 @@ def test_concurrent_writes_during_snapshot_then_verify_equal(
         recorded = [json.loads(m["source_offset"]) for m in metadata if m["source_offset"]]
         assert recorded and all(set(o["tables"]) == {f"{orders}.{name}"} for o in recorded)
 
-    # the source moves on: verify still compares at the target's position
+    # the source moves on: verify still compares at the target's position, saying how far
+    # each side's read is (a partition of the source is a group of its chunks)
     mariadb.execute("UPDATE orders SET qty = qty + 1", database=orders)
+    said: list[str] = []
     assert all(
         v.status == "equal"
-        for v in verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
+        for v in verify_tables(
+            spark, definition, run.sink, run.targets, run.probe.handle, progress=said.append
+        )
     )
+    for name in ("audit", "orders"):
+        for side in ("source", "target"):
+            read = [
+                re.fullmatch(
+                    rf"verify: {orders}\.{name}: {side}: (\d+) of (\d+) partitions.* read", s
+                )
+                for s in said
+            ]
+            counts = [(int(m[1]), int(m[2])) for m in read if m]
+            assert counts and counts[-1][0] == counts[-1][1] >= 1, said
 
     # somebody else changes the target: verify names the keys
     some = sorted(table_state(mariadb, orders, "orders"))[:2]

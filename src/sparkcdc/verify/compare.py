@@ -9,7 +9,7 @@ their chunks only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,11 +42,15 @@ def compare_tables(
     key: Sequence[str],
     columns: Sequence[str],
     chunks: int = 64,
+    read: Callable[[str, Any], None] | None = None,
 ) -> Comparison:
     """Compare ``target`` with ``source`` (Spark DataFrames holding ``columns``).
 
     The target's columns are cast to the source's types first, so a target that stores a
-    value in a wider type (a JDBC database, say) compares by value.
+    value in a wider type (a JDBC database, say) compares by value. ``read(side, frame)``,
+    when given, reads each side (``source``, then ``target``) into Spark's cache as a job
+    of its own (``frame.count()``), so its progress can be told apart (verify/progress.py);
+    the comparison then works from the cache. Without it, one job reads both.
     """
     from pyspark.sql import functions as F
 
@@ -64,6 +68,9 @@ def compare_tables(
 
     left, right = hashed(source), hashed(target)
     try:
+        if read is not None:
+            read("source", left)
+            read("target", right)
 
         def summary(frame: Any, side: str) -> Any:
             return frame.groupBy("_chunk").agg(

@@ -27,6 +27,7 @@ from sparkcdc.sinks.base import Sink
 from sparkcdc.snapshot.handle import SourceHandle
 from sparkcdc.snapshot.offset import LogJson, SourceOffset
 from sparkcdc.verify.compare import Comparison, compare_tables
+from sparkcdc.verify.progress import tracked
 
 #: Source options that make no sense for a one-off snapshot read of one table.
 _STREAM_ONLY = ("maxrowspertrigger", "metadata.list", "signal.file")
@@ -53,7 +54,8 @@ def verify_tables(
     """One verdict per target: its rows against its source tables' rows at the target's
     offset (shaped and merged as the pipeline writes them). ``handle``: the pipeline's
     handle on its source (positions on the server connected now). ``progress`` hears
-    each table as its comparison starts and ends (a large table takes minutes)."""
+    each table as its comparison starts and ends, and each side's partitions read while
+    they are (a large table takes minutes)."""
     say = progress or (lambda _: None)
     verdicts = []
     committed = last_committed_offset(definition.settings.checkpoint)  # before any target
@@ -90,7 +92,7 @@ def _verdict(
         return TableVerdict(table.source, "not captured", position)
     if not all(e is not None and e.done for e in entries):
         return TableVerdict(table.source, "snapshotting", position)
-    say(f"verify: {table.source}: reading the source at {position} and comparing by chunk")
+    say(f"verify: {table.source}: reading the source at {position}, then comparing")
     frames = {
         s.table.source: source_at(spark, definition, s.table.source, json.dumps(log))
         for s in target.sources
@@ -100,11 +102,29 @@ def _verdict(
     if is_plain(target):  # columns a schema change left behind (lenient) are history
         (frame,) = frames.values()
         columns = tuple(c for c in columns if c in frame.columns)
-    comparison = compare_tables(source, snapshot.rows, table.key, columns)
+    read = _reported_read(spark, table.source, say)
+    comparison = compare_tables(source, snapshot.rows, table.key, columns, read=read)
     if snapshot.repeated_changes:
         comparison = replace(comparison, repeated_changes=snapshot.repeated_changes)
     status = "equal" if comparison.equal else "different"
     return TableVerdict(table.source, status, position, comparison)
+
+
+def _reported_read(
+    spark: Any, table: TableId, say: Callable[[str], None]
+) -> Callable[[str, Any], None]:
+    """Reads one side of ``table``'s comparison, saying its partitions read as they are
+    (a source partition is a group of the table's key-range chunks, one Spark task)."""
+
+    def read(side: str, frame: Any) -> None:
+        unit = "partitions of chunks" if side == "source" else "partitions"
+
+        def report(done: int, total: int) -> None:
+            say(f"verify: {table}: {side}: {done} of {total} {unit} read")
+
+        tracked(spark, f"sparkcdc verify {table}: {side}", frame.count, report)
+
+    return read
 
 
 def later_offset(
