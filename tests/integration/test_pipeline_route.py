@@ -349,3 +349,36 @@ def test_an_expression_spark_rejects_names_the_rule_line(
     )
     assert done.returncode == 0 and "source ok: 3 tables match" in done.stdout, done.stderr
     assert sorted(p.name for p in scratch.iterdir()) == before
+
+
+def test_a_one_part_sink_table_lands_in_the_sinks_default_schema(
+    spark: Any,
+    mariadb: EmbeddedMariaDB,
+    shards: str,
+    postgres: EmbeddedPostgres,
+    pg_db: str,
+    scratch: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Flink CDC's ``sink-table: kafka_ods_orders`` (one part: the sink's default database
+    or schema): into PostgreSQL with ``table-name: {database}.{table}``, the target is
+    ``public.shard_one``, the connection's default schema, and holds the shard's rows
+    after changes streamed to it."""
+    block = sink_block("postgres", postgres, pg_db, monkeypatch)
+    route = f"route:\n  - source-table: {shards}.shard_1\n    sink-table: shard_one\n"
+    path = pipeline_file(scratch, mariadb, f"{shards}.shard_1", block, blocks=route)
+    definition = load_pipeline(path)
+    run = prepare(definition, spark=spark)
+    (target,) = run.targets
+    assert str(target.table.source) == "shard_one"
+
+    def then() -> None:
+        mariadb.execute("UPDATE shard_1 SET qty = qty + 1 WHERE id < 10", database=shards)
+        mariadb.execute("DELETE FROM shard_1 WHERE id = 12", database=shards)
+
+    run_until_caught_up(run, mariadb, then)
+    rows = postgres.execute("SELECT id, name, qty FROM public.shard_one", dbname=pg_db)
+    source = mariadb.execute("SELECT id, name, qty FROM shard_1", database=shards)
+    assert sorted(rows) == sorted(tuple(r) for r in source)
+    (verdict,) = verify_tables(spark, definition, run.sink, run.targets, run.probe.handle)
+    assert verdict.status == "equal"

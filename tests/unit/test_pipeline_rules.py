@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.projection import ExpressionError, parse_projection, split_items
-from sparkcdc.pipeline.rules import RouteRule, TransformRule
+from sparkcdc.pipeline.rules import RouteRule, TransformRule, sink_table_id
 from sparkcdc.pipeline.targets import plan_targets
 from sparkcdc.pipeline.widening import widen
 from sparkcdc.pipeline.yaml_file import PipelineFileError
@@ -96,7 +96,7 @@ def test_rules_load_with_flink_keys(tmp_path: Path) -> None:
         ("transform:\n  - source-table: app.t\n    colums: id\n", 14, "unknown key"),
         ("transform:\n  - app.t\n", 13, "a transform rule is a mapping"),
         ("route:\n  - source-table: app.t\n", 13, "'route[0].sink-table': is required"),
-        ("route:\n  - source-table: app.t\n    sink-table: nodot\n", 14, "namespace.table"),
+        ("route:\n  - source-table: app.t\n    sink-table: nothing.\n", 14, "namespace.table"),
         ("route:\n  source-table: app.t\n", 12, "list of rules"),
         ("routes:\n  - source-table: app.t\n", 12, "unknown block"),
         ("transform:\n  - source-table: app.t\n    primary-keys: id,,k\n", 14, "empty column"),
@@ -242,3 +242,14 @@ def test_widening_keeps_every_value() -> None:
     assert widen(INT, T.DoubleType()) == T.DoubleType()
     assert widen(T.BinaryType(), STR) is None
     assert widen(T.DateType(), T.TimestampType()) == T.TimestampType()
+
+
+def test_a_one_part_sink_table_is_a_target_in_the_sinks_default_namespace() -> None:
+    """Flink CDC's ``sink-table: kafka_ods_orders`` (a topic, or a table of the sink's
+    default database); ``replace-symbol`` works in one part too."""
+    one = route("kafka_ods_orders", pattern="app.orders")
+    assert one.target(TableId("app", "orders")) == TableId("", "kafka_ods_orders")
+    per_table = RouteRule(table_patterns("app.\\.*"), "ods_<>", "<>", False, "p.yaml:30")
+    assert per_table.target(TableId("app", "items")) == TableId("", "ods_items")
+    assert sink_table_id("ods.orders") == TableId("ods", "orders")
+    assert sink_table_id("a\\.b") == TableId("", "a.b")  # an escaped dot is the name's

@@ -17,7 +17,8 @@ class TableId:
     table: str
 
     def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
+        # no namespace: a route's one-part target (the sink's default database or schema)
+        return f"{self.database}.{self.table}" if self.database else self.table
 
     @property
     def key(self) -> str:

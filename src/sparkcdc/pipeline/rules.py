@@ -57,7 +57,18 @@ class RouteRule:
         name = self.sink_table
         if self.replace_symbol:
             name = name.replace(self.replace_symbol, table.table)
+        return sink_table_id(name)
+
+
+def sink_table_id(name: str) -> TableId:
+    """A route's ``sink-table``: ``namespace.table`` (split at the first unescaped dot), or
+    one part, as Flink CDC allows (a Kafka topic, a table in the sink's default database
+    or schema): its namespace is then empty, and each sink's name pattern leaves its
+    ``{database}`` out (sinks/names.py)."""
+    try:
         return TableId.from_key(name)
+    except ValueError:
+        return TableId.from_key(f".{name}")
 
 
 @dataclass(frozen=True)
@@ -102,12 +113,12 @@ def load_routes(doc: YamlDocument, first_match: bool = False) -> tuple[RouteRule
         symbol = _text(doc, key, item, "replace-symbol")
         if symbol == "":
             raise doc.error(f"{key}.replace-symbol", "is empty")
-        try:
-            TableId.from_key(sink_table)
-        except ValueError:
+        found = sink_table_id(sink_table)
+        if not found.table or (not found.database and sink_table.startswith(".")):
             raise doc.error(
-                f"{key}.sink-table", f"'{sink_table}' is not a 'namespace.table' name"
-            ) from None
+                f"{key}.sink-table",
+                f"'{sink_table}' is not a 'namespace.table' or a one-part 'table' name",
+            )
         disjoint = item.get("disjoint-keys", False)
         if not isinstance(disjoint, bool):
             raise doc.error(f"{key}.disjoint-keys", "must be true or false")

@@ -26,6 +26,7 @@ from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
 from sparkcdc.core.table_events import ColumnMoves
 from sparkcdc.sinks.capabilities import SinkCapabilities
+from sparkcdc.sinks.names import fill_name
 from sparkcdc.sinks.write_plan import WritePlan
 
 
@@ -180,10 +181,7 @@ def target_names(
 ) -> Mapping[TableId, str]:
     """Target table names from a pattern with ``{database}`` and ``{table}`` placeholders,
     each filled with ``part`` of the source name (a sink's escaping)."""
-    return {
-        t.source: pattern.format(database=part(t.source.database), table=part(t.source.table))
-        for t in tables
-    }
+    return {t.source: fill_name(pattern, t.source.database, t.source.table, part) for t in tables}
 
 
 Config = TypeVar("Config")

@@ -17,9 +17,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "flink_cdc"
 #: Examples that cannot load with any sink, and the key whose refusal says why.
 REFUSED = {
     "data-pipeline-with-optional.yaml": "'pipeline.user-defined-function': is not supported",
-    # one-part sink-table names (a Kafka topic, an Elasticsearch index): not done yet
-    "mysql-to-elasticsearch.yaml": "'route[0].sink-table': 'default_index' is not",
-    "quickstart-mysql-to-kafka-route.yaml": "'route[0].sink-table': 'kafka_ods_orders' is not",
 }
 #: Sink types of the examples that sparkcdc has (the others are Flink CDC's own).
 RUNNABLE_SINKS = {"kafka", "values"}

@@ -21,6 +21,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_bool, parse_int, parse_options
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.tls import MYSQL_TLS, POSTGRES_TLS, PREFIX
+from sparkcdc.sinks.names import fill_name
 from sparkcdc.snapshot.options import code
 
 CONTEXT = "jdbc sink"
@@ -182,12 +183,8 @@ class TableName:
 
     def resolve(self, database: str, table: str) -> tuple[str | None, str]:
         """The target's (qualifier, table) for source table ``database.table``."""
-        qualifier = (
-            None
-            if self.qualifier is None
-            else self.qualifier.format(database=database, table=table)
-        )
-        return qualifier, self.table.format(database=database, table=table)
+        qualifier = None if self.qualifier is None else fill_name(self.qualifier, database, table)
+        return qualifier or None, fill_name(self.table, database, table)
 
     @classmethod
     def parse(cls, option: str, text: str) -> TableName:

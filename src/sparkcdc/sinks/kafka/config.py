@@ -12,6 +12,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.options import OptionSpec, parse_options
 from sparkcdc.core.secret import SecretSettings
 from sparkcdc.core.table import TableId
+from sparkcdc.sinks.names import fill_name
 
 FORMATS = ("changelog-json", "debezium-json", "upsert")
 
@@ -84,4 +85,4 @@ class KafkaSinkConfig:
     def topic_of(self, table: TableId) -> str:
         if self.topic is not None:
             return self.topic
-        return self.topic_pattern.format(database=table.database, table=table.table)
+        return fill_name(self.topic_pattern, table.database, table.table)
