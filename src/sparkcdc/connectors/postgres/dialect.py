@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
-from sparkcdc.connectors.postgres.server.changed_table import table_after
+from sparkcdc.connectors.postgres.server.changed_table import column_change_event
 from sparkcdc.connectors.postgres.server.connection import connect, query, retries
 from sparkcdc.connectors.postgres.server.created_tables import CreatedTables
 from sparkcdc.connectors.postgres.server.discovery import PgTable, discover_tables
@@ -28,7 +28,7 @@ from sparkcdc.connectors.postgres.snapshot.chunk_ends import key_stats, next_chu
 from sparkcdc.connectors.postgres.snapshot.keys import chunk_key_order
 from sparkcdc.connectors.postgres.snapshot.reader import read_chunks
 from sparkcdc.connectors.postgres.snapshot.visibility import PgSnapshot
-from sparkcdc.connectors.postgres.wal.pgoutput import Relation, lsn_from_text, lsn_to_text
+from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.reader import read_blocks_with_retries
 from sparkcdc.connectors.postgres.wal.scan import (
@@ -62,7 +62,7 @@ from sparkcdc.snapshot.dialect import Dialect
 from sparkcdc.snapshot.keyless import LEFT_OUT
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries, lost_mid_read
-from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
+from sparkcdc.snapshot.schema_change import SchemaChange
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +318,7 @@ class PostgresDialect(
         # the same transaction: the new columns first (pgoutput describes a table before
         # truncating it too), so the truncate's batch has the table as it is then
         if described is not None and (found is None or described[0] <= found[0]):
-            return self._column_change(by_oid, *described)
+            return column_change_event(self.conn, by_oid, *described)
         if found is None:
             return None
         before, after, tx = found
@@ -409,41 +409,6 @@ class PostgresDialect(
             )
         self._pending = (self._pending - set(tables)) | pending
         return pending
-
-    def _column_change(
-        self,
-        tables: Mapping[int, PgTable],
-        boundary: LsnPosition,
-        tx: Transaction,
-        relations: list[Relation],
-    ) -> SchemaChange[LsnPosition, PgTable]:
-        """The change of a table's columns described in ``tx``: a batch of its own right
-        before ``tx`` (whose rows have the new columns), so ``after`` is ``boundary``."""
-        table = tables[relations[0].oid]
-        new, change = table_after(self.conn, table, relations[-1])
-        statement = (
-            f"columns of {table.table_id} changed: {change.describe()} (described before "
-            f"the rows of transaction {tx.xid}, commit {lsn_to_text(tx.commit_lsn)})"
-        )
-        problem = change.problem
-        if len({r.columns for r in relations}) > 1:
-            problem = "the transaction changed its rows both before and after the change"
-        if problem:
-            statement = (
-                f"columns of {table.table_id} changed (transaction {tx.xid}, commit "
-                f"{lsn_to_text(tx.commit_lsn)}; now "
-                f"{', '.join(c.name for c in relations[-1].columns)})"
-            )
-        return SchemaChange(
-            table.table_id,
-            boundary,
-            boundary,
-            statement,
-            None if problem else new,
-            problem,
-            moves=ColumnMoves(dict(change.renamed), change.dropped),
-            rewritten=change.rewritten,
-        )
 
     def table_to_json(self, table: PgTable) -> dict[str, Any]:
         return table_to_json(table)

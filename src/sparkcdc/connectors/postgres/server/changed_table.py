@@ -1,5 +1,6 @@
 """A captured table after a change of its columns that a Relation message described: the
-change (wal/column_change.py), and the table the stream decodes its later rows with.
+change (wal/column_change.py), the table the stream decodes its later rows with, and the
+change as the stream's batch of its own (:func:`column_change_event`).
 
 Columns the change kept keep what the stream knew of them (renamed where renamed); added
 columns and columns of a new type are read from the catalog (their type's details), and
@@ -12,6 +13,7 @@ columns were), as on MySQL/MariaDB.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.connectors.postgres.server.connection import query
@@ -23,8 +25,11 @@ from sparkcdc.connectors.postgres.wal.column_change import (
     Described,
     columns_change,
 )
-from sparkcdc.connectors.postgres.wal.pgoutput import Relation
+from sparkcdc.connectors.postgres.wal.pgoutput import Relation, lsn_to_text
+from sparkcdc.connectors.postgres.wal.position import LsnPosition
+from sparkcdc.connectors.postgres.wal.scan import Transaction
 from sparkcdc.core.errors import SchemaError
+from sparkcdc.snapshot.schema_change import ColumnMoves, SchemaChange
 
 _ATTRIBUTES = """
 SELECT a.attnum, a.attname, a.attisdropped, a.atttypid, a.atttypmod,
@@ -126,3 +131,39 @@ def _key_problem(table: PgTable, change: ColumnsChange) -> str:
     if retyped:
         return f"it changes the type of primary key column '{retyped[0]}'"
     return ""
+
+
+def column_change_event(
+    conn: Any,
+    tables: Mapping[int, PgTable],
+    boundary: LsnPosition,
+    tx: Transaction,
+    relations: list[Relation],
+) -> SchemaChange[LsnPosition, PgTable]:
+    """The change of a table's columns described in ``tx``: a batch of its own right
+    before ``tx`` (whose rows have the new columns), so ``after`` is ``boundary``."""
+    table = tables[relations[0].oid]
+    new, change = table_after(conn, table, relations[-1])
+    statement = (
+        f"columns of {table.table_id} changed: {change.describe()} (described before "
+        f"the rows of transaction {tx.xid}, commit {lsn_to_text(tx.commit_lsn)})"
+    )
+    problem = change.problem
+    if len({r.columns for r in relations}) > 1:
+        problem = "the transaction changed its rows both before and after the change"
+    if problem:
+        statement = (
+            f"columns of {table.table_id} changed (transaction {tx.xid}, commit "
+            f"{lsn_to_text(tx.commit_lsn)}; now "
+            f"{', '.join(c.name for c in relations[-1].columns)})"
+        )
+    return SchemaChange(
+        table.table_id,
+        boundary,
+        boundary,
+        statement,
+        None if problem else new,
+        problem,
+        moves=ColumnMoves(dict(change.renamed), change.dropped),
+        rewritten=change.rewritten,
+    )

@@ -115,20 +115,7 @@ def discover_tables(
         if not keys[oid]:
             keyless.append(table_id)
             continue
-        names = [c.name for c in columns[oid]]
-        named = config.chunk_key_columns.column_for(table_id.database, table_id.table)
-        chunk_key = named or keys[oid][0]
-        if chunk_key not in names:
-            raise SchemaError(
-                f"table {table_id} has no column '{chunk_key}' "
-                "('scan.incremental.snapshot.chunk.key-column')"
-            )
-        chunk_column = columns[oid][names.index(chunk_key)]
-        if chunk_column.nullable:
-            raise SchemaError(
-                f"table {table_id}: chunk key column '{chunk_key}' may be NULL; pick a NOT "
-                "NULL column with 'scan.incremental.snapshot.chunk.key-column'"
-            )
+        chunk_key = _chunk_key(config, table_id, columns[oid], keys[oid])
         tables.append(
             PgTable(
                 table_id,
@@ -143,3 +130,23 @@ def discover_tables(
         )
     leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
     return tables
+
+
+def _chunk_key(
+    config: PostgresSourceConfig, table_id: TableId, columns: list[PgColumn], key: list[str]
+) -> str:
+    """The table's chunk key: ``scan.incremental.snapshot.chunk.key-column`` or the first
+    primary key column; a NOT NULL column of the table (a chunk's range skips NULLs)."""
+    names = [c.name for c in columns]
+    chunk_key = config.chunk_key_columns.column_for(table_id.database, table_id.table) or key[0]
+    if chunk_key not in names:
+        raise SchemaError(
+            f"table {table_id} has no column '{chunk_key}' "
+            "('scan.incremental.snapshot.chunk.key-column')"
+        )
+    if columns[names.index(chunk_key)].nullable:
+        raise SchemaError(
+            f"table {table_id}: chunk key column '{chunk_key}' may be NULL; pick a NOT "
+            "NULL column with 'scan.incremental.snapshot.chunk.key-column'"
+        )
+    return chunk_key
