@@ -31,11 +31,17 @@ FIXTURES: dict[str, Callable[[pytest.FixtureRequest], ConnectorUnderTest]] = {
 #: Variants of a connector that the whole suite runs again: Oracle's MySQL 8.0, which
 #: reports no exact snapshot position, so every chunk is placed by a high watermark (it
 #: replaces MariaDB run with ``scan.snapshot.consistency: watermark`` forced, which stood
-#: in for MySQL before a MySQL server ran here), and MySQL 5.7, whose row events name no
-#: columns at all (the schema history names them).
+#: in for MySQL before a MySQL server ran here), MySQL 5.7, whose row events name no
+#: columns at all (the schema history names them), and PostgreSQL tables with REPLICA
+#: IDENTITY DEFAULT under ``changelog-mode: upsert`` (no old rows in the WAL).
 VARIANTS: dict[str, Callable[[pytest.FixtureRequest], ConnectorUnderTest]] = {
     "mysql8": lambda request: MySqlConnector(request.getfixturevalue("mysql8")),
     "mysql57": lambda request: MySqlConnector(request.getfixturevalue("mysql57")),
+    "postgres-upsert": lambda request: PostgresConnector(
+        request.getfixturevalue("postgres"),
+        request.getfixturevalue("conformance_pg_database"),
+        upsert=True,
+    ),
 }
 
 

@@ -42,6 +42,9 @@ class ConnectorUnderTest(ABC):
 
     #: The connector's registry name (``source: type:``).
     name: str
+    #: Its changelog replays by key only (PostgreSQL's ``changelog-mode: upsert``: no old
+    #: rows), not image by image (tests/support/changelog.py).
+    by_key: bool = False
 
     @property
     def connector(self) -> Connector[Any]:

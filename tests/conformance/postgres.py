@@ -20,8 +20,12 @@ from tests.support.random_writer import RandomWriter
 class PostgresConnector(ConnectorUnderTest):
     name = "postgres"
 
-    def __init__(self, server: EmbeddedPostgres, database: str) -> None:
+    def __init__(self, server: EmbeddedPostgres, database: str, upsert: bool = False) -> None:
+        """``upsert``: tables keep REPLICA IDENTITY DEFAULT and are captured with
+        ``changelog-mode: upsert`` (their changelog then replays by key)."""
         self.server, self.database = server, database
+        self.by_key = upsert
+        self.identity = "DEFAULT" if upsert else "FULL"
 
     def connect(self, namespace: str) -> Any:
         return self.server.connect(self.database, options=f"-c search_path={namespace}")
@@ -61,6 +65,7 @@ class PostgresConnector(ConnectorUnderTest):
             "schema-name": re.escape(namespace),
             "table-name": tables,
             "slot.name": slot_name(namespace),
+            "changelog-mode": "upsert" if self.by_key else "all",
         }
 
     def proxied(self, options: dict[str, str], port: int) -> dict[str, str]:
@@ -72,7 +77,7 @@ class PostgresConnector(ConnectorUnderTest):
         )
         self.execute(namespace, "CREATE TABLE audit (id SERIAL PRIMARY KEY, note TEXT)")
         for table in ("orders", "audit"):
-            self.execute(namespace, f"ALTER TABLE {table} REPLICA IDENTITY FULL")
+            self.execute(namespace, f"ALTER TABLE {table} REPLICA IDENTITY {self.identity}")
         with self.connect(namespace) as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO orders VALUES (%s, %s, %s)",
@@ -85,7 +90,7 @@ class PostgresConnector(ConnectorUnderTest):
     def create_table(self, namespace: str, definition: str) -> None:
         self.execute(namespace, f"CREATE TABLE {definition}")
         name = definition.split("(", 1)[0].strip()
-        self.execute(namespace, f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+        self.execute(namespace, f"ALTER TABLE {name} REPLICA IDENTITY {self.identity}")
 
     def type_cases(self) -> list[TypeCase]:
         return [
@@ -127,6 +132,7 @@ class PostgresConnector(ConnectorUnderTest):
                 {"decoding.plugin.name": "decoderbufs"}, r"'decoding\.plugin\.name'.*pgoutput"
             ),
             BadOption({"no.such.option": "1"}, r"unknown option 'no\.such\.option'"),
+            BadOption({"changelog-mode": "retract"}, r"'changelog-mode'.*all, upsert"),
         ]
 
     def wrong_password(self, options: dict[str, str], password: str) -> dict[str, str]:

@@ -68,7 +68,7 @@ def test_snapshot_and_stream_under_concurrent_writes_replay_to_the_source(
     spark: Any, db: ConnectorUnderTest, namespace: str, scratch: Path
 ) -> None:
     db.create_orders(namespace, 2000)
-    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS, db.by_key)
     options = orders_options(db, namespace, maxRowsPerTrigger="500")
     sizes: list[int] = []
 
@@ -204,7 +204,7 @@ def test_sigkill_mid_snapshot_and_mid_stream_then_resume_exactly_once(
     # the last run catches up in this session's (warm) JVM: a cold one costs ~15 s more
     drive(spark, db.connector.format, options, str(checkpoint), out, "available-now")
 
-    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS, db.by_key)
     for path in batches(out):  # a replayed batch replaced its file: each batch id once
         replayer.apply_batch(pq.read_table(path).to_pylist())
     assert writer.transactions > 100
@@ -287,7 +287,7 @@ def test_startup_modes(db: ConnectorUnderTest, namespace: str) -> None:
         emitted[mode] = out
 
     def replayed(rows: list[dict[str, Any]]) -> dict[Any, tuple[Any, ...]]:
-        replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+        replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS, db.by_key)
         replayer.apply_batch(rows)
         return replayer.state
 
@@ -332,7 +332,7 @@ def test_lost_connections_lose_and_repeat_nothing(db: ConnectorUnderTest, namesp
     db.create_orders(namespace, 3000)
     proxy = CuttableProxy(int(db.options(namespace, "orders")["port"]), chunk=1024)
     options = orders_options(db, namespace, **{"connect.max-retries": "10"})
-    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS)
+    replayer = ChangelogReplayer(lambda r: r["id"], ORDER_COLUMNS, db.by_key)
     failures: list[BaseException] = []
     done = threading.Event()
 

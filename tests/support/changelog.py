@@ -9,10 +9,22 @@ _ORDER = {"update_preimage": 0, "delete": 0, "insert": 1, "update_postimage": 1}
 
 
 class ChangelogReplayer:
-    """Applies changelog rows; fails on a duplicate insert or a mismatching pre-image/delete."""
+    """Applies changelog rows; fails on a duplicate insert or a mismatching pre-image/delete.
 
-    def __init__(self, key: Callable[[dict[str, Any]], Any], data_columns: Sequence[str]) -> None:
+    ``by_key``: the changelog of PostgreSQL's ``changelog-mode: upsert``, replayed as an
+    upsert target applies it: inserts and post-images set the key's row, deletes and the
+    pre-images of moved keys (the key only) remove it. A chunk there may be ahead of its
+    batch and the log then replays changes it already holds, so rows are not checked
+    against what was emitted; only the end state and the version order are."""
+
+    def __init__(
+        self,
+        key: Callable[[dict[str, Any]], Any],
+        data_columns: Sequence[str],
+        by_key: bool = False,
+    ) -> None:
         self.key = key
+        self.by_key = by_key
         self.columns = list(data_columns)
         self.state: dict[Any, tuple[Any, ...]] = {}
         self.last_version: dict[Any, int] = {}
@@ -31,6 +43,12 @@ class ChangelogReplayer:
         if previous is not None and kind != "update_postimage":
             assert version > previous, f"version {version} of {key} not after {previous}"
         self.last_version[key] = version
+        if self.by_key:
+            if kind in ("insert", "update_postimage"):
+                self.state[key] = values
+            else:
+                self.state.pop(key, None)
+            return
         if kind in ("insert", "update_postimage"):
             assert key not in self.state, f"duplicate {kind} of key {key}: {row}"
             self.state[key] = values

@@ -189,3 +189,60 @@ def test_key_only_old_rows_and_changed_columns_fail_loudly(path: str) -> None:
                 [begin(2000, 7), relation(101), insert(101, ["1", "x"]), commit(2000)]
             )
         )
+
+
+def upsert_decoded(stream: list[bytes], table: PgTable | None = None) -> list[Any]:
+    """(kind, version, images) per block, decoded in ``changelog-mode: upsert``."""
+    captured = CAPTURED if table is None else {table.table_id: table}
+    decoder = WalDecoder(captured, 0, 10_000, 0, "precise", upsert=True)
+    return [(b.block.kind, b.block.version, b.block.images) for b in decoder.decode(stream)]
+
+
+def test_upsert_mode_updates_are_new_rows_and_deletes_keys(path: str) -> None:
+    default = replace(CAPTURED[TableId("s", "a")], replica_identity="d")
+    stream = [
+        begin(2000, 7),
+        relation(101),
+        insert(101, ["1", "a"]),
+        update(101, ["1", "b"]),  # the key stays: no old tuple at all
+        update(101, ["2", "c"], ["1", None], b"K"),  # the key moves: the old key only
+        delete(101, ["2", None], b"K"),
+        commit(2000),
+    ]
+    assert upsert_decoded(stream, default) == [
+        ("insert", 1, [(1, "a")]),
+        ("upsert", 2, [(1, "b")]),
+        ("update", 3, [(1, None), (2, "c")]),
+        ("delete", 4, [(2, None)]),
+    ]
+    # as changes: the upsert is no insert, the moved key's old row is removed by key
+    block_changes = [
+        (c.before, c.after, c.upsert)
+        for located in WalDecoder(
+            {default.table_id: default}, 0, 10_000, 0, "precise", upsert=True
+        ).decode(stream)
+        for c in located.block.changes()
+    ]
+    assert block_changes[1] == (None, (1, "b"), True)
+    assert block_changes[0] == (None, (1, "a"), False)
+
+
+def test_upsert_mode_full_tables_give_upserts_with_their_toasted_values(path: str) -> None:
+    stream = [
+        begin(2000, 7),
+        relation(101),
+        update(101, ["1", UNCHANGED], ["1", "big"]),
+        update(101, ["2", "x"], ["1", "big"]),  # a moved key keeps its whole old row
+        commit(2000),
+    ]
+    assert upsert_decoded(stream) == [
+        ("upsert", 1, [(1, "big")]),
+        ("update", 2, [(1, "big"), (2, "x")]),
+    ]
+
+
+def test_upsert_mode_fails_on_an_unchanged_toasted_value_without_an_old_row(path: str) -> None:
+    default = replace(CAPTURED[TableId("s", "a")], replica_identity="d")
+    toasted = [begin(2000, 7), relation(101), update(101, ["1", UNCHANGED]), commit(2000)]
+    with pytest.raises(SchemaError, match=r"left the TOASTed value\(s\) of v unchanged"):
+        upsert_decoded(toasted, default)

@@ -190,3 +190,49 @@ def test_the_example_pipelines_are_valid(example: Path, monkeypatch: pytest.Monk
     assert not definition.settings.checkpoint.is_relative_to(ROOT)
     path = definition.sink_options.get("path")
     assert path is None or not (example.parent / path).resolve().is_relative_to(ROOT)
+
+
+UPSERT_SOURCE = """\
+source:
+  type: postgres
+  hostname: 127.0.0.1
+  username: cdc
+  password: secret
+  database-name: shop
+  tables: app.orders
+  slot.name: app_slot
+  changelog-mode: upsert
+sink:
+{sink}
+pipeline:
+  checkpoint: ckpt
+"""
+
+
+@pytest.mark.parametrize(
+    "sink",
+    [
+        "  type: delta\n  path: lake\n  changelog-mode: append",
+        "  type: kafka\n"
+        "  properties.bootstrap.servers: 127.0.0.1:9092\n  value.format: debezium-json",
+    ],
+)
+def test_a_source_without_old_rows_is_refused_with_a_history_sink(
+    tmp_path: Path, sink: str
+) -> None:
+    message = error_of(tmp_path, UPSERT_SOURCE.format(sink=sink))
+    assert ":9: 'source.changelog-mode': option 'changelog-mode' is upsert" in message, message
+    assert "kafka with value.format: upsert" in message
+
+
+@pytest.mark.parametrize(
+    "sink",
+    [
+        "  type: delta\n  path: lake\n  changelog-mode: upsert",
+        "  type: kafka\n  properties.bootstrap.servers: 127.0.0.1:9092\n  value.format: upsert",
+        "  type: console",
+    ],
+)
+def test_a_source_without_old_rows_feeds_upsert_sinks(tmp_path: Path, sink: str) -> None:
+    definition = load_pipeline(write(tmp_path, UPSERT_SOURCE.format(sink=sink)))
+    assert definition.source_config.upsert

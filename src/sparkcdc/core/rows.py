@@ -28,10 +28,14 @@ class RowChange:
     file: str = ""
     pos: int = 0
     gtid: str = ""
+    #: An update known only by its new row (``before`` is None): an ``update_postimage``
+    #: without a pre-image (PostgreSQL's ``changelog-mode: upsert``), not an insert.
+    upsert: bool = False
 
 
-#: What one rows event does to all its rows.
-BlockKind = Literal["insert", "update", "delete"]
+#: What one rows event does to all its rows. ``upsert``: updates known only by their new
+#: rows (PostgreSQL's ``changelog-mode: upsert``), one image each.
+BlockKind = Literal["insert", "update", "delete", "upsert"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +44,9 @@ class ChangeBlock:
 
     The executor's hot path builds Arrow columns from whole blocks (list concatenation, no
     object per row): a :class:`RowChange` per row cost ~20 % of a log partition's CPU.
-    ``images`` are the after images of an insert, the before images of a delete, and
-    alternate before/after for an update. Row *i* of the block has version ``version + i``;
-    every row shares the event's ``timestamp``/``file``/``pos``/``gtid``.
+    ``images`` are the after images of an insert or an upsert, the before images of a
+    delete, and alternate before/after for an update. Row *i* of the block has version
+    ``version + i``; every row shares the event's ``timestamp``/``file``/``pos``/``gtid``.
 
     ``sunk`` is set when the decoder wrote the images into the table's Arrow column buffers
     instead (this many; ``images`` is then empty): the consumer takes the columns from
@@ -81,6 +85,9 @@ class ChangeBlock:
         elif self.kind == "insert":
             for i, row in enumerate(images):
                 yield RowChange(self.table, None, row, base + i, *rest)
+        elif self.kind == "upsert":
+            for i, row in enumerate(images):
+                yield RowChange(self.table, None, row, base + i, *rest, upsert=True)
         else:
             for i, row in enumerate(images):
                 yield RowChange(self.table, row, None, base + i, *rest)

@@ -156,7 +156,7 @@ _KINDS = (
     ChangeType.UPDATE_POSTIMAGE,
     ChangeType.DELETE,
 )
-_KIND_CODES = {"insert": [0], "update": [1, 2], "delete": [3]}
+_KIND_CODES = {"insert": [0], "update": [1, 2], "delete": [3], "upsert": [2]}
 #: The ``_change_type`` values in code order, for decoders that write the column themselves.
 CHANGE_TYPE_VALUES = tuple(k.value for k in _KINDS)
 _UTC_MICROS = pa.timestamp("us", tz="UTC")
@@ -480,6 +480,10 @@ class EnvelopeBatchBuilder:
                 kinds.append(ENVELOPE_DELETE)
                 befores.append(images[ChangeType.DELETE])
                 afters.append(None)
+            elif ChangeType.UPDATE_POSTIMAGE in images:  # an upsert: no old row
+                kinds.append(ENVELOPE_UPDATE)
+                befores.append(None)
+                afters.append(images[ChangeType.UPDATE_POSTIMAGE])
             else:
                 kinds.append(ENVELOPE_INSERT)
                 befores.append(None)
@@ -514,6 +518,11 @@ class EnvelopeBatchBuilder:
                 codes += [2] * n
                 befores += images[0::2]
                 afters += images[1::2]
+            elif block.kind == "upsert":  # an update without its old row
+                kinds += [ENVELOPE_UPDATE] * n
+                codes += [2] * n
+                befores += [None] * n
+                afters += images
             elif block.kind == "insert":
                 kinds += [ENVELOPE_INSERT] * n
                 codes += [0] * n

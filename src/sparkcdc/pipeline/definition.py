@@ -21,6 +21,7 @@ from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
+from sparkcdc.pipeline.before_images import refuse_missing_before_images
 from sparkcdc.pipeline.change_types import LIST_OPTIONS, excluded_types, without_change_options
 from sparkcdc.pipeline.evolution import BEHAVIORS
 from sparkcdc.pipeline.options_flink import (
@@ -200,6 +201,7 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     excluded = _checked(doc, "sink", lambda: excluded_types(sink))
     sink = without_change_options(sink)
     _checked(doc, "sink", lambda: validate_sink_options(sink_type, sink))
+    _checked(doc, "source", lambda: refuse_missing_before_images(source_config, sink_type, sink))
     settings, pipeline_notes = _settings(doc, flink, source_options)
     transforms = load_transforms(doc)
     for rule in transforms:

@@ -51,6 +51,10 @@ class SinkCapabilities:
     delivery: str
     #: Whether ``sparkcdc verify`` reads the targets back (``Sink.snapshot``).
     verifiable: bool
+    #: Whether the targets hold every change's old row (``update_preimage``, a delete's
+    #: whole row): a history or a changelog topic. A source that has no old rows
+    #: (PostgreSQL's ``changelog-mode: upsert``) is refused with such a sink up front.
+    needs_before_images: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.applies) - set(SCHEMA_CHANGE_TYPES)

@@ -3,7 +3,8 @@
 A change is emitted for the keys the consumer already holds (below the table's cursor at
 the batch start): an update whose key moves across the cursor becomes a delete (the row
 left the emitted region) or an insert (it entered it), so replaying the changelog keeps
-matching the source.
+matching the source. An upsert (an update known only by its new row) is an
+``update_postimage`` where emitted: the consumer either holds the key or gets it whole.
 """
 
 from __future__ import annotations
@@ -24,5 +25,5 @@ def changes_to_emit(change: RowChange, emitted: Emitted) -> list[tuple[ChangeTyp
     if before is not None:
         return [(ChangeType.DELETE, before)]
     if after is not None:
-        return [(ChangeType.INSERT, after)]
+        return [(ChangeType.UPDATE_POSTIMAGE if change.upsert else ChangeType.INSERT, after)]
     return []

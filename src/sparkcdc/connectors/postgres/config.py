@@ -65,6 +65,8 @@ STARTUP_MODES = (*BASE_STARTUP_MODES, *POSTGRES_STARTUP_MODES)
 METADATA_COLUMNS = ("database_name", "schema_name", "table_name", "op_ts", "row_kind")
 DECIMAL_MODES = ("precise", "string")
 PUBLICATION_MODES = ("filtered", "disabled")
+#: ``changelog-mode`` values (Flink CDC's names): what updates and deletes carry.
+CHANGELOG_MODES = ("all", "upsert")
 #: ``jdbc.properties.sslmode`` values, passed to libpq (PgJDBC's names, which are libpq's).
 SSL_MODES = POSTGRES_TLS.modes
 #: PostgreSQL identifiers are at most 63 bytes; temporary copies of the slot add a suffix.
@@ -177,6 +179,17 @@ SPECS: tuple[OptionSpec, ...] = (
         "publication must exist and cover every captured table (the error gives the SQL)",
         attr="publication_mode",
     ),
+    OptionSpec(
+        "changelog-mode",
+        choices=CHANGELOG_MODES,
+        default="all",
+        doc="`all`: every update with its old and new row, every delete with its old row "
+        "(tables must be `REPLICA IDENTITY FULL`); `upsert`: updates as their new row only "
+        "(`update_postimage`), deletes with the key only, for tables with `REPLICA "
+        "IDENTITY DEFAULT` or `USING INDEX` on the primary key's columns (docs/postgres.md, "
+        '"changelog-mode: upsert")',
+        attr="changelog_mode",
+    ),
     startup_mode_spec(POSTGRES_STARTUP_MODES),
     CHUNK_SIZE,
     CHUNK_KEY_COLUMN,
@@ -274,6 +287,12 @@ class PostgresSourceConfig(SourceConfig):
     snapshot_position: LsnPosition | None = None
     tls: Mapping[str, str] = field(default_factory=dict)
     truncate_handling: str = "fail"
+    changelog_mode: str = "all"
+
+    @property
+    def upsert(self) -> bool:
+        """``changelog-mode: upsert``: the WAL's old rows are not relied on."""
+        return self.changelog_mode == "upsert"
 
     def matches(self, schema: str, table: str) -> bool:
         return self.tables.matches(schema, table)

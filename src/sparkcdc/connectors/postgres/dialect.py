@@ -166,7 +166,7 @@ class PostgresDialect(
         tables = discover_tables(conn, config, self._keyless)
         if self._discovered:  # again while the stream runs: created tables not ready wait
             tables = self._created.keep_ready(conn, tables, self._discovered)
-        validate_tables(conn, tables)
+        validate_tables(conn, tables, self.config.upsert)
         self._discovered = {t.oid for t in tables}
         existed = slot_state(conn, config) is not None
         if ensure_publication(conn, config, tables) and existed:
@@ -188,7 +188,7 @@ class PostgresDialect(
         publication must fit, a missing one must be one the user could make."""
         validate_server(self.conn, self.config)
         tables = discover_tables(self.conn, self.config, self._keyless)
-        validate_tables(self.conn, tables)
+        validate_tables(self.conn, tables, self.config.upsert)
         ensure_publication(self.conn, self.config, tables, create=False)
         slot_state(self.conn, self.config)
         for table in tables:
@@ -209,8 +209,17 @@ class PostgresDialect(
         return chunk_key_order(table)
 
     def arrow_fields(self, table: PgTable) -> list[pa.Field]:
-        mode = self.config.decimal_mode
-        return [pa.field(c.name, arrow_type(c, mode), nullable=c.nullable) for c in table.columns]
+        """The table's columns; under ``changelog-mode: upsert`` every column outside the
+        primary key may be NULL (a delete carries the key only)."""
+        mode, upsert = self.config.decimal_mode, self.config.upsert
+        return [
+            pa.field(
+                c.name,
+                arrow_type(c, mode),
+                nullable=c.nullable or (upsert and c.name not in table.primary_key),
+            )
+            for c in table.columns
+        ]
 
     def table_metadata(self, table: PgTable) -> Mapping[str, Any]:
         return {

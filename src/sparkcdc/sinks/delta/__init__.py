@@ -26,6 +26,7 @@ def capabilities(config: DeltaSinkConfig) -> SinkCapabilities:
         write_mode=UPSERT if upsert else APPEND,
         delivery=EXACTLY_ONCE,
         verifiable=True,
+        needs_before_images=not upsert,
     )
 
 

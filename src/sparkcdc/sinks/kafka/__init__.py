@@ -27,6 +27,7 @@ def capabilities(config: KafkaSinkConfig) -> SinkCapabilities:
         write_mode=UPSERT if config.format == "upsert" else APPEND,
         delivery=AT_LEAST_ONCE,
         verifiable=False,
+        needs_before_images=config.format != "upsert",
     )
 
 

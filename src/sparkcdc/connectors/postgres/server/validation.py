@@ -65,8 +65,57 @@ def validate_server(conn: Any, config: PostgresSourceConfig) -> int:
     return int(version)
 
 
-def validate_tables(conn: Any, tables: Sequence[PgTable]) -> None:
-    """SELECT on every table, and full old rows in the WAL (REPLICA IDENTITY FULL)."""
+#: The columns of each table's replica identity index (REPLICA IDENTITY USING INDEX).
+_IDENTITY_INDEX = """
+SELECT i.indrelid, a.attname
+FROM pg_index i
+CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indisreplident AND i.indrelid = ANY(%s::oid[])
+ORDER BY i.indrelid, k.position
+"""
+
+
+def identity_problem(table: PgTable, upsert: bool, index_columns: Sequence[str] = ()) -> str:
+    """Why ``table``'s replica identity cannot be captured in this ``changelog-mode`` (with
+    the fix), or "" when it can. ``all`` needs FULL (old rows for before images and
+    normalisation); ``upsert`` needs every delete to carry the primary key: DEFAULT, FULL,
+    or USING INDEX on exactly the primary key's columns."""
+    ident = table.replica_identity
+    name = REPLICA_IDENTITIES.get(ident, ident)
+    if not upsert:
+        if ident == "f":
+            return ""
+        return (
+            f"table {table.table_id} has REPLICA IDENTITY {name}: the WAL then lacks the old "
+            "values of updated and deleted rows (and of unchanged TOASTed columns), which the "
+            "changelog's before images and the snapshot's normalisation need. Run ALTER TABLE "
+            f"{table.sql_name} REPLICA IDENTITY FULL; or capture it with changelog-mode: "
+            "upsert (REPLICA IDENTITY DEFAULT is enough there)"
+        )
+    if ident in ("d", "f"):
+        return ""
+    if ident == "i" and set(index_columns) == set(table.primary_key):
+        return ""
+    if ident == "i":
+        what = f"USING INDEX on ({', '.join(index_columns)}), not the primary key"
+    else:
+        what = name
+    return (
+        f"table {table.table_id} has REPLICA IDENTITY {what}: the WAL's deletes then do not "
+        "carry the primary key, which changelog-mode: upsert deletes by. Run ALTER TABLE "
+        f"{table.sql_name} REPLICA IDENTITY DEFAULT;"
+    )
+
+
+def validate_tables(conn: Any, tables: Sequence[PgTable], upsert: bool = False) -> None:
+    """SELECT on every table; a replica identity the ``changelog-mode`` can capture
+    (:func:`identity_problem`); deterministic collations."""
+    indexed = [t.oid for t in tables if t.replica_identity == "i"]
+    index_columns: dict[int, list[str]] = {oid: [] for oid in indexed}
+    if indexed:
+        for oid, name in query(conn, _IDENTITY_INDEX, (indexed,)):
+            index_columns[int(oid)].append(str(name))
     for table in tables:
         ((allowed,),) = query(
             conn, "SELECT pg_catalog.has_table_privilege(%s, 'SELECT')", (table.oid,)
@@ -76,15 +125,9 @@ def validate_tables(conn: Any, tables: Sequence[PgTable]) -> None:
                 f"the source user may not read {table.table_id}: run "
                 f"GRANT SELECT ON {table.sql_name} TO <user>;"
             )
-        if table.replica_identity != "f":
-            raise SchemaError(
-                f"table {table.table_id} has REPLICA IDENTITY "
-                f"{REPLICA_IDENTITIES.get(table.replica_identity, table.replica_identity)}: "
-                "the WAL then lacks the old values of updated and deleted rows (and of "
-                "unchanged TOASTed columns), which the changelog's before images and the "
-                f"snapshot's normalisation need. Run ALTER TABLE {table.sql_name} REPLICA "
-                "IDENTITY FULL;"
-            )
+        problem = identity_problem(table, upsert, index_columns.get(table.oid, ()))
+        if problem:
+            raise SchemaError(problem)
         non_deterministic = [c.name for c in table.columns if not c.deterministic]
         if non_deterministic:
             raise SchemaError(

@@ -10,6 +10,12 @@ with its xid, is *in S* iff S sees that xid and *in B* iff it committed before B
 ``visibility_overrides`` (snapshot/normalize.py) turns the partition's rows into exactly
 their state at B. docs/design.md, "Exact chunks on PostgreSQL", has the argument.
 
+Under ``changelog-mode: upsert`` the WAL has no old rows to undo a change with: a key whose
+window changes S sees (and B lacks) keeps its row as S has it, a later state the next
+batch's log replays its way to again (docs/design.md, "Without REPLICA IDENTITY FULL").
+Changes B has and S lacks (none, by the planning's rule) are still applied: they need new
+rows and keys only.
+
 Rows come through ADBC's PostgreSQL driver, which streams ``COPY ... (FORMAT binary)``
 into Arrow in C++. Only types whose binary value is exactly what the WAL's text parses to
 travel natively (integers, booleans, floats, bytea, text/varchar, and dates and timestamps,
@@ -215,7 +221,8 @@ def window_overrides(
     target: LsnPosition,
 ) -> Overrides:
     """Per-key states at ``target`` for the partition's keys whose snapshot state differs:
-    the transactions committed between ``target`` and ``insert_lsn``, judged by xid."""
+    the transactions committed between ``target`` and ``insert_lsn``, judged by xid. Under
+    ``changelog-mode: upsert`` only changes the target has and the snapshot lacks."""
     low, high = sorted((target.lsn, insert_lsn))
     if low == high:
         return {}
@@ -224,7 +231,7 @@ def window_overrides(
         for located in read_located(config, {table.table_id: table}, LsnPosition(low), high):
             seen = snapshot.sees(located.xid)
             wanted = located.commit_lsn < target.lsn
-            if seen == wanted:
+            if seen == wanted or (config.upsert and seen):
                 continue
             for change in located.block.changes():
                 if keys.touches(change.before, change.after):

@@ -10,10 +10,18 @@ Versions count from the start position: each change of a transaction in the read
 next number, its Commit one more (the same rule the driver counts by in wal/scan.py).
 Consecutive changes of one table and kind in a transaction form one ChangeBlock.
 
-Old rows: every captured table has REPLICA IDENTITY FULL (checked up front), so updates and
-deletes carry the whole old row, and an update's unchanged TOASTed values (which pgoutput
-does not resend) are the old row's. Should a table lose FULL while captured, the change
-fails loudly rather than emitting a row with missing values.
+Old rows: under ``changelog-mode: all`` every captured table has REPLICA IDENTITY FULL
+(checked up front), so updates and deletes carry the whole old row, and an update's
+unchanged TOASTed values (which pgoutput does not resend) are the old row's. Should a table
+lose FULL while captured, the change fails loudly rather than emitting a row with missing
+values.
+
+Under ``changelog-mode: upsert`` (``upsert=True``) old rows are not relied on: an update
+whose key stays is an ``upsert`` block image (its new row only), one that moves its key an
+``update`` with the old key ('K' tuple: the key's values, the other columns NULL) as its
+pre-image, a delete its old key. An unchanged TOASTed value without a whole old row to take
+it from fails the read naming the table and columns: the changelog cannot yet say "absent"
+(docs/design.md, "Without REPLICA IDENTITY FULL").
 """
 
 from __future__ import annotations
@@ -56,7 +64,9 @@ class ColumnsChangedInRange(SchemaError):
 #: Images per ChangeBlock at most (a large transaction still streams).
 MAX_BLOCK_IMAGES = 8192
 _CHANGES = frozenset(b"IUD")
-_KINDS = {0x49: "insert", 0x55: "update", 0x44: "delete"}
+_UPSERT = 0x50
+#: 0x50 is ours, not pgoutput's: an update known by its new row only (upsert mode).
+_KINDS = {0x49: "insert", 0x55: "update", 0x44: "delete", _UPSERT: "upsert"}
 
 
 @dataclass(frozen=True)
@@ -87,8 +97,10 @@ class WalDecoder:
         end: int,
         count: int,
         decimal_mode: str,
+        upsert: bool = False,
     ) -> None:
         self.start, self.end, self.count = start, end, count
+        self.upsert = upsert
         self.tables: dict[tuple[str, str], _Table] = {}
         for table in tables.values():
             parsers = [
@@ -112,6 +124,7 @@ class WalDecoder:
         first = seconds = 0  # version of the pending block's first change; commit time
         count = self.count
         by_oid: dict[int, _Table | None] = {}  # tables checked against their description
+        upsert = self.upsert
 
         def flush() -> Iterator[Located]:
             nonlocal block_oid
@@ -143,10 +156,14 @@ class WalDecoder:
                     if pending:  # its version is skipped: a block's versions are consecutive
                         yield from flush()
                     continue
+                if upsert:  # the block's kind depends on the old row the WAL has
+                    tag, images = self._upsert_images(captured, data)
+                else:
+                    images = self._images(captured, data)
                 if oid != block_oid or tag != block_tag or len(pending) >= MAX_BLOCK_IMAGES:
                     yield from flush()
                     block_oid, block_tag, first = oid, tag, count
-                pending.extend(self._images(captured, data))
+                pending.extend(images)
                 continue
             message = parse_message(data)
             if isinstance(message, Commit):
@@ -259,6 +276,52 @@ class WalDecoder:
             return [before]
         return [before, self._row(captured, message.new, before)]
 
+    def _upsert_images(self, captured: _Table, data: bytes) -> tuple[int, list[Row]]:
+        """Upsert mode: the block kind (a pgoutput tag, or ``_UPSERT``) and images of one
+        change message. An update with a whole old row (a FULL table) that keeps its key
+        is an upsert too, its unchanged TOASTed values taken from the old row."""
+        tag, old_kind, old, new = self._parsed(captured, data)
+        if tag == 0x44:  # 'D'
+            if old is None:  # REPLICA IDENTITY NOTHING: no key to delete by
+                raise SchemaError(
+                    f"the WAL lacks the key of a row deleted from {captured.table.table_id}: "
+                    "its REPLICA IDENTITY is NOTHING. Run ALTER TABLE "
+                    f"{captured.table.sql_name} REPLICA IDENTITY DEFAULT; and start the "
+                    "stream again from a new checkpoint"
+                )
+            return tag, [old]
+        assert new is not None
+        if tag == 0x49:  # 'I'
+            return tag, [new]
+        whole = old if old_kind == "O" else None
+        if UNCHANGED in new:
+            new = _unchanged_from(captured, new, whole)
+        if old is None or (whole is not None and _key(captured, old) == _key(captured, new)):
+            return _UPSERT, [new]
+        return tag, [old, new]  # the key moved: the old key's row is removed
+
+    def _parsed(
+        self, captured: _Table, data: bytes
+    ) -> tuple[int, str | None, Row | None, Row | None]:
+        """(tag, old kind, old row or None, new row or None) of one change message, values
+        converted (UNCHANGED kept)."""
+        fast = captured.fast
+        if fast is not None:
+            tag, _, old_kind, old, new, fallback = fast.decoder.change(data)
+            if fallback:
+                old = old and fast.finish(old)
+                new = new and fast.finish(new)
+            return tag, old_kind, old, new
+        message = parse_message(data)
+        assert isinstance(message, Insert | Update | Delete)
+        old_values = None if isinstance(message, Insert) else message.old
+        old_row = None if old_values is None else self._row(captured, old_values, None)
+        if isinstance(message, Delete):
+            return 0x44, message.old_kind, old_row, None
+        kind = None if isinstance(message, Insert) else message.old_kind
+        new = _parsed_keeping_unchanged(captured, message.new)
+        return (0x49 if isinstance(message, Insert) else 0x55), kind, old_row, new
+
     @staticmethod
     def _full(captured: _Table, old: Sequence[Any] | None, kind: str | None) -> Row:
         """An update's or delete's old row, which must be whole (REPLICA IDENTITY FULL)."""
@@ -289,6 +352,33 @@ class WalDecoder:
             if value is not None:
                 row[i] = parse(value)
         return tuple(row)
+
+
+def _key(captured: _Table, row: Row) -> tuple[Any, ...]:
+    names = captured.table.column_names
+    return tuple(row[names.index(k)] for k in captured.table.primary_key)
+
+
+def _unchanged_from(captured: _Table, new: Row, whole: Row | None) -> Row:
+    """An update's new row with its unchanged TOASTed values taken from the whole old row;
+    without one (REPLICA IDENTITY DEFAULT / USING INDEX) the read fails naming them."""
+    if whole is not None:
+        return tuple(whole[i] if v is UNCHANGED else v for i, v in enumerate(new))
+    names = [captured.table.columns[i].name for i, v in enumerate(new) if v is UNCHANGED]
+    raise SchemaError(
+        f"an UPDATE of {captured.table.table_id} left the TOASTed value(s) of "
+        f"{', '.join(names)} unchanged, and the WAL then lacks them (REPLICA IDENTITY is not "
+        "FULL). changelog-mode: upsert cannot carry an absent value yet (not built). Run "
+        f"ALTER TABLE {captured.table.sql_name} REPLICA IDENTITY FULL; and start the stream "
+        "again from a new checkpoint"
+    )
+
+
+def _parsed_keeping_unchanged(captured: _Table, values: Sequence[Any]) -> Row:
+    """A tuple's values converted, UNCHANGED markers and NULLs kept."""
+    return tuple(
+        v if v is None or v is UNCHANGED else _parse(captured, i, v) for i, v in enumerate(values)
+    )
 
 
 def _parse(captured: _Table, index: int, text: str) -> Any:

@@ -48,7 +48,9 @@ def read_located(
                 "stream?)"
             )
         conn.commit()
-        decoder = WalDecoder(tables, start.lsn, end, start.count, config.decimal_mode)
+        decoder = WalDecoder(
+            tables, start.lsn, end, start.count, config.decimal_mode, config.upsert
+        )
         with conn.cursor(name="sparkcdc_wal", binary=True) as cur:
             cur.execute(
                 f"SELECT data FROM {PEEK}", (slot, lsn_to_text(end), config.publication_name)

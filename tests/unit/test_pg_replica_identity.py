@@ -1,0 +1,53 @@
+"""Which replica identities each ``changelog-mode`` captures, and the fix it names."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from sparkcdc.connectors.postgres.config import parse_config
+from sparkcdc.connectors.postgres.server.validation import identity_problem
+from sparkcdc.core.errors import OptionError
+from sparkcdc.core.table import TableId
+from tests.unit.test_pg_decode import CAPTURED
+
+TABLE = CAPTURED[TableId("s", "a")]
+
+
+@pytest.mark.parametrize("ident", ["d", "n", "i"])
+def test_changelog_mode_all_needs_full(ident: str) -> None:
+    assert identity_problem(replace(TABLE, replica_identity="f"), upsert=False) == ""
+    problem = identity_problem(replace(TABLE, replica_identity=ident), False, ("id",))
+    assert 'ALTER TABLE "s"."a" REPLICA IDENTITY FULL;' in problem
+    assert "changelog-mode: upsert" in problem
+
+
+def test_changelog_mode_upsert_needs_the_key_in_every_delete() -> None:
+    for ident in ("d", "f"):
+        assert identity_problem(replace(TABLE, replica_identity=ident), upsert=True) == ""
+    indexed = replace(TABLE, replica_identity="i")
+    assert identity_problem(indexed, True, ("id",)) == ""
+    other_index = identity_problem(indexed, True, ("v",))
+    assert "USING INDEX on (v), not the primary key" in other_index
+    nothing = identity_problem(replace(TABLE, replica_identity="n"), upsert=True)
+    assert "REPLICA IDENTITY NOTHING" in nothing
+    for problem in (other_index, nothing):
+        assert 'ALTER TABLE "s"."a" REPLICA IDENTITY DEFAULT;' in problem
+
+
+def test_changelog_mode_option() -> None:
+    base = {
+        "hostname": "h",
+        "username": "u",
+        "password": "p",
+        "database-name": "d",
+        "schema-name": "s",
+        "table-name": "t",
+        "slot.name": "slot",
+    }
+    assert not parse_config(base).upsert
+    assert parse_config({**base, "changelog-mode": "UPSERT"}).upsert
+    with pytest.raises(OptionError, match="changelog-mode") as raised:
+        parse_config({**base, "changelog-mode": "retract"})
+    assert "all, upsert" in str(raised.value)
