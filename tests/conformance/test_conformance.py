@@ -138,7 +138,9 @@ def test_a_signalled_re_read_under_concurrent_writes_repairs_a_damaged_copy(
                 writer.stop()
 
         offset = run_batches(source(db, options), offset, upsert, max_rows=200, between=between)
-    assert writer.transactions > 0 and len(re_read) == len(set(re_read)) > 300  # once each
+    assert writer.transactions > 0 and len(set(re_read)) > 300
+    if not db.by_key:  # by key every update is a post-image alone: re-read rows look alike
+        assert len(re_read) == len(set(re_read))  # once each
     after = source(db, options)
     run_batches(after, offset, upsert)
     assert copy == db.table_state(namespace, "orders")

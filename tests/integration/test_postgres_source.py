@@ -248,6 +248,72 @@ def test_unchanged_toasted_values_come_from_the_old_row(db: Database) -> None:
     ]
 
 
+def test_changelog_mode_upsert_captures_default_and_key_index_identities(db: Database) -> None:
+    """DEFAULT and USING INDEX on the key are captured in upsert mode (and refused in
+    ``all`` naming both ways out); another index and NOTHING are refused naming DEFAULT.
+    Updates are post-images alone, deletes and moved keys carry the key only."""
+    table(db, "id INT PRIMARY KEY, v TEXT, u INT NOT NULL UNIQUE", full=False)
+    with pytest.raises(SchemaError, match=r"REPLICA IDENTITY FULL;.*changelog-mode: upsert"):
+        db.source().tables  # noqa: B018
+    upsert = {"changelog-mode": "upsert"}
+    db.execute("ALTER TABLE t REPLICA IDENTITY USING INDEX t_u_key")
+    with pytest.raises(SchemaError, match=r"USING INDEX on \(u\), not the primary key"):
+        db.source(**upsert).tables  # noqa: B018
+    db.execute("ALTER TABLE t REPLICA IDENTITY NOTHING")
+    with pytest.raises(SchemaError, match=r'IDENTITY NOTHING.*"t" REPLICA IDENTITY DEFAULT;'):
+        db.source(**upsert).tables  # noqa: B018
+    for identity in ("USING INDEX t_pkey", "DEFAULT"):
+        db.execute(f"ALTER TABLE t REPLICA IDENTITY {identity}")
+        db.execute("TRUNCATE t")
+        db.execute("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)")
+        source = db.source(**upsert, **{"scan.startup.mode": "latest-offset"})
+        start = source.initial_offset()
+        db.execute("UPDATE t SET v = 'A' WHERE id = 1")
+        db.execute("UPDATE t SET id = 3 WHERE id = 2")
+        db.execute("DELETE FROM t WHERE id = 1")
+        rows: list[dict[str, Any]] = []
+        run_batches(source, start, rows.extend)
+        assert [(r["_change_type"], r["id"], r["v"], r["u"]) for r in rows] == [
+            ("update_postimage", 1, "A", 1),
+            ("update_preimage", 2, None, None),  # the moved key's old key only
+            ("update_postimage", 3, "b", 2),
+            ("delete", 1, None, None),
+        ], identity
+        replayer = ChangelogReplayer(lambda r: r["id"], ["id", "v", "u"], by_key=True)
+        replayer.state = {1: (1, "a", 1), 2: (2, "b", 2)}
+        replayer.apply_batch(rows)
+        assert replayer.state == {r[0]: tuple(r) for r in db.execute("SELECT * FROM t")}
+        db.execute("SELECT pg_drop_replication_slot(%s)", (db.slot,))
+
+
+def test_changelog_mode_upsert_refuses_an_unchanged_toasted_value_it_cannot_carry(
+    db: Database,
+) -> None:
+    """Not built yet: the changelog cannot say "absent" (docs/design.md). Until it can, an
+    UPDATE that leaves a TOASTed value of a DEFAULT table unchanged fails the read with
+    the fix instead of writing NULL; a FULL table in upsert mode takes it from the old row."""
+    table(db, "id INT PRIMARY KEY, big TEXT, n INT", full=False)
+    db.execute("ALTER TABLE t ALTER COLUMN big SET STORAGE EXTERNAL")
+    big = "x" * 20_000 + "end"
+    db.execute("INSERT INTO t VALUES (1, %s, 0)", (big,))
+    upsert = {"changelog-mode": "upsert", "scan.startup.mode": "latest-offset"}
+    source = db.source(**upsert)
+    start = source.initial_offset()
+    db.execute("UPDATE t SET n = 1")
+    with pytest.raises(SchemaError, match=r"TOASTed value\(s\) of big unchanged.*IDENTITY FULL;"):
+        run_batches(source, start, lambda rows: None)
+    db.execute("SELECT pg_drop_replication_slot(%s)", (db.slot,))
+    db.execute("ALTER TABLE t REPLICA IDENTITY FULL")
+    source = db.source(**upsert)
+    start = source.initial_offset()
+    db.execute("UPDATE t SET n = 2")
+    rows: list[dict[str, Any]] = []
+    run_batches(source, start, rows.extend)
+    assert [(r["_change_type"], r["n"], r["big"] == big) for r in rows] == [
+        ("update_postimage", 2, True)
+    ]
+
+
 def test_a_truncate_fails_loudly_and_a_column_change_restarts_a_one_table_stream(
     db: Database,
 ) -> None:
