@@ -88,7 +88,7 @@ class CreatedTables:
         return kept
 
     def _ready(self, oid: int, table_id: TableId, identity: str, readable: bool) -> bool:
-        problem = _not_ready(table_id, identity, readable)
+        problem = _not_ready(table_id, identity, readable, self.config.upsert)
         if problem is not None:
             self._warn(oid, table_id, problem)
         return problem is None
@@ -100,15 +100,23 @@ class CreatedTables:
             log.warning("%s was created and matches %s, %s", table_id, label, problem)
 
 
-def _not_ready(table_id: TableId, identity: str, readable: bool) -> str | None:
-    """Why a created table cannot be captured yet (None: it can), with the fix."""
+def _not_ready(table_id: TableId, identity: str, readable: bool, upsert: bool) -> str | None:
+    """Why a created table cannot be captured yet (None: it can), with the fix. Under
+    ``changelog-mode: upsert`` DEFAULT is enough (USING INDEX waits too: whether its index
+    is the primary key's is checked at discovery, which must not fail a running stream)."""
     name = quote_table(table_id)
     if not readable:
         return (
             "but the source user may not read it: it is captured once an owner runs "
             f"GRANT SELECT ON {name} TO <user>;"
         )
-    if identity != "f":
+    if upsert and identity not in ("d", "f"):
+        return (
+            f"but has REPLICA IDENTITY {REPLICA_IDENTITIES.get(identity, identity)}: it is "
+            f"captured once an owner runs ALTER TABLE {name} REPLICA IDENTITY DEFAULT; (its "
+            "snapshot then reads every row it has by then)"
+        )
+    if not upsert and identity != "f":
         return (
             f"but has REPLICA IDENTITY {REPLICA_IDENTITIES.get(identity, identity)}: it is "
             f"captured once an owner runs ALTER TABLE {name} REPLICA IDENTITY FULL; (its "
