@@ -120,3 +120,14 @@ def visibility_overrides(
             elif wanted and not seen:
                 redo[key] = after
     return {**redo, **undo}
+
+
+def upsert_visibility_overrides(
+    changes: Iterable[tuple[RowChange, bool, bool]], key_of: KeyOf
+) -> dict[Any, Row | None]:
+    """:func:`visibility_overrides` without old rows (PostgreSQL's ``changelog-mode:
+    upsert``: an update's new row, a delete's key): a key whose snapshot is ahead of the
+    target keeps its snapshot row, which the log's replay of the same changes by key then
+    overwrites (docs/design.md, "Without REPLICA IDENTITY FULL"); changes the target has
+    and the snapshot lacks are applied as before (they need new rows and keys only)."""
+    return visibility_overrides(((c, s, w) for c, s, w in changes if w or not s), key_of)

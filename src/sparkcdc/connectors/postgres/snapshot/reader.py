@@ -56,7 +56,11 @@ from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import PartitionKeys
-from sparkcdc.snapshot.normalize import apply_overrides, visibility_overrides
+from sparkcdc.snapshot.normalize import (
+    apply_overrides,
+    upsert_visibility_overrides,
+    visibility_overrides,
+)
 
 #: Rows per batch when rows are patched in Python (a window touched the partition).
 PATCHED_BATCH = 65_536
@@ -231,7 +235,7 @@ def window_overrides(
         for located in read_located(config, {table.table_id: table}, LsnPosition(low), high):
             seen = snapshot.sees(located.xid)
             wanted = located.commit_lsn < target.lsn
-            if seen == wanted or (config.upsert and seen):
+            if seen == wanted:
                 continue
             for change in located.block.changes():
                 if keys.touches(change.before, change.after):
@@ -242,7 +246,8 @@ def window_overrides(
         raise ChunkCrossedChange(f"its window crosses a truncate: {exc}") from exc
     except ColumnsChangedInRange as exc:  # the same, in the change's new shape
         raise ChunkCrossedChange(f"its window crosses a change of columns: {exc}") from exc
-    return visibility_overrides(flagged, keys.key_of)
+    normalise = upsert_visibility_overrides if config.upsert else visibility_overrides
+    return normalise(flagged, keys.key_of)
 
 
 def _fetch(conn: Any, table: PgTable, chunk: Chunk, decimal_mode: str) -> Iterator[pa.RecordBatch]:
