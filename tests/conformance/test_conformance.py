@@ -294,11 +294,14 @@ def test_startup_modes(db: ConnectorUnderTest, namespace: str) -> None:
         return replayer.state
 
     assert replayed(emitted["initial"]) == db.table_state(namespace, "orders")
-    assert replayed(emitted["snapshot"]) == before  # the snapshot only, as of the start
+    # the snapshot only, as of the start; by key (no old rows to undo later changes with)
+    # each chunk as of its read, here after the changes
+    only = db.table_state(namespace, "orders") if db.by_key else before
+    assert replayed(emitted["snapshot"]) == only
     changes = [(r["_change_type"], r["id"]) for r in emitted["latest-offset"]]
     assert changes == [
         ("insert", 1000),
-        ("update_preimage", 0),
+        *([] if db.by_key else [("update_preimage", 0)]),
         ("update_postimage", 0),
         ("delete", 3),
     ]
