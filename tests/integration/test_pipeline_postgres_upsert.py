@@ -37,7 +37,8 @@ from tests.support.random_writer import RandomWriter
 
 
 def default_identity_tables(postgres: EmbeddedPostgres, database: str) -> None:
-    """``shop.orders`` (2000 rows) and ``shop.prices``, both REPLICA IDENTITY DEFAULT."""
+    """``shop.orders`` (2000 rows), ``shop.prices`` and ``shop.audit`` (the random writer's
+    second table, not captured), all REPLICA IDENTITY DEFAULT."""
     with postgres.connect(database) as conn:
         conn.execute(f"CREATE SCHEMA {SCHEMA}")
         conn.execute(
@@ -46,6 +47,7 @@ def default_identity_tables(postgres: EmbeddedPostgres, database: str) -> None:
         conn.execute(
             f"CREATE TABLE {SCHEMA}.prices (sku TEXT PRIMARY KEY, price NUMERIC(12,3), note TEXT)"
         )
+        conn.execute(f"CREATE TABLE {SCHEMA}.audit (id SERIAL PRIMARY KEY, note TEXT)")
         conn.execute(
             f"INSERT INTO {SCHEMA}.orders SELECT g * 3, 'name' || g, g % 50 "
             "FROM generate_series(0, 1999) g"
