@@ -114,17 +114,15 @@ class WalDecoder:
         self.relations: dict[int, Relation] = {}
 
     def decode(self, messages: Iterable[bytes]) -> Iterator[Located]:
-        """The changes of the captured tables in the read's transactions, as blocks.
-
-        The hot path (a change of a transaction in the read) stays in this loop with local
+        """The changes of the captured tables in the read's transactions, as blocks. The
+        hot path (a change of a transaction in the read) stays in this loop with local
         state: one dictionary lookup for the table, the compiled decoder, a list extend."""
         begin: Any = None  # a Begin, _SKIPPED, or None between transactions
         pending: list[Row] = []
-        block_oid, block_tag = -1, 0  # the pending block's table and change type
-        first = seconds = 0  # version of the pending block's first change; commit time
-        count = self.count
+        # the pending block's table, change type and first change's version; commit time
+        block_oid, block_tag, first, seconds = -1, 0, 0, 0
+        count, upsert = self.count, self.upsert
         by_oid: dict[int, _Table | None] = {}  # tables checked against their description
-        upsert = self.upsert
 
         def flush() -> Iterator[Located]:
             nonlocal block_oid
@@ -168,8 +166,7 @@ class WalDecoder:
             message = parse_message(data)
             if isinstance(message, Commit):
                 yield from flush()
-                count += 1
-                begin = None
+                count, begin = count + 1, None
             elif isinstance(message, Relation):
                 yield from flush()
                 self._redescribe(message, by_oid)
