@@ -48,12 +48,13 @@ def preflight(
     folders = [("pipeline.checkpoint", checkpoint)]
     if log_file is not None:
         folders.append(("the Spark log (--log-file)", log_file.parent))
-    path = definition.sink_options.get("path")
-    if definition.sink_type == "delta" and path and not is_uri(path):
-        local = Path(path)
-        folders.append(
-            ("sink.path", local if local.is_absolute() else definition.path.parent / local)
-        )
+    for option in ("path", "location"):  # a Delta sink's folders (location: catalog tables)
+        path = definition.sink_options.get(option)
+        if definition.sink_type == "delta" and path and not is_uri(path):
+            local = Path(path)
+            folders.append(
+                (f"sink.{option}", local if local.is_absolute() else definition.path.parent / local)
+            )
     for what, folder in folders:
         problem = unwritable(folder)
         if problem:

@@ -539,6 +539,14 @@ def session_for(definition: PipelineDefinition, jvm_log: Path | None = None) -> 
     conf.setdefault(
         WAREHOUSE_KEY, str(settings.checkpoint.with_name(settings.checkpoint.name + ".warehouse"))
     )
+    # a Hive session catalog's embedded metastore (Derby: metastore_db/, derby.log) would
+    # go to the working directory too; beside the checkpoint it persists with the pipeline
+    # (a hive-site.xml's own metastore is not Derby's and is left alone)
+    if conf.get(CATALOG_IMPLEMENTATION_KEY, "").strip().lower() == "hive":
+        derby_home = settings.checkpoint.with_name(settings.checkpoint.name + ".metastore")
+        given = conf.get(DRIVER_JAVA_OPTIONS_KEY, "")
+        if "-Dderby.system.home=" not in given:
+            conf[DRIVER_JAVA_OPTIONS_KEY] = f"-Dderby.system.home={derby_home} {given}".strip()
     with sigterm_shield():
         return local_session(
             settings.name,
@@ -550,6 +558,9 @@ def session_for(definition: PipelineDefinition, jvm_log: Path | None = None) -> 
 
 #: Spark's folder of managed catalog tables (by default ``./spark-warehouse``).
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
+#: ``hive``: Spark's session catalog is a Hive metastore (by default in-memory).
+CATALOG_IMPLEMENTATION_KEY = "spark.sql.catalogImplementation"
+DRIVER_JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 
 
 def run_pipeline(

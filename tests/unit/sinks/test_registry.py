@@ -41,7 +41,7 @@ def test_an_unknown_type_lists_the_valid_ones() -> None:
 
 def test_options_are_validated_by_the_sink_type() -> None:
     with pytest.raises(OptionError, match="delta sink"):
-        validate_sink_options("delta", {})
+        validate_sink_options("delta", {"changelog-mode": "merge"})
 
 
 def test_validation_imports_no_spark_and_no_driver() -> None:

@@ -25,19 +25,48 @@ def location_join(location: str, name: str) -> str:
     return str((Path(location) / name).resolve())
 
 
+#: ``table-name`` without ``path``: a catalog name per source table (``schema.table`` is in
+#: Spark's session catalog).
+CATALOG_TABLE_NAME = "{database}.{table}"
+#: ``table-name`` with ``path``: a folder under it per source table.
+FOLDER_TABLE_NAME = "{database}/{table}"
+#: The prefix of options that become the properties of the tables the sink creates (as in
+#: Flink CDC's Paimon and Iceberg sinks).
+TABLE_PROPERTIES = "table.properties."
+#: A table property the sink keeps itself (sinks/delta/sink.py: ``APPENDS_FOR``).
+RESERVED_PROPERTIES = ("sparkcdc.appends-for",)
+
 SPECS = (
     OptionSpec(
         "path",
-        required=True,
-        hint="the folder that holds the target Delta tables",
+        hint="the folder that holds the target Delta tables, or no 'path' and a catalog "
+        "name in 'table-name'",
         doc="folder of the target tables: a local folder (relative to the pipeline file) or "
         "a URI of storage every Spark executor reaches (`s3a://bucket/lake`, "
-        "`abfss://...`, `hdfs://...`, `file:///...`)",
+        "`abfss://...`, `hdfs://...`, `file:///...`). Without `path` the targets are "
+        "tables in a Spark catalog, named by `table-name`",
+        default_doc="(none: catalog tables)",
     ),
     OptionSpec(
         "table-name",
-        default="{database}/{table}",
-        doc="target folder under `path`, with `{database}` and `{table}` placeholders",
+        doc="with `path`: target folder under it; without: the target's catalog name, "
+        "`catalog.schema.table` or `schema.table` (Spark's session catalog). Placeholders "
+        "`{database}` and `{table}`; a route's `sink-table` fills both "
+        "(`sink-table: spark_catalog.lake.orders`)",
+        default_doc="`{database}/{table}` with `path`, `{database}.{table}` without",
+    ),
+    OptionSpec(
+        "location",
+        doc="catalog tables only: create them as external tables in `<location>/<schema>/"
+        "<table>` (a local folder relative to the pipeline file, or a URI); without it they "
+        "are managed tables in the catalog's warehouse",
+    ),
+    OptionSpec(
+        TABLE_PROPERTIES,
+        prefix=True,
+        doc="`table.properties.<key>: <value>`: a table property of every target the sink "
+        "creates (`table.properties.delta.logRetentionDuration: interval 30 days`); an "
+        "existing target keeps its own",
     ),
     OptionSpec(
         "changelog-mode",
@@ -90,7 +119,7 @@ class DeltaSinkConfig:
 
     #: Where the targets go: an absolute local folder, or a URI (``is_uri``) of storage every
     #: executor reaches (on a cluster of several machines, local folders are not shared).
-    path: str
+    path: str | None
     #: Target folder under ``path``, with ``{database}`` and ``{table}`` placeholders.
     table_name: str
     changelog_mode: str
@@ -104,30 +133,74 @@ class DeltaSinkConfig:
     concurrent_writes: int = 4
     #: Who commits the rows: ``spark`` (Spark's Delta writer) or ``native`` (delta-rs).
     writer: str = "spark"
+    #: Without ``path``: catalog tables (``table_name`` names them), created external
+    #: under ``location`` when set (sinks/delta/catalog.py).
+    location: str | None = None
+    #: ``table.properties.*``: properties of the targets the sink creates.
+    table_properties: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def catalog(self) -> bool:
+        """Whether the targets are catalog tables (no ``path``), not folders."""
+        return self.path is None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> DeltaSinkConfig:
         opts = parse_options(options, SPECS, context="delta sink")
-        pattern = opts["table-name"]
+        path, location = opts["path"], opts["location"]
+        if path is not None and location is not None:
+            raise OptionError(
+                "delta sink: option 'location' is for catalog tables (no 'path'); with "
+                "'path' the targets are folders under it: remove one of the two"
+            )
+        catalog = path is None
+        pattern = opts["table-name"] or (CATALOG_TABLE_NAME if catalog else FOLDER_TABLE_NAME)
         try:
-            pattern.format(database="d", table="t")
+            sample = pattern.format(database="d", table="t")
         except (KeyError, IndexError, ValueError):
             raise OptionError(
                 f"delta sink: option 'table-name' has invalid value '{pattern}'; expected a "
-                "path pattern using only the placeholders {database} and {table}"
+                "pattern using only the placeholders {database} and {table}"
             ) from None
+        if catalog:
+            from sparkcdc.sinks.delta.catalog import table_parts
+
+            table_parts(sample, "option 'table-name'")
+        properties = opts.groups.get(TABLE_PROPERTIES, {})
+        reserved = [k for k in properties if k.lower() in RESERVED_PROPERTIES]
+        if reserved:
+            raise OptionError(
+                f"delta sink: option '{TABLE_PROPERTIES}{reserved[0]}' sets a property the "
+                "sink keeps itself (which pipeline's rows alone a target holds): remove it"
+            )
+        writer = opts["writer"]
+        if catalog and not any(k.lower() == "writer" for k in options):
+            writer = "spark"  # the one writer of catalog tables, whatever the default
         return cls(
-            opts["path"],
+            path,
             pattern,
             opts["changelog-mode"],
             opts["change-data-feed"],
             opts["deletion-vectors"],
             opts["concurrent-writes"],
-            opts["writer"],
+            writer,
+            location,
+            tuple(properties.items()),
         )
 
     def __post_init__(self) -> None:
-        if self.writer == "native" and is_uri(self.path) and not self.path.startswith("file:"):
+        if self.writer == "native" and self.path is None:
+            raise OptionError(
+                "delta sink: option 'writer' has value 'native', which writes targets by "
+                "folder ('path'), not catalog tables ('table-name' without 'path'): set "
+                "'writer: spark' for catalog tables, or give 'path'"
+            )
+        if (
+            self.writer == "native"
+            and self.path is not None
+            and is_uri(self.path)
+            and not self.path.startswith("file:")
+        ):
             raise OptionError(
                 f"delta sink: option 'writer' has value 'native', which writes local folders "
                 f"and file: URIs only, not '{self.path}' ('path'); set 'writer: spark' for "
@@ -137,12 +210,21 @@ class DeltaSinkConfig:
     def resolved(self, base_dir: Path | None) -> DeltaSinkConfig:
         """This config with a relative ``path`` taken from ``base_dir`` (the pipeline
         file's folder), so a pipeline writes to the same place from any working directory."""
-        if base_dir is None or is_uri(self.path) or Path(self.path).is_absolute():
-            return self
-        return replace(self, path=str((base_dir / self.path).resolve()))
+        return replace(
+            self, path=_resolved(self.path, base_dir), location=_resolved(self.location, base_dir)
+        )
 
     @property
     def local_folder(self) -> Path | None:
-        """``path`` as a local folder (checked writable before the start), or None for a URI
-        (its storage is Hadoop's to reach: a wrong one fails the first write)."""
-        return None if is_uri(self.path) else Path(self.path)
+        """``path`` (or a catalog sink's ``location``) as a local folder (checked writable
+        before the start), or None for a URI (its storage is Hadoop's to reach: a wrong one
+        fails the first write) or managed catalog tables."""
+        folder = self.path if self.path is not None else self.location
+        return None if folder is None or is_uri(folder) else Path(folder)
+
+
+def _resolved(folder: str | None, base_dir: Path | None) -> str | None:
+    """``folder`` taken from ``base_dir`` when it is a relative local folder."""
+    if folder is None or base_dir is None or is_uri(folder) or Path(folder).is_absolute():
+        return folder
+    return str((base_dir / folder).resolve())

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,7 +43,7 @@ from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.capabilities import SinkCapabilities
-from sparkcdc.sinks.delta import native
+from sparkcdc.sinks.delta import catalog, native
 from sparkcdc.sinks.delta.appended import (
     HISTORY_ROWS,
     SNAPSHOT_ROWS,
@@ -102,7 +102,11 @@ class DeltaSink(Sink):
         self.pipeline_id = pipeline_id
         self._sessions = SessionClones()  #: the sessions of concurrent writes
         self.tables: dict[TableId, SinkTable] = {}
-        self.paths: Mapping[TableId, str] = {}
+        #: Each target's Delta table: its folder, or where its catalog keeps it (a catalog
+        #: table's once it exists: :meth:`_locate`).
+        self.paths: dict[TableId, str] = {}
+        #: Catalog targets (no ``path``): each target's name's parts (catalog, schema, table).
+        self.names: dict[TableId, tuple[str, str, str]] = {}
         self._appends: dict[TableId, bool] = {}
         #: Per target, the last batch whose snapshot rows are known to be in it (-1: none),
         #: where this process created it or found out (sinks/delta/appended.py).
@@ -125,6 +129,8 @@ class DeltaSink(Sink):
         return self.paths[table]
 
     def target_of(self, table: SinkTable) -> str:
+        if self.config.path is None:
+            return catalog.sql_name(_catalog_names([table], self.config.table_name)[table.source])
         (name,) = target_names([table], self.config.table_name, folder_name).values()
         return location_join(self.config.path, name)
 
@@ -135,10 +141,19 @@ class DeltaSink(Sink):
             native.require()
 
         self.tables = {t.source: t for t in tables}
-        names = target_names(tables, self.config.table_name, folder_name)
-        self.paths = {
-            t: _qualified(spark, location_join(self.config.path, name)) for t, name in names.items()
-        }
+        if self.config.path is None:
+            self.names = _catalog_names(tables, self.config.table_name)
+            self.paths = {}
+            for parts in self.names.values():
+                problem = catalog.forgets_on_restart(spark, parts, self.config.location is not None)
+                if problem:
+                    raise SparkCdcError(problem)
+        else:
+            names = target_names(tables, self.config.table_name, folder_name)
+            self.paths = {
+                t: _qualified(spark, location_join(self.config.path, name))
+                for t, name in names.items()
+            }
         # up to concurrent-writes at once: checking or creating one costs ~0.5 s
         write_concurrently(
             spark, list(tables), self.config.concurrent_writes, self._open_one, self._sessions
@@ -148,39 +163,81 @@ class DeltaSink(Sink):
         """Checks the table's existing target, or creates it."""
         from delta.tables import DeltaTable
 
-        path = self.paths[table.source]
+        path = self._locate(spark, table.source)
         schema = self._target_schema(table)
-        exists = DeltaTable.isDeltaTable(spark, path)
+        exists = path is not None and DeltaTable.isDeltaTable(spark, path)
         if exists:
+            assert path is not None
             self._check_existing(spark, table, path, schema)
         self._check_backticks(spark, table, path if exists else None)
         if exists:
             self._check_native(table.source)
             return
-        # create, not createIfNotExists: a table another process made meanwhile is not ours
-        builder = DeltaTable.create(spark).location(path).addColumns(schema)
-        if table.partition_keys:
-            builder = builder.partitionedBy(*table.partition_keys)
+        properties: dict[str, str] = {}
         # an append target's own columns are the change feed's reserved names (and an
         # append-only history needs no feed of its own)
         if self.config.change_data_feed and self.upsert:
-            builder = builder.property("delta.enableChangeDataFeed", "true")
+            properties["delta.enableChangeDataFeed"] = "true"
         # a MERGE then marks the rows it replaces instead of copying their files' other
         # rows (benchmarks/delta_merge.py); append targets never replace rows
         if self.config.deletion_vectors and self.upsert:
-            builder = builder.property("delta.enableDeletionVectors", "true")
+            properties["delta.enableDeletionVectors"] = "true"
         if any(_UNSTORABLE & set(f.name) for f in schema.fields):
-            for key, value in _COLUMN_MAPPING.items():
-                builder = builder.property(key, value)
+            properties.update(_COLUMN_MAPPING)
+        properties.update(self.config.table_properties)  # the user's own win
         if self.pipeline_id is not None:
             # new, so this pipeline's rows alone: its snapshot rows (a history target's
             # every row) are appended without a Delta transaction id
-            builder = builder.property(APPENDS_FOR, self.pipeline_id)
-        builder.execute()
+            properties[APPENDS_FOR] = self.pipeline_id
+        parts = self.names.get(table.source)
+        if parts is not None:
+            external = self._external(spark, parts)
+            catalog.create(spark, parts, schema, table.partition_keys, properties, external)
+            self._locate(spark, table.source)
+        else:
+            assert path is not None
+            # create, not createIfNotExists: a table another process made meanwhile is
+            # not ours
+            builder = DeltaTable.create(spark).location(path).addColumns(schema)
+            if table.partition_keys:
+                builder = builder.partitionedBy(*table.partition_keys)
+            for key, value in properties.items():
+                builder = builder.property(key, value)
+            builder.execute()
         if self.pipeline_id is not None:
             self._appends[table.source] = True
             self._appended[table.source] = -1
         self._check_native(table.source)
+
+    def _locate(self, spark: Any, target: TableId) -> str | None:
+        """Where the target's Delta table is, None when a catalog target does not exist yet.
+        The one place a catalog name becomes a location (sinks/delta/catalog.py): every
+        write, check and ``verify`` after it goes by that location, as for a folder. An
+        external target the catalog forgot (an in-memory catalog after a restart) is
+        registered again from its folder."""
+        parts = self.names.get(target)
+        if parts is None:
+            return self.paths[target]
+        location = catalog.location_of(spark, parts)
+        if location is None and self.config.location is not None:
+            from delta.tables import DeltaTable
+
+            folder = self._external(spark, parts)
+            if folder is not None and DeltaTable.isDeltaTable(spark, folder):
+                catalog.register(spark, parts, folder)
+                location = catalog.location_of(spark, parts)
+        if location is not None:
+            self.paths[target] = location
+        return location
+
+    def _external(self, spark: Any, parts: tuple[str, str, str]) -> str | None:
+        """The folder of an external catalog target (``location``), None for managed."""
+        if self.config.location is None:
+            return None
+        folder = location_join(
+            self.config.location, f"{folder_name(parts[1])}/{folder_name(parts[2])}"
+        )
+        return _qualified(spark, folder)
 
     def _native(self, target: TableId) -> str | None:
         """The target's local folder when delta-rs writes it, else None (Spark's writer)."""
@@ -221,10 +278,16 @@ class DeltaSink(Sink):
         from delta.tables import DeltaTable
 
         del previous
-        path = self.paths.get(table.source) or self.target_of(table)
+        if self.config.path is None:
+            self.names.setdefault(
+                table.source, _catalog_names([table], self.config.table_name)[table.source]
+            )
+            path = self.paths.get(table.source) or self._locate(spark, table.source)
+        else:
+            path = self.paths.get(table.source) or self.target_of(table)
         if table.source in self.tables:
             self.tables[table.source] = table
-        if not DeltaTable.isDeltaTable(spark, path):
+        if path is None or not DeltaTable.isDeltaTable(spark, path):
             return  # open() creates it with these columns
         evolve_columns(spark, path, table, self._target_schema(table), moves or ColumnMoves())
         if table.source in self.paths:
@@ -321,6 +384,10 @@ class DeltaSink(Sink):
         of it, so a table created under the name again starts a new target."""
         del batch
         path = self.target_path(table.source)
+        parts = self.names.get(table.source)
+        if parts is not None:  # the name goes (and a managed table's files); then the folder
+            catalog.drop(spark, parts)
+            self.paths.pop(table.source, None)
         jvm = spark.sparkContext._jvm
         hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
         fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
@@ -562,6 +629,15 @@ class DeltaSink(Sink):
         commit (sinks/delta/history.py)."""
         path = self.target_path(table.source)
         return read_back(spark, path, table, self.upsert, self.pipeline_id)
+
+
+def _catalog_names(
+    tables: Sequence[SinkTable], pattern: str
+) -> dict[TableId, tuple[str, str, str]]:
+    """Each table's catalog name (``table-name`` without ``path``), split as Spark SQL
+    splits it: a route's ``sink-table: spark_catalog.lake.orders`` names a catalog."""
+    names = target_names(tables, pattern)
+    return {t: catalog.table_parts(name, f"the target of {t}") for t, name in names.items()}
 
 
 def _qualified(spark: Any, location: str) -> str:

@@ -1,0 +1,169 @@
+"""Delta targets named in a Spark catalog (``catalog.schema.table``, or ``schema.table`` in
+the session catalog) rather than by folder.
+
+The catalog says where a table is; once it exists the sink writes it by that location,
+as it writes a target given by folder (one code path for MERGE, appends, exactly-once and
+``verify``). This module is the one place a name becomes a location: it creates the
+table by name (managed, in the catalog's warehouse, or external under the sink's
+``location``), registers an external table's folder again when the catalog forgot it (an
+in-memory catalog after a restart), and refuses what would not survive a restart.
+
+The name parsing is pure (no pyspark: a pipeline file validates offline); the rest takes
+the session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sparkcdc.core.errors import OptionError, SparkCdcError
+from sparkcdc.core.identifiers import quoted, sql_string
+
+log = logging.getLogger(__name__)
+
+#: Spark's name of its session catalog (what a two-part ``schema.table`` name is in).
+SESSION_CATALOG = "spark_catalog"
+#: The Spark setting that says whether the session catalog is a Hive metastore.
+CATALOG_IMPLEMENTATION = "spark.sql.catalogImplementation"
+
+
+def split_name(name: str) -> tuple[str, ...]:
+    """A multi-part name as Spark's SQL parser splits it: at dots outside backticks, a
+    doubled backtick inside them standing for one (`` `a.b`.c `` is ``("a.b", "c")``).
+    ValueError for an unclosed backtick or an empty part."""
+    parts: list[str] = []
+    current = ""
+    quoted_part = False  # inside backticks
+    was_quoted = False  # the current part had backticks (may then be empty: refused)
+    i = 0
+    while i < len(name):
+        char = name[i]
+        if quoted_part:
+            if char == "`":
+                if name[i + 1 : i + 2] == "`":
+                    current += "`"
+                    i += 1
+                else:
+                    quoted_part = False
+            else:
+                current += char
+        elif char == "`":
+            quoted_part = was_quoted = True
+        elif char == ".":
+            if not current:
+                raise ValueError(f"an empty part in '{name}'")
+            parts.append(current)
+            current, was_quoted = "", False
+        else:
+            current += char
+        i += 1
+    if quoted_part:
+        raise ValueError(f"an unclosed backtick in '{name}'")
+    if not current:
+        raise ValueError(f"an empty part in '{name}'" if parts or was_quoted else "a name")
+    return (*parts, current)
+
+
+def sql_name(parts: Sequence[str]) -> str:
+    """``parts`` as one SQL identifier, each part quoted (whatever it holds)."""
+    return ".".join(quoted(p) for p in parts)
+
+
+def table_parts(name: str, what: str) -> tuple[str, str, str]:
+    """``(catalog, schema, table)`` of a target's name (``schema.table`` is in the session
+    catalog); OptionError naming ``what`` (the source table, the option) otherwise."""
+    try:
+        parts = split_name(name)
+    except ValueError as exc:
+        raise OptionError(f"delta sink: the catalog name of {what} has {exc}") from None
+    if len(parts) == 2:
+        return (SESSION_CATALOG, parts[0], parts[1])
+    if len(parts) == 3:
+        return (parts[0], parts[1], parts[2])
+    raise OptionError(
+        f"delta sink: the catalog name of {what} is '{name}', which has {len(parts)} part(s); "
+        "expected 'catalog.schema.table' or 'schema.table' (a part with dots in backticks), "
+        "or set 'path' for targets by folder"
+    )
+
+
+def forgets_on_restart(spark: Any, parts: Sequence[str], external: bool) -> str | None:
+    """Why a managed table in Spark's in-memory session catalog cannot be a target (it
+    and its schema are gone when the pipeline stops, and its folder then blocks creating
+    it again), or None. An external table's folder is registered again at each start."""
+    if external or parts[0] != SESSION_CATALOG:
+        return None
+    if spark.conf.get(CATALOG_IMPLEMENTATION, "in-memory") != "in-memory":
+        return None
+    return (
+        f"the Delta sink's target {sql_name(parts)} would be a managed table in Spark's "
+        "in-memory session catalog, which forgets it when the pipeline stops: set "
+        f"'{CATALOG_IMPLEMENTATION}: hive' in the pipeline's spark-conf (a Hive metastore: "
+        "Derby beside the checkpoint unless a hive-site.xml names one), or give the sink a "
+        "'location' (external tables, registered again at each start)"
+    )
+
+
+def location_of(spark: Any, parts: Sequence[str]) -> str | None:
+    """Where the catalog keeps the Delta table ``parts`` (None: no such table). A table of
+    another format under the name is refused: the sink writes Delta tables only."""
+    if not spark.catalog.tableExists(sql_name(parts)):
+        return None
+    detail = spark.sql(f"DESCRIBE DETAIL {sql_name(parts)}").first()
+    if detail is None or (detail["format"] or "").lower() != "delta":
+        found = "no format" if detail is None else f"format '{detail['format']}'"
+        raise SparkCdcError(
+            f"the catalog table {sql_name(parts)} has {found}, not Delta: point 'table-name' "
+            "(or the route's sink-table) at another name, or drop that table"
+        )
+    return str(detail["location"])
+
+
+def ensure_schema(spark: Any, parts: Sequence[str]) -> None:
+    """The table's schema (namespace) exists: created when missing, as Flink CDC's lake
+    sinks create a database."""
+    namespace = sql_name(parts[:-1])
+    if not spark.catalog.databaseExists(namespace):
+        log.info("delta sink: creating schema %s", namespace)
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {namespace}")
+
+
+def create(
+    spark: Any,
+    parts: Sequence[str],
+    schema: Any,
+    partitions: Sequence[str],
+    properties: Mapping[str, str],
+    location: str | None,
+) -> None:
+    """Creates the Delta table ``parts`` with ``schema`` (a Spark ``StructType``): managed,
+    or external at ``location``. By SQL: Delta's ``DeltaTable.create().tableName`` takes
+    two-part names only. Not ``IF NOT EXISTS``: a table another process made meanwhile
+    is not this pipeline's."""
+    ensure_schema(spark, parts)
+    jvm = spark.sparkContext._jvm
+    columns = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+    sql = f"CREATE TABLE {sql_name(parts)} ({columns}) USING delta"
+    if partitions:
+        sql += f" PARTITIONED BY ({', '.join(quoted(c) for c in partitions)})"
+    if location is not None:
+        sql += f" LOCATION {sql_string(location)}"
+    if properties:
+        pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
+        sql += f" TBLPROPERTIES ({pairs})"
+    log.info("delta sink: creating %s", sql_name(parts))
+    spark.sql(sql)
+
+
+def register(spark: Any, parts: Sequence[str], location: str) -> None:
+    """Registers the Delta table already at ``location`` under the name (its schema and
+    properties are the table's own, from its log)."""
+    log.info("delta sink: registering the Delta table at %s as %s", location, sql_name(parts))
+    spark.sql(f"CREATE TABLE {sql_name(parts)} USING delta LOCATION {sql_string(location)}")
+
+
+def drop(spark: Any, parts: Sequence[str]) -> None:
+    """Drops the name from the catalog (a managed table's files with it)."""
+    spark.sql(f"DROP TABLE IF EXISTS {sql_name(parts)}")
