@@ -76,6 +76,7 @@ SINK_FIXTURES: dict[str, Callable[[pytest.FixtureRequest], SinkUnderTest]] = {
     "delta-append": lambda request: DeltaUnderTest("append"),
     "delta-upsert-native": lambda request: DeltaUnderTest("upsert", "native"),
     "delta-append-native": lambda request: DeltaUnderTest("append", "native"),
+    "delta-upsert-catalog": lambda request: DeltaUnderTest("upsert", catalog=True),
     "jdbc-postgresql": lambda request: JdbcUnderTest(
         request.getfixturevalue("postgres"),
         request.getfixturevalue("conformance_pg_database"),

@@ -20,21 +20,39 @@ from tests.conformance.sink import SinkUnderTest, TargetRead
 class DeltaUnderTest(SinkUnderTest):
     name = "delta"
 
-    def __init__(self, mode: str, writer: str = "spark") -> None:
+    def __init__(self, mode: str, writer: str = "spark", catalog: bool = False) -> None:
         self.mode = mode
         self.writer = writer
-        self.variant = f"delta-{mode}" + ("" if writer == "spark" else f"-{writer}")
+        #: Targets by catalog name (external tables in this session's in-memory catalog,
+        #: sinks/delta/catalog.py) rather than by folder.
+        self.catalog = catalog
+        self.variant = (
+            f"delta-{mode}"
+            + ("" if writer == "spark" else f"-{writer}")
+            + ("-catalog" if catalog else "")
+        )
 
     def options(self, scratch: Path, stem: str) -> dict[str, str]:
+        if self.catalog:
+            return {
+                "table-name": f"spark_catalog.{stem}.{{table}}",
+                "location": str(scratch / "external"),
+                "changelog-mode": self.mode,
+                "table.properties.owner.team": "conformance",
+            }
         return {"path": str(scratch / "lake"), "changelog-mode": self.mode, "writer": self.writer}
 
     def exists(self, spark: Any, sink: Sink, table: SinkTable) -> bool | None:
+        if self.catalog:
+            return bool(spark.catalog.tableExists(sink.target_of(table)))
         return Path(sink.target_path(table.source), "_delta_log").exists()  # type: ignore[attr-defined]
 
     def bad_options(self) -> list[BadOption]:
         return [
             BadOption({"changelog-mode": "merge"}, r"'changelog-mode'.*upsert, append"),
-            BadOption({}, r"'path'"),
+            BadOption({"path": "x", "location": "y"}, r"'location' is for catalog tables"),
+            BadOption({"writer": "native"}, r"'writer'.*'writer: spark' for catalog tables"),
+            BadOption({"table-name": "{table}"}, r"'catalog\.schema\.table'"),
             BadOption({"path": "x", "table-name": "{schema}"}, r"'table-name'.*placeholders"),
             BadOption({"path": "x", "concurrent-writes": "0"}, r"'concurrent-writes'"),
             BadOption({"path": "x", "writer": "rust"}, r"'writer'.*spark, native"),
