@@ -11,9 +11,10 @@ process and running again resumes.
 from __future__ import annotations
 
 import logging
+import shlex
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -533,20 +534,7 @@ def session_for(definition: PipelineDefinition, jvm_log: Path | None = None) -> 
     from sparkcdc.spark.sigterm_shield import sigterm_shield
 
     settings = definition.settings
-    conf = dict(settings.spark_conf)
-    # Spark makes its warehouse folder in the working directory unless told otherwise: a
-    # stray spark-warehouse/ wherever sparkcdc ran. It goes beside the checkpoint instead.
-    conf.setdefault(
-        WAREHOUSE_KEY, str(settings.checkpoint.with_name(settings.checkpoint.name + ".warehouse"))
-    )
-    # a Hive session catalog's embedded metastore (Derby: metastore_db/, derby.log) would
-    # go to the working directory too; beside the checkpoint it persists with the pipeline
-    # (a hive-site.xml's own metastore is not Derby's and is left alone)
-    if conf.get(CATALOG_IMPLEMENTATION_KEY, "").strip().lower() == "hive":
-        derby_home = settings.checkpoint.with_name(settings.checkpoint.name + ".metastore")
-        given = conf.get(DRIVER_JAVA_OPTIONS_KEY, "")
-        if "-Dderby.system.home=" not in given:
-            conf[DRIVER_JAVA_OPTIONS_KEY] = f"-Dderby.system.home={derby_home} {given}".strip()
+    conf = session_conf(settings.spark_conf, settings.checkpoint)
     with sigterm_shield():
         return local_session(
             settings.name,
@@ -554,6 +542,25 @@ def session_for(definition: PipelineDefinition, jvm_log: Path | None = None) -> 
             conf=conf,
             jvm_log=jvm_log,
         )
+
+
+def session_conf(spark_conf: Mapping[str, str], checkpoint: Path) -> dict[str, str]:
+    """The pipeline's ``spark-conf`` with Spark's folders beside the checkpoint where it
+    does not name them: nothing of Spark's lands in the working directory."""
+    conf = dict(spark_conf)
+    # Spark makes its warehouse folder in the working directory unless told otherwise: a
+    # stray spark-warehouse/ wherever sparkcdc ran. It goes beside the checkpoint instead.
+    conf.setdefault(WAREHOUSE_KEY, str(checkpoint.with_name(checkpoint.name + ".warehouse")))
+    # a Hive session catalog's embedded metastore (Derby: metastore_db/, derby.log) would
+    # go to the working directory too; beside the checkpoint it persists with the pipeline
+    # (a hive-site.xml's own metastore is not Derby's and is left alone)
+    if conf.get(CATALOG_IMPLEMENTATION_KEY, "").strip().lower() == "hive":
+        derby_home = checkpoint.with_name(checkpoint.name + ".metastore")
+        given = conf.get(DRIVER_JAVA_OPTIONS_KEY, "")
+        if "-Dderby.system.home=" not in given:
+            home = shlex.quote(f"-Dderby.system.home={derby_home}")  # Spark splits as a shell
+            conf[DRIVER_JAVA_OPTIONS_KEY] = f"{home} {given}".strip()
+    return conf
 
 
 #: Spark's folder of managed catalog tables (by default ``./spark-warehouse``).
