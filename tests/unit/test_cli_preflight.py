@@ -39,3 +39,19 @@ def test_a_closed_port_is_refused_with_the_server_named() -> None:
         reachable("127.0.0.1", port, "Kafka broker")  # accepts
     with pytest.raises(PreflightError, match=f"Kafka broker 127.0.0.1:{port} is not reachable"):
         reachable("127.0.0.1", port, "Kafka broker")
+
+
+def test_a_catalog_sinks_external_location_is_checked_like_a_path(tmp_path: Path) -> None:
+    from sparkcdc.cli.preflight import preflight
+    from sparkcdc.pipeline.definition import load_pipeline
+
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(
+        "source:\n  type: mysql\n  hostname: 127.0.0.1\n  username: cdc\n"
+        "  tables: app_db.orders\n"
+        "sink:\n  type: delta\n  table-name: lake.{table}\n  location: /proc/lakehouse\n"
+        "pipeline:\n  name: p\n  checkpoint: checkpoint\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(PreflightError, match=r"sink\.location: cannot write to /proc/lakehouse"):
+        preflight(load_pipeline(pipeline), None, lambda line: None, servers=False)
