@@ -52,7 +52,7 @@ class DeltaUnderTest(SinkUnderTest):
             BadOption({"changelog-mode": "merge"}, r"'changelog-mode'.*upsert, append"),
             BadOption({"path": "x", "location": "y"}, r"'location' is for catalog tables"),
             BadOption({"writer": "native"}, r"'writer'.*'writer: spark' for catalog tables"),
-            BadOption({"table-name": "{table}"}, r"'catalog\.schema\.table'"),
+            BadOption({"table-name": "a.b.c.{table}"}, r"'catalog\.schema\.table'"),
             BadOption({"path": "x", "table-name": "{schema}"}, r"'table-name'.*placeholders"),
             BadOption({"path": "x", "concurrent-writes": "0"}, r"'concurrent-writes'"),
             BadOption({"path": "x", "writer": "rust"}, r"'writer'.*spark, native"),

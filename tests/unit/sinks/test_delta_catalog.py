@@ -41,10 +41,12 @@ def test_a_quoted_name_splits_back_into_its_parts(parts: list[str]) -> None:
     assert split_name(sql_name(parts)) == tuple(parts)
 
 
-def test_two_parts_are_in_the_session_catalog_and_other_counts_are_refused() -> None:
+def test_one_or_two_parts_are_in_the_session_catalog_and_more_than_three_refused() -> None:
     assert table_parts("lake.orders", "t") == (SESSION_CATALOG, "lake", "orders")
     assert table_parts("uc.lake.orders", "t") == ("uc", "lake", "orders")
-    for name in ("orders", "a.b.c.d"):
+    # a route's one-part sink-table: the sink's default namespace
+    assert table_parts("orders", "t") == (SESSION_CATALOG, "default", "orders")
+    for name in ("a.b.c.d", "a.b.c.d.e"):
         with pytest.raises(OptionError, match="expected 'catalog\\.schema\\.table'"):
             table_parts(name, "t")
 
@@ -82,7 +84,6 @@ def test_table_properties_and_an_external_location_relative_to_the_pipeline_file
     [
         ({"writer": "native"}, "'writer: spark' for catalog tables"),
         ({"path": "lake", "location": "x"}, "'location' is for catalog tables"),
-        ({"table-name": "{table}"}, "has 1 part"),
         ({"table-name": "a.b.c.{table}"}, "has 4 part"),
         ({"table-name": "`lake.{table}"}, "unclosed backtick"),
         ({"table.properties.sparkcdc.appends-for": "x"}, "keeps itself"),

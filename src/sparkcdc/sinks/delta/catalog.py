@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 #: Spark's name of its session catalog (what a two-part ``schema.table`` name is in).
 SESSION_CATALOG = "spark_catalog"
+#: The session catalog's schema of a one-part target name (Spark's own default schema).
+DEFAULT_SCHEMA = "default"
 #: The Spark setting that says whether the session catalog is a Hive metastore.
 CATALOG_IMPLEMENTATION = "spark.sql.catalogImplementation"
 
@@ -72,12 +74,16 @@ def sql_name(parts: Sequence[str]) -> str:
 
 
 def table_parts(name: str, what: str) -> tuple[str, str, str]:
-    """``(catalog, schema, table)`` of a target's name (``schema.table`` is in the session
-    catalog); OptionError naming ``what`` (the source table, the option) otherwise."""
+    """``(catalog, schema, table)`` of a target's name: ``schema.table`` is in the session
+    catalog, and a one-part name (a route's ``sink-table: orders``, the sink's default
+    namespace, sinks/names.py) in its ``default`` schema; OptionError naming ``what`` (the
+    source table, the option) otherwise."""
     try:
         parts = split_name(name)
     except ValueError as exc:
         raise OptionError(f"delta sink: the catalog name of {what} has {exc}") from None
+    if len(parts) == 1:
+        return (SESSION_CATALOG, DEFAULT_SCHEMA, parts[0])
     if len(parts) == 2:
         return (SESSION_CATALOG, parts[0], parts[1])
     if len(parts) == 3:
