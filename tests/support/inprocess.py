@@ -24,14 +24,17 @@ def run_batches(
     max_batches: int = 1_000,
     ends: list[Offset] | None = None,
     batches: int | None = None,
+    after_planning: Callable[[int], None] | None = None,
 ) -> Offset:
     """Run micro-batches until the source has nothing new; return the last offset.
 
     ``between(n)`` runs after each of the first ``write_batches`` batches (e.g. to write
     to the source while it is read); after that the source must catch up. ``ends`` gets
     each batch's end offset once the batch is read (what Spark would have committed when
-    the next planning fails). ``batches``: stop after that many (as a stopped query would),
-    caught up or not.
+    the next planning fails). ``after_planning(n)`` runs between planning batch ``n`` and
+    reading it, for its first ``write_batches`` batches (writes then land in the chunks'
+    log windows, which the reads must normalise). ``batches``: stop after that many (as a
+    stopped query would), caught up or not.
     """
     offset = start if start is not None else source.initial_offset()
     shipped = pickle.dumps(source)  # what executors get: no connection, no caches
@@ -39,6 +42,8 @@ def run_batches(
         end = source.latest_offset(offset, max_rows)
         if end == offset:
             return offset
+        if after_planning is not None and n < write_batches:
+            after_planning(n)
         rows: list[dict[str, Any]] = []
         for spec in source.partitions(offset, end):
             executor = pickle.loads(shipped)

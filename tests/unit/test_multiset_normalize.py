@@ -31,6 +31,7 @@ from sparkcdc.snapshot.multiset import (
     visibility_delta,
     window_touches,
 )
+from sparkcdc.snapshot.window import apply_window, fold_window
 
 TABLE = TableId("db", "t")
 
@@ -185,3 +186,34 @@ def test_window_touches_only_the_chunks_range() -> None:
     assert window_touches([move], in_range(0, 2))
     assert window_touches([move], in_range(5, 8))
     assert not window_touches([move], in_range(2, 7))
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories, st.lists(st.integers(1, 3), min_size=1, max_size=4))
+def test_a_partitions_window_applied_chunk_by_chunk(
+    history: tuple[int, int, int, random.Random], widths: list[int]
+) -> None:
+    """A partition's window is folded once for all its chunks (``snapshot/window.py``)
+    and applied to each chunk's rows with ``within`` the chunk: the chunks together are
+    the partition at the target, as the whole partition patched at once is."""
+    seed, initial, steps, rng = history
+    states, changes = build_history(seed, initial, steps)
+    window = [c for _, c in changes]
+    s, p = rng.randrange(steps + 1), rng.randrange(steps + 1)
+    bounds = [0]
+    for width in widths:
+        bounds.append(bounds[-1] + width)
+    partition = in_range(bounds[0], bounds[-1])
+    forward = s <= p
+    folded = fold_window(
+        window[s:p] if forward else window[p:s], forward, lambda r: r, partition, True
+    )
+    by_chunk: Counter[Hashable] = Counter()
+    for lo, hi in itertools.pairwise(bounds):
+        chunk = in_range(lo, hi)
+        by_chunk.update(as_counter(apply_window(chunk_of(states[s], lo, hi), folded, repr, chunk)))
+    whole = apply_window(chunk_of(states[s], bounds[0], bounds[-1]), folded, repr, partition)
+    expected = as_counter(chunk_of(states[p], bounds[0], bounds[-1]))
+    assert by_chunk == expected
+    assert as_counter(whole) == expected
+    assert bool(folded) == (as_counter(chunk_of(states[s], bounds[0], bounds[-1])) != expected)

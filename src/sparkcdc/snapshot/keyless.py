@@ -1,12 +1,12 @@
-"""Tables without a primary key met by discovery: left out with a warning, never a failure
-of the tables around them.
+"""Tables without a primary key and without a chunk key column, met by discovery: left
+out with a warning, never a failure of the tables around them.
 
-Rows without a key cannot be matched to their changes by key, which the chunk
-normalisation (``snapshot/normalize.py``), the stream's cursor rule and upsert targets all
-do. docs/design.md ("Tables without a primary key") describes how they are to be captured
-as multisets; until that is built, a pattern that matches a keyless table captures the
-other tables and says which one it left out and why. A selection that matches only
-keyless tables has nothing to capture and fails, naming them.
+A keyless table is captured as a multiset of rows when
+``scan.incremental.snapshot.chunk.key-column`` names a column for it (docs/design.md,
+"Tables without a primary key"): its chunks need that column. Without one, a pattern that
+matches the table captures the other tables and says which one it left out and how to
+capture it. A selection that matches only such tables has nothing to capture and fails,
+naming them.
 """
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ from sparkcdc.core.table import TableId
 
 log = logging.getLogger(__name__)
 
-_WHY = (
-    "sparkcdc matches rows to their changes by the primary key, and tables without one are "
-    "not captured yet"
-)
+_OPTION = "scan.incremental.snapshot.chunk.key-column"
+_WHY = f"a table without a primary key is captured only with a chunk key column ('{_OPTION}')"
 #: ``FollowsTableDrops.left_out``'s reason for a keyless table a checkpoint captures.
-LEFT_OUT = "it has no primary key (tables without one are not captured yet)"
-_FIX = "give it a primary key to capture it, or leave it out of 'tables' to silence this"
+LEFT_OUT = f"it has no primary key and no chunk key column ('{_OPTION}')"
+_FIX = (
+    f"set '{_OPTION}' to '<db>.<table>:<column>' (its rows are then captured as a multiset: "
+    "an append target, or a transform's primary-keys for an upsert target), give it a "
+    "primary key, or leave it out of 'tables' to silence this"
+)
 
 
 def leave_out_keyless(
@@ -43,7 +45,8 @@ def leave_out_keyless(
         names = ", ".join(str(t) for t in keyless)
         raise SchemaError(
             f"{selection} matches only tables without a primary key ({names}): {_WHY}. "
-            "Add a primary key to them, or select tables that have one"
+            f"Name a chunk key column for them with '{_OPTION}', add a primary key, or "
+            "select tables that have one"
         )
     for table_id in keyless:
         log.warning("table %s has no primary key: not captured (%s; %s)", table_id, _WHY, _FIX)

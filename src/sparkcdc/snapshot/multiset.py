@@ -68,6 +68,21 @@ class MultisetDelta:
         self.counts[identity] += copies
         self.rows.setdefault(identity, row)
 
+    def __bool__(self) -> bool:
+        """Whether the window changes the chunk at all (changes that cancel out do not)."""
+        return any(self.counts.values())
+
+    def within(self, in_range: InRange) -> MultisetDelta:
+        """The part of the delta whose rows lie in ``in_range`` (one chunk of a partition:
+        equal rows have equal chunk keys, so a value's count lies wholly in one chunk)."""
+        kept = MultisetDelta()
+        for identity, copies in self.counts.items():
+            row = self.rows[identity]
+            if copies and in_range(row):
+                kept.counts[identity] = copies
+                kept.rows[identity] = row
+        return kept
+
     def add_change(self, change: RowChange, sign: int, in_range: InRange) -> None:
         """``sign`` 1 applies the change, -1 undoes it; images outside the chunk count not."""
         if change.after is not None and in_range(change.after):

@@ -26,6 +26,12 @@ class KeyedColumns:
         return self.column_names.index(name)
 
     @property
+    def keyless(self) -> bool:
+        """No primary key: the rows are a multiset, identified by all their values
+        (``snapshot/multiset.py``)."""
+        return not self.primary_key
+
+    @property
     def key_indexes(self) -> tuple[int, ...]:
         return tuple(self.index_of(n) for n in self.primary_key)
 

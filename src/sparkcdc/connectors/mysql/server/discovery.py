@@ -17,19 +17,22 @@ SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema
 
 
 class KeylessTableError(SchemaError):
-    """The table has no primary key (discovery leaves it out: ``snapshot/keyless.py``)."""
+    """The table has no primary key and no chunk key column is given for it (discovery
+    leaves it out: ``snapshot/keyless.py``)."""
 
     def __init__(self, table_id: TableId) -> None:
         super().__init__(
-            f"table {table_id} has no primary key: sparkcdc matches rows to their changes by "
-            "it, and tables without one are not captured yet. Add a primary key"
+            f"table {table_id} has no primary key and no chunk key column: name one with "
+            f"'scan.incremental.snapshot.chunk.key-column' ({table_id}:<column>) to capture "
+            "it, or add a primary key"
         )
         self.table_id = table_id
 
 
 @dataclass(frozen=True)
 class CapturedTable(KeyedColumns):
-    """A table's schema as captured: columns in ordinal order, primary key, chunk key."""
+    """A table's schema as captured: columns in ordinal order, primary key (empty: a
+    keyless table, its rows a multiset), chunk key."""
 
     table_id: TableId
     columns: tuple[MySqlColumn, ...]
@@ -46,7 +49,8 @@ def discover_tables(
     conn: Any, config: MySqlSourceConfig, left_out: set[TableId] | None = None
 ) -> list[CapturedTable]:
     """The base tables matching ``database-name``/``table-name``, with schemas; tables
-    without a primary key are left out with a warning and added to ``left_out``."""
+    without a primary key are captured as multisets of rows when a chunk key column is
+    given for them, otherwise left out with a warning and added to ``left_out``."""
     rows = query(
         conn,
         "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
@@ -98,9 +102,9 @@ def describe_table(conn: Any, table_id: TableId, chunk_key_column: str | None) -
         )
     )
     names = [c.name for c in columns]
-    if not primary_key:
+    if not primary_key and not chunk_key_column:
         raise KeylessTableError(table_id)
-    chunk_key = primary_key[0]
+    chunk_key = primary_key[0] if primary_key else ""
     if chunk_key_column:
         # MySQL column names are case-insensitive
         by_lower = {n.lower(): n for n in names}

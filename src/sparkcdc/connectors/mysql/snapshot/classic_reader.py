@@ -26,7 +26,7 @@ from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows, TextColumn
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import PartitionKeys
-from sparkcdc.snapshot.normalize import apply_overrides
+from sparkcdc.snapshot.window import apply_window
 
 #: Fewer, larger Arrow batches: Spark pays per batch (measured ~10% at 16k vs 1k rows).
 MIN_BATCH_ROWS = 16_384
@@ -91,8 +91,12 @@ def _read(
                 def in_chunk(row: Row, chunk: Chunk = chunk) -> bool:
                     return keys.in_chunk(row, chunk)
 
-                rows = apply_overrides(
-                    _fetch(cur, batch_rows(config), canonical), overrides, keys.key_of, in_chunk
+                rows = apply_window(
+                    _fetch(cur, batch_rows(config), canonical),
+                    overrides,
+                    keys.key_of,
+                    in_chunk,
+                    str(table.table_id),
                 )
                 yield from (ChunkRows(b) for b in _batched(rows, batch_rows(config)))
             else:

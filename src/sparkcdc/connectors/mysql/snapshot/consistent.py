@@ -4,11 +4,13 @@ Both chunk readers (classic and native) read a partition the same way: key order
 keys are prepared before the transaction (a collation's weight table takes a moment to
 load), then one ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY`` (MVCC, no locks),
 whose exact binlog position S MariaDB reports; the log window between S and the target
-position P is read once and folded into per-key overrides (snapshot/normalize.py). Where the
+position P is read once and folded into per-key overrides (snapshot/normalize.py), or for a
+table without a primary key into net copies per row value (snapshot/multiset.py). Where the
 server reports no such position (MySQL), or ``scan.snapshot.consistency`` is ``watermark``,
 S is the binlog's end read after the snapshot opened, a high watermark: the window from P
-to it is read backwards (docs/design.md, "Watermark chunks"). Only how rows are fetched
-differs between the readers.
+to it is read backwards (docs/design.md, "Watermark chunks"); a keyless chunk is exact
+there only if the window does not touch it. Only how rows are fetched differs between the
+readers.
 
 A change of the table's columns between P and S (the chunk is read after its batch was
 planned) makes the chunk unreadable in the batch's shape: the window then holds a table map
@@ -41,11 +43,13 @@ from sparkcdc.core.errors import (
 from sparkcdc.core.rows import Row
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import PartitionKeys
-from sparkcdc.snapshot.normalize import backward_overrides, forward_overrides
+from sparkcdc.snapshot.multiset import window_touches
+from sparkcdc.snapshot.window import Window, fold_window
 
 log = logging.getLogger(__name__)
 
-Overrides = dict[Any, Row | None]
+#: The partition's folded log window (snapshot/window.py).
+Overrides = Window
 #: MySQL's ER_BAD_FIELD_ERROR: a SELECT of a column the table no longer has.
 UNKNOWN_COLUMN = 1054
 #: ER_NO_SUCH_TABLE and ER_TABLE_DEF_CHANGED: the table was dropped (or replaced) after the
@@ -90,10 +94,11 @@ def consistent_snapshot(
     with conn.cursor() as cur:
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-    snapshot_at = placed(conn, config, target)
-    yield window_overrides(
-        config, table, snapshot_at, target, server_id, keys.key_of, keys.in_partition
+    snapshot_at, exact = _placed(conn, config, target)
+    window = window_overrides(
+        config, table, snapshot_at, target, server_id, keys.key_of, keys.in_partition, exact
     )
+    yield window
     with conn.cursor() as cur:
         cur.execute("COMMIT")
 
@@ -136,10 +141,17 @@ def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> Binl
     at ``target`` is the before-image of its first change in the window, or the snapshot's
     row where the window has none (docs/design.md, "Watermark chunks").
     """
+    return _placed(conn, config, target)[0]
+
+
+def _placed(
+    conn: Any, config: MySqlSourceConfig, target: BinlogPosition
+) -> tuple[BinlogPosition, bool]:
+    """:func:`placed`, and whether that is the snapshot's exact position."""
     mode = config.snapshot_consistency
     exact = None if mode == "watermark" else snapshot_position(conn)
     if exact is not None:
-        return exact
+        return exact, True
     if mode == "exact":
         raise SourceConfigurationError(
             "'scan.snapshot.consistency' is 'exact', but the server does not report the "
@@ -153,7 +165,7 @@ def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> Binl
             "is not the one the batch was planned on (its binlog restarted?). Point the "
             "source at that server, or start from a new checkpoint"
         )
-    return high
+    return high, False
 
 
 def window_overrides(
@@ -164,9 +176,12 @@ def window_overrides(
     server_id: int,
     key_of: Callable[[Row], Any],
     relevant: Callable[[Row], bool],
+    exact: bool = True,
 ) -> Overrides:
     """Per-key states at ``target`` for the ``relevant`` keys changed between the snapshot
-    and ``target``: forward (last after-image) or backward (first before-image)."""
+    and ``target``: forward (last after-image) or backward (first before-image); for a
+    keyless table the window's net copies per row value. A keyless chunk placed by a
+    watermark (not ``exact``) whose window touches it cannot be normalised: it raises."""
     forward = snapshot_at <= target
     low, high = (snapshot_at, target) if forward else (target, snapshot_at)
 
@@ -184,4 +199,13 @@ def window_overrides(
         )
     except SchemaError as exc:  # a table map with other columns, or the table dropped
         raise ChunkCrossedChange(f"its window {low}..{high} crosses a change: {exc}") from exc
-    return forward_overrides(changes, key_of) if forward else backward_overrides(changes, key_of)
+    if table.keyless and not exact and window_touches(changes, relevant):
+        raise SourceConfigurationError(
+            f"table {table.table_id} has no primary key, and its chunk was read in a snapshot "
+            f"the server places only between {low} and {high}, where changes touch the "
+            "chunk's rows: rows without a key cannot be placed exactly there (docs/"
+            "design.md, 'Tables without a primary key'). Capture it from MariaDB "
+            "('scan.snapshot.consistency' 'exact'), give it a primary key, or take the "
+            "snapshot while it is not written"
+        )
+    return fold_window(changes, forward, key_of, relevant, table.keyless)

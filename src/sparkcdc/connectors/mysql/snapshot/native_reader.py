@@ -41,7 +41,7 @@ from sparkcdc.connectors.mysql.snapshot.consistent import (
 )
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
-from sparkcdc.snapshot.normalize import apply_overrides
+from sparkcdc.snapshot.window import apply_window
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,9 @@ def read_chunks_native(
                 yield from (ChunkRows((), columns=b) for b in batches())
             else:
                 rows = (tuple(r[n] for n in schema.names) for b in batches() for r in b.to_pylist())
-                patched = apply_overrides(rows, overrides, keys.key_of, keys.in_partition)
+                patched = apply_window(
+                    rows, overrides, keys.key_of, keys.in_partition, str(table.table_id)
+                )
                 while batch := list(itertools.islice(patched, batch_rows)):
                     yield ChunkRows(batch)
     except Exception as exc:
