@@ -52,6 +52,7 @@ from sparkcdc.core.table_events import (
 )
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.evolution import MIRRORING
+from sparkcdc.pipeline.keyless_targets import refuse_keyless_upserts
 from sparkcdc.pipeline.metrics import PipelineMetrics
 from sparkcdc.pipeline.plan import targets_of
 from sparkcdc.pipeline.run_state import save_run_state
@@ -128,6 +129,7 @@ class TableEventApplier:
                 )
             added.append(self.probe.sink_table(event.table, event.columns))
         planned = targets_of(self.definition, self.spark, added)
+        refuse_keyless_upserts(self.sink.capabilities.write_mode, planned)
         everything = self._joined(captured.targets, planned)
         shared = shared_targets(self.sink, [t.table for t in everything])
         if shared:

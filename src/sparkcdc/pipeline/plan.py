@@ -17,6 +17,7 @@ from typing import Any
 from sparkcdc.core.errors import OptionError
 from sparkcdc.pipeline.checkpoint import last_committed_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
+from sparkcdc.pipeline.keyless_targets import refuse_keyless_upserts
 from sparkcdc.pipeline.run_state import RunState, load_run_state
 from sparkcdc.pipeline.schema_follow import restore_targets
 from sparkcdc.pipeline.shaping import shaped_schema
@@ -82,6 +83,7 @@ def plan(
         pipeline_id=pipeline_id,
     )
     targets = targets_of(definition, session, tables)
+    refuse_keyless_upserts(sink.capabilities.write_mode, targets)
     state = load_run_state(definition.settings.checkpoint)
     targets = restore_targets(targets, state, definition.settings.schema_change_behavior)
     shared = shared_targets(sink, [t.table for t in targets])

@@ -1,5 +1,7 @@
 """Comparing two DataFrames of the same table by key chunks, then narrowing to keys.
 
+A table without a primary key is compared as a multiset instead (:func:`compare_multisets`).
+
 Both sides are split into the same chunks (buckets of the primary key's hash, so the split
 does not depend on either side's physical order or key type), and each chunk is summarised
 by a row count and a sum of row hashes. Only chunks whose summaries differ are compared key
@@ -102,6 +104,41 @@ def compare_tables(
     finally:
         left.unpersist()
         right.unpersist()
+
+
+def compare_multisets(source: Any, target: Any, columns: Sequence[str]) -> Comparison:
+    """Compare a table without a primary key: both sides as multisets of rows (each row
+    value with its number of copies), so a duplicate row missing or extra is a difference.
+    Samples name the row (as JSON) and both counts."""
+    from pyspark.sql import functions as F
+
+    types = {f.name: f.dataType for f in source.schema.fields}
+    target = target.select(*[F.col(quoted(c)).cast(types[c]).alias(c) for c in columns])
+    source = source.select(*[F.col(quoted(c)) for c in columns])
+
+    def counted(frame: Any, side: str) -> Any:
+        row = F.to_json(F.struct(*[F.col(quoted(c)) for c in columns]))
+        return frame.select(row.alias("_row")).groupBy("_row").agg(F.count(F.lit(1)).alias(side))
+
+    joined = (
+        counted(source, "_s")
+        .join(counted(target, "_t"), "_row", "full_outer")
+        .select(
+            "_row", F.coalesce("_s", F.lit(0)).alias("_s"), F.coalesce("_t", F.lit(0)).alias("_t")
+        )
+        .persist()
+    )
+    try:
+        totals = joined.agg(F.sum("_s"), F.sum("_t")).first()
+        differing = joined.where(F.col("_s") != F.col("_t"))
+        count = differing.count()
+        samples = [
+            ((r["_row"],), f"{r['_s']} in source, {r['_t']} in target")
+            for r in differing.orderBy("_row").limit(SAMPLE_KEYS).collect()
+        ]
+    finally:
+        joined.unpersist()
+    return Comparison(int(totals[0] or 0), int(totals[1] or 0), 1, int(count > 0), count, samples)
 
 
 def _difference(source_hash: Any, target_hash: Any) -> str:

@@ -26,7 +26,7 @@ from sparkcdc.pipeline.targets import Target
 from sparkcdc.sinks.base import Sink
 from sparkcdc.snapshot.handle import SourceHandle
 from sparkcdc.snapshot.offset import LogJson, SourceOffset
-from sparkcdc.verify.compare import Comparison, compare_tables
+from sparkcdc.verify.compare import Comparison, compare_multisets, compare_tables
 from sparkcdc.verify.progress import tracked
 
 #: Source options that make no sense for a one-off snapshot read of one table.
@@ -102,8 +102,11 @@ def _verdict(
     if is_plain(target):  # columns a schema change left behind (lenient) are history
         (frame,) = frames.values()
         columns = tuple(c for c in columns if c in frame.columns)
-    read = _reported_read(spark, table.source, say)
-    comparison = compare_tables(source, snapshot.rows, table.key, columns, read=read)
+    if table.key:
+        read = _reported_read(spark, table.source, say)
+        comparison = compare_tables(source, snapshot.rows, table.key, columns, read=read)
+    else:  # a table without a primary key: its rows are a multiset
+        comparison = compare_multisets(source, snapshot.rows, columns)
     if snapshot.repeated_changes:
         comparison = replace(comparison, repeated_changes=snapshot.repeated_changes)
     status = "equal" if comparison.equal else "different"

@@ -8,6 +8,13 @@ the pre-image (as does an insert after a delete of the same version). A change h
 (the same key, version and change type: a batch appended twice) leaves that replay
 unchanged, so it is counted on its own: an equal replay with repeated changes still means
 the history is wrong for anyone who reads it as a history.
+
+A table without a primary key (docs/design.md, "Tables without a primary key") has no key to
+take the last change of: its rows are a multiset, and its history replays as one, each
+insert and post-image adding a copy of its row and each delete and pre-image taking one
+away. There a repeated insert cannot be told from two equal rows the snapshot read (they
+share a version), so only repeated removals count, with removals of copies the history
+never added.
 """
 
 from __future__ import annotations
@@ -39,6 +46,25 @@ def replayed(history: Any, key: Sequence[str], columns: Sequence[str]) -> Any:
     return kept.select(*[F.col(quoted(c)) for c in columns])
 
 
+def replayed_multiset(history: Any, columns: Sequence[str]) -> tuple[Any, int]:
+    """The rows a keyless table's ``history`` leaves (each row value as many times as it
+    was added and not removed), and how many changes it holds that cannot be: removals
+    repeated (the same row, version and change type) or of copies it never added."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(quoted(c)) for c in columns]
+    sign = F.when(F.col(CHANGE_TYPE).isin(*_GONE), -1).otherwise(1)
+    net = history.groupBy(*cols).agg(F.sum(sign).alias("_sparkcdc_copies"))
+    copies = F.col("_sparkcdc_copies")
+    rows = net.where(copies > 0).select(
+        *cols, F.explode(F.array_repeat(F.lit(0), copies.cast("int"))).alias("_sparkcdc_copy")
+    )
+    (negative,) = net.where(copies < 0).agg(F.coalesce(F.sum(-copies), F.lit(0))).first()
+    removals = history.where(F.col(CHANGE_TYPE).isin(*_GONE))
+    repeated = repeated_changes(removals, columns)
+    return rows.select(*cols), int(negative) + repeated
+
+
 def repeated_changes(history: Any, key: Sequence[str]) -> int:
     """How many changes ``history`` holds more than once (each extra copy counts)."""
     from pyspark.sql import functions as F
@@ -68,6 +94,9 @@ def read_back(
     offsets = [o for _, m in history if (o := recorded_offset(m, pipeline))]
     offset = offsets[0] if offsets else None
     rows = spark.read.format("delta").option("versionAsOf", latest).load(path)
+    if not upsert and not table.key:
+        multiset, wrong = replayed_multiset(rows, table.columns)
+        return TargetSnapshot(multiset, offset, wrong)
     if not upsert:
         return TargetSnapshot(
             replayed(rows, table.key, table.columns), offset, repeated_changes(rows, table.key)
