@@ -18,8 +18,9 @@ import pytest
 
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
-from sparkcdc.core.errors import SchemaError
+from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.embedded.binlog_server import BinlogServer
 from tests.support.inprocess import run_batches
 
 
@@ -215,3 +216,53 @@ def test_keyless_table_with_a_chunk_key_replays_as_a_multiset(
     assert min(state.values()) >= 0, "a row removed more often than it was added"
     assert max(table.values()) > 1, "the table should hold duplicate rows"
     assert tables == {"logs", "keyed"}
+
+
+@pytest.mark.parametrize("binlog_server", ["mysql8"], indirect=True)
+def test_mysql_watermark_chunks_of_a_keyless_table(
+    binlog_server: BinlogServer, flavor_db: str
+) -> None:
+    """MySQL places a chunk only by a watermark: a keyless chunk whose window no change
+    touches is exact (duplicates, deletes of one of two identical rows, streamed after),
+    and one a change touches fails naming the table and the option instead of guessing."""
+    execute = partial(binlog_server.execute, database=flavor_db)
+    execute("CREATE TABLE logs (a INT, b INT, note VARCHAR(10))")
+    execute("INSERT INTO logs VALUES (1, 1, 'x'), (1, 1, 'x'), (2, 0, 'y'), (3, 1, 'x')")
+    options = {
+        **binlog_server.source_options(),
+        "database-name": flavor_db,
+        "table-name": "logs",
+        "server-id": "6331-6340",
+        "scan.incremental.snapshot.chunk.key-column": "a",
+        "scan.incremental.snapshot.chunk.size": "2",
+    }
+    rng = random.Random(641)
+
+    def writes(_: int) -> None:
+        for _ in range(3):
+            row = (rng.randrange(5), rng.randrange(2), rng.choice(["x", "y"]))
+            execute("INSERT INTO logs VALUES (%s, %s, %s), (%s, %s, %s)", row + row)
+            execute("DELETE FROM logs WHERE a = %s LIMIT 1", (rng.randrange(5),))
+            execute("UPDATE logs SET a = %s WHERE a = %s LIMIT 1", (rng.randrange(5), 1))
+
+    state: Counter[tuple[Any, ...]] = Counter()
+
+    def replay(rows: list[dict[str, Any]]) -> None:  # a one-table stream: the table's columns
+        for r in rows:
+            gone = r["_change_type"] in ("delete", "update_preimage")
+            state[(r["a"], r["b"], r["note"])] += -1 if gone else 1
+
+    cdc = MySqlCdcSource(parse_config(options))
+    try:
+        run_batches(cdc, None, replay, max_rows=3, between=writes)
+    finally:
+        cdc.close()
+    assert +state == Counter(execute("SELECT a, b, note FROM logs"))
+
+    touched = MySqlCdcSource(parse_config({**options, "server-id": "6341-6350"}))
+    try:
+        with pytest.raises(SourceConfigurationError, match=r"scan\.snapshot\.consistency") as e:
+            run_batches(touched, None, lambda rows: None, after_planning=writes)
+        assert f"table {flavor_db}.logs has no primary key" in str(e.value)
+    finally:
+        touched.close()
