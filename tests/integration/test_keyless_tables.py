@@ -84,6 +84,7 @@ def test_keyless_tables_never_fail_the_keyed_ones(
         warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
         for name in ("log_a", "log_b"):
             assert any(f"table {mysql_db}.{name} has no primary key" in w for w in warned), warned
+        assert all("'scan.incremental.snapshot.chunk.key-column'" in w for w in warned), warned
     finally:
         cdc.close()
 

@@ -10,7 +10,7 @@ from sparkcdc.connectors.mysql.server.connection import query, query_dicts
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.keyless import leave_out_keyless
+from sparkcdc.snapshot.keyless import WITH_A_CHUNK_KEY, leave_out_keyless
 from sparkcdc.snapshot.table import KeyedColumns
 
 SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -78,7 +78,7 @@ def discover_tables(
             problems.append(str(exc))
     if problems:
         raise SchemaError("\n".join(problems))
-    leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
+    leave_out_keyless(keyless, len(tables), config.tables.label, left_out, WITH_A_CHUNK_KEY)
     return tables
 
 
