@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, contextmanager
 from typing import Any, Literal
 
 from sparkcdc.connectors.mysql.binlog.ddl_columns import changes_columns
@@ -114,8 +115,9 @@ class FastPath:
         self.tables = tables
         self._decoders: dict[int, tuple[Any, FastRowDecoder | None]] = {}
 
-    def decoder(self, event: Any, table_id: TableId) -> FastRowDecoder | None:
-        mapped = event.table_map.get(event.table_id)
+    def decoder(self, event: Any, table_id: TableId, mapped: Any) -> FastRowDecoder | None:
+        """The compiled decoder of ``event``'s table map ``mapped`` (the caller looked it up
+        already: one dict lookup per event less on the hot path)."""
         cached = self._decoders.get(event.table_id)
         if cached is not None and cached[0] is mapped:
             return cached[1]
@@ -247,6 +249,158 @@ def read_changes(
         yield from block.changes()
 
 
+class _TableRoute:
+    """What a range read needs per captured table to turn its rows events into blocks.
+
+    Built on the table's first rows event (its JSON printing is known once connected). Its
+    :meth:`block` is the per-event decode; the read loop passes it the table map it looked
+    up already, so the compiled decoder's cache does not look it up again and the hot path
+    makes as many calls per event as a single loop would. ``__slots__`` keeps its attribute
+    reads about as cheap as locals."""
+
+    __slots__ = ("fast_path", "kinds", "row_decoder", "sink_types", "sinks", "table_id")
+
+    def __init__(
+        self,
+        table_id: TableId,
+        row_decoder: RowDecoder,
+        fast_path: FastPath | None,
+        sinks: ColumnSinks | None,
+        kinds: Mapping[type, BlockKind],
+    ) -> None:
+        self.table_id = table_id  # the captured TableId object itself: lookups by identity
+        self.row_decoder = row_decoder
+        self.fast_path = fast_path
+        self.sinks = sinks
+        self.sink_types: list[Any] | None = sinks.types.get(table_id) if sinks is not None else None
+        self.kinds = kinds
+
+    def block(self, event: Any, mapped: Any, file: str, gtid: str) -> ChangeBlock:
+        """``event``'s rows as one block: into the table's Arrow buffers when the compiled
+        decoder covers its table map ``mapped`` and a sink takes them, else as row tuples
+        (compiled, or the library's reference decoding where the plan does not apply)."""
+        table_id, fast_path, sinks = self.table_id, self.fast_path, self.sinks
+        event_start = event.packet.log_pos - event.packet.event_size
+        base = (file_index(file) << POS_BITS) | event_start
+        timestamp = int(event.timestamp)
+        kind = self.kinds.get(type(event))
+        exact = kind is not None  # a subclass (e.g. partial JSON updates) is not compiled
+        if kind is None:
+            kind = self._subclass_kind(event)
+        images: list[Row] | None = None
+        if fast_path is not None and exact:
+            fast = fast_path.decoder(event, table_id, mapped)
+            if fast is not None and sinks is not None and self.sink_types is not None:
+                sink = sinks.sink_for(table_id, fast.arrow_layout(self.sink_types))
+                sunk = (
+                    None
+                    if sink is None
+                    else fast_path.into(event, fast, kind, sink, base, timestamp)
+                )
+                if sunk is not None:
+                    return ChangeBlock(
+                        table_id, kind, [], base, timestamp, file, event_start, gtid, sunk
+                    )
+            if fast is not None:
+                images = fast_path.rows(event, fast, kind == "update")
+        if images is None:
+            images = self._reference_images(event, kind)
+        return ChangeBlock(table_id, kind, images, base, timestamp, file, event_start, gtid)
+
+    def _reference_images(self, event: Any, kind: BlockKind) -> list[Row]:
+        """The library's decoding of ``event``'s rows (before/after alternating for an
+        update), for table maps the compiled plan does not cover."""
+        refuse_images_without_columns(
+            getattr(event, "columns_present_bitmap", None),
+            getattr(event, "columns_present_bitmap2", None),
+            event.event_size - event.packet.read_bytes,
+        )
+        decode = self.row_decoder
+        if kind != "update":
+            return [decode(row["values"], row.get("none_sources")) for row in event.rows]
+        images: list[Row] = []
+        for row in event.rows:
+            images.append(decode(row["before_values"], row.get("before_none_sources")))
+            images.append(decode(row["after_values"], row.get("after_none_sources")))
+        return images
+
+    def _subclass_kind(self, event: Any) -> BlockKind:
+        """The kind of a rows event whose class is a subclass of one of the three."""
+        for event_type, kind in self.kinds.items():
+            if isinstance(event, event_type):
+                return kind
+        return "update"
+
+
+def _row_event_kinds() -> dict[type, BlockKind]:
+    """The library's rows event classes and the block kind each makes (imported here: the
+    module is imported where no binlog is read)."""
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    return {WriteRowsEvent: "insert", UpdateRowsEvent: "update", DeleteRowsEvent: "delete"}
+
+
+def _open_stream(
+    config: MySqlSourceConfig,
+    tables: Mapping[TableId, CapturedTable],
+    start: BinlogPosition,
+    server_id: int,
+    kinds: Mapping[type, BlockKind],
+) -> Any:
+    """The library's binlog stream from ``start``, for ``tables``' rows events and the
+    events that bound or change them; not blocking (the range's end is in the log).
+
+    Its reader forgets the table maps at a new file: a restart renumbers tables and always
+    starts a new file, where an id of a captured table may name another table, whose map
+    the library skips (``only_tables``) and would leave the old one in place for its rows.
+    (A reconnect resumes in the same file, mid-transaction: maps stay.)"""
+    from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
+
+    from sparkcdc.connectors.mysql.binlog import mysql_json
+    from sparkcdc.connectors.mysql.binlog.counted_stream import CountedBinLogStream
+
+    mysql_json.install()  # JSON columns as the server's text (MySQL's binary JSON)
+    return CountedBinLogStream(
+        connection_settings=replication_settings(config),
+        pymysql_wrapper=replication_connect(config),
+        server_id=server_id,
+        resume_stream=True,
+        blocking=False,
+        log_file=start.file,
+        log_pos=start.pos,
+        is_mariadb=False,
+        only_events=[
+            *kinds,
+            MariadbGtidEvent,
+            GtidEvent,  # MySQL's: uuid:N
+            RotateEvent,
+            QueryEvent,  # DDL (MariaDB writes no BEGIN query: a GTID event starts a trx)
+        ],
+        only_schemas=sorted({t.database for t in tables}),
+        only_tables=sorted({t.table for t in tables}),
+        freeze_schema=True,
+    )
+
+
+def _route(
+    names: tuple[str, str],
+    captured: Mapping[tuple[str, str], TableId],
+    config: MySqlSourceConfig,
+    tables: Mapping[TableId, CapturedTable],
+    stream: Any,
+    route_parts: tuple[FastPath | None, ColumnSinks | None, Mapping[type, BlockKind]],
+) -> _TableRoute | None:
+    """The route of a (schema, table) seen for the first time in a range read; None when
+    it is not captured."""
+    found = captured.get(names)
+    if found is None:
+        return None
+    # JSON printed as this server prints it (known once connected)
+    row_decoder = RowDecoder(tables[found], config, stream.server_flavor.json_printing)
+    fast_path, sinks, kinds = route_parts
+    return _TableRoute(found, row_decoder, fast_path, sinks, kinds)
+
+
 def read_change_blocks(
     config: MySqlSourceConfig,
     tables: Mapping[TableId, CapturedTable],
@@ -266,66 +420,24 @@ def read_change_blocks(
     """
     if not tables or end <= start:
         return
-    from pymysql.err import OperationalError
     from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
-    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-    from sparkcdc.connectors.mysql.binlog import mysql_json
-    from sparkcdc.connectors.mysql.binlog.counted_stream import CountedBinLogStream
-
-    mysql_json.install()  # JSON columns as the server's text (MySQL's binary JSON)
-
-    kinds: dict[type, BlockKind] = {
-        WriteRowsEvent: "insert",
-        UpdateRowsEvent: "update",
-        DeleteRowsEvent: "delete",
-    }
-    fast_path = FastPath(tables) if decoder == "fast" else None
-    stream = CountedBinLogStream(
-        connection_settings=replication_settings(config),
-        pymysql_wrapper=replication_connect(config),
-        server_id=server_id,
-        resume_stream=True,
-        blocking=False,
-        log_file=start.file,
-        log_pos=start.pos,
-        is_mariadb=False,
-        only_events=[
-            WriteRowsEvent,
-            UpdateRowsEvent,
-            DeleteRowsEvent,
-            MariadbGtidEvent,
-            GtidEvent,  # MySQL's: uuid:N
-            RotateEvent,
-            QueryEvent,  # DDL (MariaDB writes no BEGIN query: a GTID event starts a trx)
-        ],
-        only_schemas=sorted({t.database for t in tables}),
-        only_tables=sorted({t.table for t in tables}),
-        freeze_schema=True,
-    )
-    end_key = end.key
-    gtid = start.gtid
-    # (schema, table) -> the captured TableId object itself (dict lookups by identity, no
-    # dataclass __eq__), its row decoder and its sink's types; None: not captured
-    routes: dict[tuple[str, str], tuple[TableId, RowDecoder, list[Any] | None] | None] = {}
+    kinds = _row_event_kinds()
+    stream = _open_stream(config, tables, start, server_id, kinds)
+    parts = (FastPath(tables) if decoder == "fast" else None, sinks, kinds)
     by_names = {(t.database, t.table): t for t in tables}
     by_tables = {names: tables[table_id] for names, table_id in by_names.items()}
+    routes: dict[tuple[str, str], _TableRoute | None] = {}  # None: not captured
     checked: dict[int, Any] = {}  # table id -> the table map object found to match
-    index = -1  # of the block this event makes
-    current_file = start.file
-    try:
+    end_key, gtid, current_file, index = end.key, start.gtid, start.file, -1
+    with _lost_log_named(start), closing(stream):
         for event in stream:
             if isinstance(event, RotateEvent):
-                # a restart renumbers tables and always starts a new file: an id of a
-                # captured table may name another table there, whose map the library
-                # skips (only_tables) and would leave the old one in place for its rows.
-                # (A reconnect resumes in the same file, mid-transaction: maps stay.)
-                if event.next_binlog != current_file:
+                if event.next_binlog != current_file:  # a new file: forget the maps
                     stream.table_map.clear()
                     current_file = event.next_binlog
                 continue
-            event_end = event.packet.log_pos
-            file = stream.log_file
+            event_end, file = event.packet.log_pos, stream.log_file
             if event_end == 0:
                 continue  # artificial events the server sends at connect time
             if (file_index(file), event_end) > end_key:
@@ -339,74 +451,26 @@ def read_change_blocks(
             names = (event.schema, event.table)
             route = routes.get(names, _UNSEEN)
             if route is _UNSEEN:
-                found = by_names.get(names)
-                route = routes[names] = (
-                    None
-                    if found is None
-                    else (
-                        found,
-                        # JSON printed as this server prints it (known once connected)
-                        RowDecoder(tables[found], config, stream.server_flavor.json_printing),
-                        sinks.types.get(found) if sinks is not None else None,
-                    )
-                )
+                route = routes[names] = _route(names, by_names, config, tables, stream, parts)
             if route is None:
                 continue
-            table_id, row_decoder, sink_types = route
             mapped = event.table_map.get(event.table_id)
             if checked.get(event.table_id) is not mapped:
-                check_table_map(mapped, tables[table_id], file, event)
+                check_table_map(mapped, tables[route.table_id], file, event)
                 checked[event.table_id] = mapped
             index += 1
-            if index < skip:
-                continue
-            event_start = event_end - event.packet.event_size
-            base = (file_index(file) << POS_BITS) | event_start
-            timestamp = int(event.timestamp)
-            kind = kinds.get(type(event))
-            images: list[Row] | None = None
-            if fast_path is not None and kind is not None:
-                fast = fast_path.decoder(event, table_id)
-                if fast is not None and sinks is not None and sink_types is not None:
-                    sink = sinks.sink_for(table_id, fast.arrow_layout(sink_types))
-                    sunk = (
-                        None
-                        if sink is None
-                        else fast_path.into(event, fast, kind, sink, base, timestamp)
-                    )
-                    if sunk is not None:
-                        yield ChangeBlock(
-                            table_id, kind, [], base, timestamp, file, event_start, gtid, sunk
-                        )
-                        continue
-                if fast is not None:
-                    images = fast_path.rows(event, fast, kind == "update")
-            if images is None:
-                refuse_images_without_columns(
-                    getattr(event, "columns_present_bitmap", None),
-                    getattr(event, "columns_present_bitmap2", None),
-                    event.event_size - event.packet.read_bytes,
-                )
-                images = []
-                for row in event.rows:
-                    if isinstance(event, (WriteRowsEvent, DeleteRowsEvent)):
-                        images.append(row_decoder(row["values"], row.get("none_sources")))
-                    else:
-                        images.append(
-                            row_decoder(row["before_values"], row.get("before_none_sources"))
-                        )
-                        images.append(
-                            row_decoder(row["after_values"], row.get("after_none_sources"))
-                        )
-            if kind is None:  # a subclass (e.g. partial JSON updates) of the three
-                kind = (
-                    "insert"
-                    if isinstance(event, WriteRowsEvent)
-                    else "delete"
-                    if isinstance(event, DeleteRowsEvent)
-                    else "update"
-                )
-            yield ChangeBlock(table_id, kind, images, base, timestamp, file, event_start, gtid)
+            if index >= skip:
+                yield route.block(event, mapped, file, gtid)
+
+
+@contextmanager
+def _lost_log_named(start: BinlogPosition) -> Iterator[None]:
+    """A dump request the server refuses for its file (purged, or a wrong position) raised
+    as the lost log it is, so the pipeline's recovery (a new snapshot) can act on it."""
+    from pymysql.err import OperationalError
+
+    try:
+        yield
     except OperationalError as exc:
         if exc.args and exc.args[0] == ER_BINLOG_READ:
             raise lost_log(
@@ -414,8 +478,6 @@ def read_change_blocks(
                 "or the position is invalid"
             ) from None
         raise
-    finally:
-        stream.close()
 
 
 def read_changes_with_retries(
