@@ -139,108 +139,162 @@ def alter_table(
     Raises :class:`UnfollowableStatement` with the reason for what cannot be followed."""
     from sqlglot import exp
 
+    if _moves_rows_only(statement):
+        return AlterResult(table, False)
+    parsed = _parse(statement)
+    if parsed is None:
+        raise UnfollowableStatement("sqlglot's MySQL dialect cannot parse it")
+    assert isinstance(parsed, exp.Alter)
+    for option in parsed.args.get("options") or []:
+        if type(option).__name__ not in ("EngineProperty", "AlgorithmProperty", "LockProperty"):
+            raise UnfollowableStatement(f"table option {option.sql('mysql')}")
+    altering = _Altering(table, default_charset, mariadb)
+    for action in parsed.args.get("actions") or []:
+        altering.apply(action)
+    return altering.result()
+
+
+def _moves_rows_only(statement: str) -> bool:
+    """True for a repartitioning that moves rows between partitions (columns and values
+    stay); raises for one that removes or replaces rows, which no changelog can follow;
+    False for a statement that does not touch partitions."""
     named = _ALTER_NAME.match(without_comments(statement))
     partitions = None if named is None else partition_change(named.string[named.end() :])
-    if partitions == "keeps":  # rows move between partitions; columns and values stay
-        return AlterResult(table, False)
-    if partitions is not None:
+    if partitions is not None and partitions != "keeps":
         raise UnfollowableStatement(
             f"{partitions.upper()} PARTITION removes or replaces rows without row events "
             "(no changelog can say which); read the table again after it (a new snapshot, "
             "or an execute-snapshot signal)"
         )
-    parsed = _parse(statement)
-    if parsed is None:
-        raise UnfollowableStatement("sqlglot's MySQL dialect cannot parse it")
-    assert isinstance(parsed, exp.Alter)
-    columns = list(table.columns)
-    origins: list[str | None] = [c.name for c in columns]  # each column's name before it
-    rewritten: set[str] = set()  # lower-case names, as they are so far
-    changed = False
-    if parsed.args.get("options"):
-        for option in parsed.args["options"]:
-            name = type(option).__name__
-            if name not in ("EngineProperty", "AlgorithmProperty", "LockProperty"):
-                raise UnfollowableStatement(f"table option {option.sql('mysql')}")
-    for action in parsed.args.get("actions") or []:
+    return partitions == "keeps"
+
+
+class _Altering:
+    """A table's columns part-way through one ALTER's actions, applied in order (each may
+    name a column an earlier one added or renamed), with what the result must tell: each
+    column's name before the statement (``origins``, None: added by it) and the columns
+    whose existing rows it filled without logging them (``rewritten``, lower-case names
+    as they are so far)."""
+
+    def __init__(self, table: CapturedTable, default_charset: str | None, mariadb: bool) -> None:
+        self.table = table
+        self.default_charset = default_charset
+        self.mariadb = mariadb
+        self.columns = list(table.columns)
+        self.origins: list[str | None] = [c.name for c in self.columns]
+        self.rewritten: set[str] = set()
+        self.changed = False
+
+    def apply(self, action: Any) -> None:
+        """One action of the statement; raises for one that cannot be followed."""
+        from sqlglot import exp
+
         kind = type(action).__name__
         if isinstance(action, exp.ColumnDef):
-            column = column_from_definition(action, len(columns) + 1, default_charset, mariadb)
-            if any(c.name.lower() == column.name.lower() for c in columns):
-                if action.args.get("exists"):  # ADD COLUMN IF NOT EXISTS of a present one
-                    continue
-                raise UnfollowableStatement(f"column {column.name} is there already")
-            origins.insert(_insert(columns, column, action.args.get("position")), None)
-            if fills_existing_rows(action):
-                rewritten.add(column.name.lower())
-            changed = True
+            self._add(action)
         elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "COLUMN":
-            for target in action.args.get("tables") or []:
-                index = _index(columns, target.name, bool(action.args.get("exists")))
-                if index is None:
-                    continue
-                if columns[index].name in table.primary_key:
-                    raise UnfollowableStatement(f"it drops key column {columns[index].name}")
-                rewritten.discard(columns[index].name.lower())
-                del columns[index], origins[index]
-                changed = True
+            self._drop(action)
         elif kind == "ModifyColumn":
-            definition = action.this
-            old = action.args.get("rename_from")
-            old_name = old.name if old is not None else definition.name
-            index = _index(columns, old_name, False)
-            assert index is not None
-            column = column_from_definition(definition, index + 1, default_charset, mariadb)
-            if columns[index].name in table.primary_key:
-                raise UnfollowableStatement(f"it changes key column {columns[index].name}")
-            if (
-                columns[index].name.lower() in rewritten
-                or computes_values(definition)
-                or not keeps_values(columns[index], column)
-            ):
-                rewritten.discard(columns[index].name.lower())
-                rewritten.add(column.name.lower())
-            del columns[index]
-            origin = origins.pop(index)
-            position = definition.args.get("position")
-            if position is None:
-                columns.insert(index, column)
-                origins.insert(index, origin)
-            else:
-                origins.insert(_insert(columns, column, position), origin)
-            changed = True
+            self._modify(action)
         elif kind == "RenameColumn":
-            index = _index(columns, action.this.name, bool(action.args.get("exists")))
-            if index is None:
-                continue
-            if columns[index].name in table.primary_key:
-                raise UnfollowableStatement(f"it renames key column {columns[index].name}")
-            if columns[index].name.lower() in rewritten:
-                rewritten.discard(columns[index].name.lower())
-                rewritten.add(action.args["to"].name.lower())
-            columns[index] = dataclasses.replace(columns[index], name=action.args["to"].name)
-            changed = True
+            self._rename(action)
         elif kind in _NEUTRAL:
-            if kind == "AddConstraint" and "PRIMARY" in action.sql("mysql").upper():
-                raise UnfollowableStatement("it changes the primary key")
-            if kind == "AlterColumn" and action.args.get("dtype") is not None:
-                raise UnfollowableStatement(f"clause '{action.sql('mysql')[:80]}'")
-            if kind == "AlterColumn":  # SET DEFAULT of a column this statement adds fills it
-                index = _index(columns, action.this.name, True)
-                if index is not None and origins[index] is None:
-                    rewritten.add(columns[index].name.lower())
+            self._check_neutral(kind, action)
         else:
             raise UnfollowableStatement(f"clause '{action.sql('mysql')[:80]}'")
-    if not changed:
-        return AlterResult(table, False)
-    renumbered = tuple(dataclasses.replace(c, ordinal=i + 1) for i, c in enumerate(columns))
-    kept = {o: c.name for o, c in zip(origins, columns, strict=True) if o is not None}
-    moves = ColumnMoves(
-        renamed={old: new for old, new in kept.items() if old != new},
-        dropped=tuple(c.name for c in table.columns if c.name not in kept),
-    )
-    filled = tuple(c.name for c in renumbered if c.name.lower() in rewritten)
-    return AlterResult(dataclasses.replace(table, columns=renumbered), True, moves, filled)
+
+    def _column(self, definition: Any, ordinal: int) -> MySqlColumn:
+        return column_from_definition(definition, ordinal, self.default_charset, self.mariadb)
+
+    def _key_column(self, index: int, what: str) -> None:
+        """Refuse an action on a key column: the rows' identity would change."""
+        if self.columns[index].name in self.table.primary_key:
+            raise UnfollowableStatement(f"it {what} key column {self.columns[index].name}")
+
+    def _add(self, action: Any) -> None:
+        column = self._column(action, len(self.columns) + 1)
+        if any(c.name.lower() == column.name.lower() for c in self.columns):
+            if action.args.get("exists"):  # ADD COLUMN IF NOT EXISTS of a present one
+                return
+            raise UnfollowableStatement(f"column {column.name} is there already")
+        self.origins.insert(_insert(self.columns, column, action.args.get("position")), None)
+        if fills_existing_rows(action):
+            self.rewritten.add(column.name.lower())
+        self.changed = True
+
+    def _drop(self, action: Any) -> None:
+        for target in action.args.get("tables") or []:
+            index = _index(self.columns, target.name, bool(action.args.get("exists")))
+            if index is None:
+                continue
+            self._key_column(index, "drops")
+            self.rewritten.discard(self.columns[index].name.lower())
+            del self.columns[index], self.origins[index]
+            self.changed = True
+
+    def _modify(self, action: Any) -> None:
+        """CHANGE (``rename_from`` set) or MODIFY: a new definition, in place or moved."""
+        definition = action.this
+        old = action.args.get("rename_from")
+        index = _index(self.columns, old.name if old is not None else definition.name, False)
+        assert index is not None
+        column = self._column(definition, index + 1)
+        self._key_column(index, "changes")
+        before = self.columns[index]
+        if (
+            before.name.lower() in self.rewritten
+            or computes_values(definition)
+            or not keeps_values(before, column)
+        ):
+            self.rewritten.discard(before.name.lower())
+            self.rewritten.add(column.name.lower())
+        del self.columns[index]
+        origin = self.origins.pop(index)
+        position = definition.args.get("position")
+        if position is None:
+            self.columns.insert(index, column)
+            self.origins.insert(index, origin)
+        else:
+            self.origins.insert(_insert(self.columns, column, position), origin)
+        self.changed = True
+
+    def _rename(self, action: Any) -> None:
+        index = _index(self.columns, action.this.name, bool(action.args.get("exists")))
+        if index is None:
+            return
+        self._key_column(index, "renames")
+        new_name = action.args["to"].name
+        if self.columns[index].name.lower() in self.rewritten:
+            self.rewritten.discard(self.columns[index].name.lower())
+            self.rewritten.add(new_name.lower())
+        self.columns[index] = dataclasses.replace(self.columns[index], name=new_name)
+        self.changed = True
+
+    def _check_neutral(self, kind: str, action: Any) -> None:
+        """Clauses that leave the columns alone, except the forms of them that do not."""
+        if kind == "AddConstraint" and "PRIMARY" in action.sql("mysql").upper():
+            raise UnfollowableStatement("it changes the primary key")
+        if kind == "AlterColumn" and action.args.get("dtype") is not None:
+            raise UnfollowableStatement(f"clause '{action.sql('mysql')[:80]}'")
+        if kind == "AlterColumn":  # SET DEFAULT of a column this statement adds fills it
+            index = _index(self.columns, action.this.name, True)
+            if index is not None and self.origins[index] is None:
+                self.rewritten.add(self.columns[index].name.lower())
+
+    def result(self) -> AlterResult:
+        """The table after every action, renumbered, with its renames, drops and fills."""
+        table = self.table
+        if not self.changed:
+            return AlterResult(table, False)
+        columns = self.columns
+        renumbered = tuple(dataclasses.replace(c, ordinal=i + 1) for i, c in enumerate(columns))
+        kept = {o: c.name for o, c in zip(self.origins, columns, strict=True) if o is not None}
+        moves = ColumnMoves(
+            renamed={old: new for old, new in kept.items() if old != new},
+            dropped=tuple(c.name for c in table.columns if c.name not in kept),
+        )
+        filled = tuple(c.name for c in renumbered if c.name.lower() in self.rewritten)
+        return AlterResult(dataclasses.replace(table, columns=renumbered), True, moves, filled)
 
 
 def column_from_definition(
@@ -256,56 +310,26 @@ def column_from_definition(
         raise UnfollowableStatement(f"column {definition.name} has no type")
     raw = kind.this.name.lower() if hasattr(kind.this, "name") else str(kind.this).lower()
     name = _TYPE_NAMES.get(raw, raw)
-    unsigned = raw in _UNSIGNED
+    unsigned = raw in _UNSIGNED or "UNSIGNED" in definition.sql("mysql").upper().split("--")[0]
     params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in kind.expressions]
-    numbers = [int(p.name) for p in params if isinstance(p, exp.Literal) and not p.is_string]
-    constraints = [c.args.get("kind") for c in definition.constraints]
-    text = definition.sql("mysql").upper()
-    if "UNSIGNED" in text.split("--")[0]:
-        unsigned = True
-    precision = scale = fsp = None
-    if name == "decimal":
-        precision = numbers[0] if numbers else 10
-        scale = numbers[1] if len(numbers) > 1 else 0
-        args = f"({precision},{scale})"
-    elif name in ("enum", "set"):
-        labels = [p for p in params if isinstance(p, exp.Literal) and p.is_string]
-        args = "(" + ",".join("'" + str(p.this).replace("'", "''") + "'" for p in labels) + ")"
-    elif name in _TEMPORAL:
-        fsp = numbers[0] if numbers else 0
-        args = f"({fsp})" if numbers else ""
-    elif raw in ("boolean", "bool"):
-        args = "(1)"
-    else:
-        args = f"({','.join(str(n) for n in numbers)})" if numbers else ""
+    args, precision, scale, fsp = _type_arguments(name, raw, params)
     if name == "json" and mariadb:
         name = "longtext"  # MariaDB's JSON is LONGTEXT with a json_valid check
-    column_type = f"{name}{args}{' unsigned' if unsigned else ''}"
-    charset = None
-    collation = None
+    constraints = [c.args.get("kind") for c in definition.constraints]
+    charset = collation = None
     if name in _TEXT_TYPES or name == "longtext":
-        for constraint in constraints:
-            if isinstance(constraint, exp.CharacterSetColumnConstraint):
-                charset = constraint.this.name.lower()
-            elif isinstance(constraint, exp.CollateColumnConstraint):
-                collation = constraint.this.name.lower()
-        if "BINARY" in [str(c).upper() for c in constraints]:
-            raise UnfollowableStatement(f"column {definition.name}: BINARY attribute")
-        if charset is None and collation is not None:
-            charset = collation.split("_")[0]
-        charset = charset or default_charset
+        charset, collation = _text_charset(definition.name, constraints, default_charset)
     not_null = any(
         isinstance(c, exp.NotNullColumnConstraint) and not c.args.get("allow_null")
         for c in constraints
     )
-    primary = any(isinstance(c, exp.PrimaryKeyColumnConstraint) for c in constraints)
-    if primary:
+    if any(isinstance(c, exp.PrimaryKeyColumnConstraint) for c in constraints):
         raise UnfollowableStatement(f"column {definition.name} is declared PRIMARY KEY")
     return MySqlColumn(
         name=definition.name,
         ordinal=ordinal,
         data_type=name,
-        column_type=column_type,
+        column_type=f"{name}{args}{' unsigned' if unsigned else ''}",
         unsigned=unsigned,
         precision=precision,
         scale=scale,
@@ -314,6 +338,50 @@ def column_from_definition(
         collation=collation,
         nullable=not not_null,
     )
+
+
+def _type_arguments(
+    name: str, raw: str, params: Sequence[Any]
+) -> tuple[str, int | None, int | None, int | None]:
+    """COLUMN_TYPE's parenthesised part as information_schema spells it for a type of
+    DATA_TYPE ``name`` (``raw``: as written), and its precision, scale and fractional
+    seconds (the server's defaults where the statement gives none)."""
+    from sqlglot import exp
+
+    numbers = [int(p.name) for p in params if isinstance(p, exp.Literal) and not p.is_string]
+    if name == "decimal":
+        precision = numbers[0] if numbers else 10
+        scale = numbers[1] if len(numbers) > 1 else 0
+        return f"({precision},{scale})", precision, scale, None
+    if name in ("enum", "set"):
+        labels = [p for p in params if isinstance(p, exp.Literal) and p.is_string]
+        quoted = ",".join("'" + str(p.this).replace("'", "''") + "'" for p in labels)
+        return f"({quoted})", None, None, None
+    if name in _TEMPORAL:
+        return (f"({numbers[0]})" if numbers else ""), None, None, numbers[0] if numbers else 0
+    if raw in ("boolean", "bool"):
+        return "(1)", None, None, None
+    return (f"({','.join(str(n) for n in numbers)})" if numbers else ""), None, None, None
+
+
+def _text_charset(
+    column: str, constraints: Sequence[Any], default_charset: str | None
+) -> tuple[str | None, str | None]:
+    """A text column's charset and collation: its own, the collation's charset, or the
+    table's default (the server fills them in the same way)."""
+    from sqlglot import exp
+
+    charset = collation = None
+    for constraint in constraints:
+        if isinstance(constraint, exp.CharacterSetColumnConstraint):
+            charset = constraint.this.name.lower()
+        elif isinstance(constraint, exp.CollateColumnConstraint):
+            collation = constraint.this.name.lower()
+    if "BINARY" in [str(c).upper() for c in constraints]:
+        raise UnfollowableStatement(f"column {column}: BINARY attribute")
+    if charset is None and collation is not None:
+        charset = collation.split("_")[0]
+    return charset or default_charset, collation
 
 
 def _parse(statement: str) -> Any:
