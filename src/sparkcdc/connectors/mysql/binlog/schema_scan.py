@@ -22,7 +22,7 @@ them, table_drift.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from sparkcdc.connectors.mysql.binlog.ddl_columns import (
@@ -98,78 +98,128 @@ def first_schema_change(
     ``walked`` receives the transaction boundaries passed on the way (up to the change's
     transaction, or ``end``), from which the batch's log split is cut without walking the
     range again (limit.py :func:`split_at_boundaries`)."""
-    lowered = {t.table.lower() for t in tables}
+    scan = _Scan(conn, start, tables, default_charset, mariadb, to_capture, describe)
+    seen = 0  # bytes of the range up to the current event's end
+    for file, pos, event_type, end_pos, info in _range_events(conn, start, end):
+        seen += end_pos - pos if end_pos > pos else 0
+        boundary = event_type == "Xid"
+        if event_type == "Gtid":
+            scan.group, scan.group_info = (file, pos), info
+            scan.standalone = not info.startswith("BEGIN")
+        elif event_type == "Query":
+            change, boundary = scan.statement(_XID.sub("", str(info)), file, end_pos)
+            if change is not None:
+                return change
+        if boundary and walked is not None:
+            walked.append((file, end_pos, seen, scan.group_info))
+    return None
+
+
+def _range_events(
+    conn: Any, start: BinlogPosition, end: BinlogPosition
+) -> Iterator[tuple[str, int, str, int, Any]]:
+    """``SHOW BINLOG EVENTS`` of ``(start, end]`` page by page and file by file, as
+    ``(file, position before the event, event type, position after it, Info)``; Rotate
+    events are followed, not given. Stops at the first event past ``end`` (or at the last
+    file): the range's end may fall inside a group the scan must not read past."""
     file, pos = start.file, start.pos
     files = [name for name, _ in binlog_files(conn)]
-    group = (file, pos)  # where the current GTID group begins
-    group_info = ""  # its Gtid event's Info
-    standalone = False  # a group of one statement (DDL), ended by that statement
-    seen = 0  # bytes of the range up to the current event's end
     end_index, end_pos_limit = end.key
     while (file_index(file), pos) < end.key:
         rows = query(conn, f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {SCAN_PAGE}", (file,))
         rotated = not rows
-        index = file_index(file)  # once per page: this loop runs for every event
+        index = file_index(file)  # once per page: the loop below runs for every event
         limit = end_pos_limit if index == end_index else (-1 if index > end_index else None)
         for _, _start, event_type, _, end_pos, info in rows:
             end_pos = int(end_pos)
             if limit is not None and end_pos > limit:
-                return None
+                return
             if event_type == "Rotate":
                 rotated = True
                 break
-            seen += end_pos - pos if end_pos > pos else 0
-            boundary = False
-            if event_type == "Xid":
-                boundary = True
-            elif event_type == "Gtid":
-                group, group_info = (file, pos), info
-                standalone = not info.startswith("BEGIN")
-            elif event_type == "Query":
-                text = _XID.sub("", str(info))
-                # a swap of a captured table is that table's change, not a creation
-                swap = standalone and _swaps_captured(text, tables, lowered)
-                created = None if to_capture is None or swap else _created(text, tables, to_capture)
-                if created is not None:
-                    before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
-                    after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
-                    return SchemaChange(
-                        created, before, after, _statement(text), None, created=True
-                    )
-                if text.upper() == "COMMIT":
-                    boundary = True
-                elif text.upper() == "BEGIN":
-                    standalone = False  # MySQL: its Gtid event does not say BEGIN, this does
-                elif standalone:
-                    boundary, standalone = True, False
-                    found = _statement_change(
-                        text, tables, lowered, default_charset, mariadb, describe
-                    )
-                    if found is not None:
-                        before = BinlogPosition(group[0], group[1], gtid_at(conn, *group))
-                        after = BinlogPosition(file, end_pos, gtid_at(conn, file, end_pos))
-                        return SchemaChange(
-                            found.table_id,
-                            before,
-                            after,
-                            _statement(text),
-                            found.table,
-                            found.problem,
-                            moves=found.moves,
-                            truncated=found.truncated,
-                            swapped=found.swapped,
-                            dropped_tables=found.dropped_tables,
-                            rewritten=found.rewritten,
-                        )
-            if boundary and walked is not None:
-                walked.append((file, end_pos, seen, group_info))
+            yield file, pos, event_type, end_pos, info
             pos = end_pos
         if rotated:
             later = [f for f in files if file_index(f) > file_index(file)]
             if not later:
-                return None
+                return
             file, pos = later[0], 4
-    return None
+
+
+class _Scan:
+    """The scan's view of the GTID group it is in, and what a statement there does to the
+    captured tables. A DDL is a group of its own (``standalone``): only such a statement
+    can change a table's columns, and it ends its group (a transaction boundary)."""
+
+    def __init__(
+        self,
+        conn: Any,
+        start: BinlogPosition,
+        tables: Mapping[TableId, CapturedTable],
+        default_charset: DefaultCharset,
+        mariadb: bool,
+        to_capture: Callable[[str, str], bool] | None,
+        describe: Describe | None,
+    ) -> None:
+        self.conn = conn
+        self.tables = tables
+        self.lowered = {t.table.lower() for t in tables}
+        self.default_charset = default_charset
+        self.mariadb = mariadb
+        self.to_capture = to_capture
+        self.describe = describe
+        self.group = (start.file, start.pos)  # where the current GTID group begins
+        self.group_info = ""  # its Gtid event's Info
+        self.standalone = False  # a group of one statement (DDL), ended by that statement
+
+    def statement(
+        self, text: str, file: str, end_pos: int
+    ) -> tuple[SchemaChange[BinlogPosition, CapturedTable] | None, bool]:
+        """What the QUERY event ``text`` ending at ``file:end_pos`` does: the schema change
+        it is (None: none), and whether it ends a transaction."""
+        tables = self.tables
+        # a swap of a captured table is that table's change, not a creation
+        swap = self.standalone and _swaps_captured(text, tables, self.lowered)
+        to_capture = self.to_capture
+        created = None if to_capture is None or swap else _created(text, tables, to_capture)
+        if created is not None:
+            before, after = self._around(file, end_pos)
+            return SchemaChange(created, before, after, _statement(text), None, created=True), False
+        if text.upper() == "COMMIT":
+            return None, True
+        if text.upper() == "BEGIN":
+            self.standalone = False  # MySQL: its Gtid event does not say BEGIN, this does
+            return None, False
+        if not self.standalone:
+            return None, False
+        self.standalone = False
+        found = _statement_change(
+            text, tables, self.lowered, self.default_charset, self.mariadb, self.describe
+        )
+        if found is None:
+            return None, True
+        before, after = self._around(file, end_pos)
+        change = SchemaChange(
+            found.table_id,
+            before,
+            after,
+            _statement(text),
+            found.table,
+            found.problem,
+            moves=found.moves,
+            truncated=found.truncated,
+            swapped=found.swapped,
+            dropped_tables=found.dropped_tables,
+            rewritten=found.rewritten,
+        )
+        return change, True
+
+    def _around(self, file: str, end_pos: int) -> tuple[BinlogPosition, BinlogPosition]:
+        """The positions (with their GTID sets) before the current group and after the
+        statement ending at ``file:end_pos``: the change's batch is exactly that group."""
+        before = BinlogPosition(self.group[0], self.group[1], gtid_at(self.conn, *self.group))
+        after = BinlogPosition(file, end_pos, gtid_at(self.conn, file, end_pos))
+        return before, after
 
 
 def _swaps_captured(text: str, tables: Mapping[TableId, CapturedTable], lowered: set[str]) -> bool:
