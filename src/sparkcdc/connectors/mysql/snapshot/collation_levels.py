@@ -85,39 +85,48 @@ def _literal(data: bytes) -> str:
     return f"X'{data.hex()}'" if data else "''"
 
 
+def _inexact(coll: str, reason: str) -> SchemaError:
+    return SchemaError(f"collation {coll} cannot be reproduced outside the server: {reason}")
+
+
+def _weight_sql(cs: str, coll: str) -> str:
+    """The SQL of code point ``cp``'s weight string (``cp`` a column of the query)."""
+    return f"WEIGHT_STRING(CONVERT(CHAR(cp USING utf32) USING {cs}) COLLATE {coll})"
+
+
 def extract_levels(conn: Any, cs: str, coll: str, bmp_sql: str, holds: str) -> LevelWeights:
     """Read a multi-level collation's weights from the server; SchemaError if inexact.
     ``bmp_sql`` yields ``cp`` over the BMP, ``holds`` tells whether the charset holds it
     (collation.py's generators)."""
     from sparkcdc.connectors.mysql.server.connection import query
-    from sparkcdc.connectors.mysql.snapshot.collation import (
-        _CONTRACTION_CANDIDATES,
-        _IMPLICIT_SQL,
-        _RULE_PROBES,
-        _SUPPLEMENTARY_PLANES,
-        MAX_SUPPLEMENTARY_EXCEPTIONS,
-        implicit_weight,
-    )
 
-    def fail(reason: str) -> SchemaError:
-        return SchemaError(f"collation {coll} cannot be reproduced outside the server: {reason}")
-
-    value = f"CONVERT(CHAR(cp USING utf32) USING {cs})"
-    weight = f"WEIGHT_STRING({value} COLLATE {coll})"
     raw = {
         int(cp): bytes(w)
-        for cp, w in query(conn, f"SELECT cp, {weight} FROM ({bmp_sql}) t WHERE {holds}")
+        for cp, w in query(
+            conn, f"SELECT cp, {_weight_sql(cs, coll)} FROM ({bmp_sql}) t WHERE {holds}"
+        )
     }
     if any(len(w) % 2 for w in raw.values()):
-        raise fail("its weights are not 16-bit units")
+        raise _inexact(coll, "its weights are not 16-bit units")
     split = {cp: split_levels(w) for cp, w in raw.items()}
     count = len(split[0x20])
     if count < 2 or any(len(levels) != count for levels in split.values()):
-        raise fail("its characters do not all have the same number of weight levels")
+        raise _inexact(coll, "its characters do not all have the same number of weight levels")
     unknown = split[ord("?")]
     bmp = [[split.get(cp, unknown)[level] for cp in range(0x10000)] for level in range(count)]
+    _check_no_contractions(conn, cs, coll, split, count)
+    rule_tail, exceptions = _supplementary_weights(conn, cs, coll, count)
+    return LevelWeights(coll, bmp, rule_tail, exceptions)
 
-    # contractions: a pair's weights must be the level-wise concatenation of its characters'
+
+def _check_no_contractions(
+    conn: Any, cs: str, coll: str, split: dict[int, list[str]], count: int
+) -> None:
+    """Raise unless every candidate pair's weights are the level-wise concatenation of its
+    characters' (a contraction would make a key built per character wrong)."""
+    from sparkcdc.connectors.mysql.server.connection import query
+    from sparkcdc.connectors.mysql.snapshot.collation import _CONTRACTION_CANDIDATES
+
     candidates = [cp for lo, hi in _CONTRACTION_CANDIDATES for cp in range(lo, hi + 1)]
     levels = [f"l{i}" for i in range(count)]
     rows = " UNION ALL ".join(
@@ -141,11 +150,26 @@ def extract_levels(conn: Any, cs: str, coll: str, bmp_sql: str, holds: str) -> L
     )
     if mismatches:
         shown = ", ".join(f"U+{int(a):04X} U+{int(b):04X}" for a, b in mismatches)
-        raise fail(
-            f"its weights depend on neighbouring characters (contractions), e.g. for {shown}"
+        raise _inexact(
+            coll, f"its weights depend on neighbouring characters (contractions), e.g. for {shown}"
         )
 
-    # the supplementary planes: implicit at level one, one constant tail for the rest
+
+def _supplementary_weights(
+    conn: Any, cs: str, coll: str, count: int
+) -> tuple[list[str], dict[int, list[str]]]:
+    """The supplementary planes' rule (implicit at level one, one constant tail for the
+    rest: the tail's levels after one) and the characters the server weighs otherwise."""
+    from sparkcdc.connectors.mysql.server.connection import query
+    from sparkcdc.connectors.mysql.snapshot.collation import (
+        _IMPLICIT_SQL,
+        _RULE_PROBES,
+        _SUPPLEMENTARY_PLANES,
+        MAX_SUPPLEMENTARY_EXCEPTIONS,
+        implicit_weight,
+    )
+
+    weight = _weight_sql(cs, coll)
     probes = {
         int(cp): bytes(w)
         for cp, w in query(
@@ -157,21 +181,21 @@ def extract_levels(conn: Any, cs: str, coll: str, bmp_sql: str, holds: str) -> L
     }
     tails = {w[4:] for w in probes.values()}
     if len(tails) != 1 or any(w[:4] != implicit_weight(cp) for cp, w in probes.items()):
-        raise fail("no known rule gives the weights of supplementary characters")
+        raise _inexact(coll, "no known rule gives the weights of supplementary characters")
     tail = tails.pop()
-    expected_sql = f"CONCAT({_IMPLICIT_SQL}, {_literal(tail)})"
     found = query(
         conn,
         f"SELECT cp, w FROM (SELECT cp, {weight} AS w FROM ({_SUPPLEMENTARY_PLANES}) t) u "
-        f"WHERE NOT (w <=> {expected_sql}) LIMIT {MAX_SUPPLEMENTARY_EXCEPTIONS + 1}",
+        f"WHERE NOT (w <=> CONCAT({_IMPLICIT_SQL}, {_literal(tail)})) "
+        f"LIMIT {MAX_SUPPLEMENTARY_EXCEPTIONS + 1}",
     )
     if len(found) > MAX_SUPPLEMENTARY_EXCEPTIONS:
-        raise fail(
+        raise _inexact(
+            coll,
             f"more than {MAX_SUPPLEMENTARY_EXCEPTIONS} supplementary characters have their own "
-            "weights"
+            "weights",
         )
     exceptions = {int(cp): split_levels(bytes(w)) for cp, w in found}
     if any(len(levels) != count for levels in exceptions.values()):
-        raise fail("supplementary characters have another number of weight levels")
-    rule_tail = split_levels(tail)[1:]  # the tail starts with level one's end
-    return LevelWeights(coll, bmp, rule_tail, exceptions)
+        raise _inexact(coll, "supplementary characters have another number of weight levels")
+    return split_levels(tail)[1:], exceptions  # the tail starts with level one's end
