@@ -167,6 +167,20 @@ def column_entry(w: WireColumn, col: MySqlColumn) -> tuple[Any, ...] | str:
     path. Each branch mirrors what the library returns for ``w`` followed by
     ``types.binlog_converter(col)``."""
     family = value_family(col)
+    for entry_of in (_numeric_entry, _temporal_entry, _bytes_entry, _labelled_entry):
+        entry = entry_of(w, col, family)
+        if entry is not None:
+            return entry
+    return f"binlog type {w.type} as {family} ({col.column_type}) is not compiled"
+
+
+#: A family of :func:`column_entry`'s branches: the entry, why there is none, or None when
+#: no branch of the family applies to the column.
+_Entry = tuple[Any, ...] | str | None
+
+
+def _numeric_entry(w: WireColumn, col: MySqlColumn, family: str) -> _Entry:
+    """Integers, booleans, BIT, DECIMAL and floating point."""
     t = w.type
     if family in ("int", "bool", "uint64") and t in INT_SIZES:
         if family == "int":
@@ -192,6 +206,12 @@ def column_entry(w: WireColumn, col: MySqlColumn) -> tuple[Any, ...] | str:
         return (Kind.FLOAT, 0, 0)
     if family == "float64" and t == DOUBLE:
         return (Kind.DOUBLE, 0, 0)
+    return None
+
+
+def _temporal_entry(w: WireColumn, col: MySqlColumn, family: str) -> _Entry:
+    """DATE, DATETIME, TIMESTAMP, TIME and YEAR (fractional seconds up to 6 digits)."""
+    t = w.type
     if family == "date" and t == DATE:
         return (Kind.DATE, 0, 0)
     if family == "datetime" and t == DATETIME2 and 0 <= w.fsp <= 6:
@@ -204,6 +224,12 @@ def column_entry(w: WireColumn, col: MySqlColumn) -> tuple[Any, ...] | str:
         return (Kind.TIME2, w.fsp, 0)
     if family == "year" and t == YEAR:
         return (Kind.YEAR, 0, 0)
+    return None
+
+
+def _bytes_entry(w: WireColumn, col: MySqlColumn, family: str) -> _Entry:
+    """Length-prefixed values: text in a charset decoded natively, binary, geometry."""
+    t = w.type
     if t in (VARCHAR, STRING, BLOB):
         prefix = w.length_size if t == BLOB else (2 if w.max_length > 255 else 1)
         if not 1 <= prefix <= 4:
@@ -218,6 +244,12 @@ def column_entry(w: WireColumn, col: MySqlColumn) -> tuple[Any, ...] | str:
             return (Kind.BYTES, prefix, (col.width or 0) if col.data_type == "binary" else 0)
     if family == "geometry" and t == GEOMETRY and 1 <= w.length_size <= 4:
         return (Kind.BYTES, w.length_size, 0)
+    return None
+
+
+def _labelled_entry(w: WireColumn, col: MySqlColumn, family: str) -> _Entry:
+    """ENUM and SET, whose labels the table map must carry (and, for SET, match)."""
+    t = w.type
     if family == "enum" and t == ENUM and w.size in (1, 2):
         if w.enum_values is None or col.charset not in PLAIN_CHARSETS:
             return "ENUM labels missing from the table map"
@@ -230,4 +262,4 @@ def column_entry(w: WireColumn, col: MySqlColumn) -> tuple[Any, ...] | str:
         ):
             return "SET labels missing from the table map or differ from the table's"
         return (Kind.SET, w.size, 0, w.set_values)
-    return f"binlog type {t} as {family} ({col.column_type}) is not compiled"
+    return None
