@@ -19,6 +19,7 @@ from typing import Any
 
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
 from sparkcdc.connectors.mysql.binlog.positions import binlog_files, gtid_at
+from sparkcdc.connectors.mysql.binlog.show_events import walk_events
 from sparkcdc.connectors.mysql.server.connection import query
 
 PAGE = 2000
@@ -250,46 +251,26 @@ def split_log(
     pieces, target = sizing
     cuts: list[BinlogPosition] = [start]
     seen = 0  # bytes of the range up to the current event's end
-    file, pos = start.file, start.pos
     standalone = False
-    files = [name for name, _ in binlog_files(conn)]
     state = GtidState.parse(start.gtid)
-
-    def next_file() -> str | None:
-        later = [f for f in files if file_index(f) > file_index(file)]
-        return later[0] if later else None
-
-    while (file_index(file), pos) < end.key:
-        rows = query(conn, f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {PAGE}", (file,))
-        rotated = not rows
-        for _, _start, event_type, _, end_pos, info in rows:
-            end_pos = int(end_pos)
-            if (file_index(file), end_pos) >= end.key:
-                return [*cuts, end]
-            if event_type == "Rotate":
-                rotated = True
+    for file, pos, event_type, end_pos, info in walk_events(
+        conn, start, end, PAGE, through_end=False
+    ):
+        seen += max(0, end_pos - pos)
+        boundary = False
+        if event_type == "Gtid":
+            standalone = not str(info).upper().startswith("BEGIN")
+            if state is not None:
+                state = state.after(str(info))
+        elif event_type == "Xid" or (event_type == "Query" and str(info).upper() == "COMMIT"):
+            boundary = True
+        elif event_type == "Query" and str(info).upper() == "BEGIN":
+            standalone = False  # MySQL: its Gtid event does not say BEGIN, this does
+        elif event_type == "Query" and standalone:
+            boundary, standalone = True, False
+        if boundary and seen >= target * len(cuts):
+            gtid = str(state) if state is not None else gtid_at(conn, file, end_pos)
+            cuts.append(BinlogPosition(file, end_pos, gtid))
+            if len(cuts) >= pieces:
                 break
-            seen += max(0, end_pos - pos)
-            pos = end_pos
-            boundary = False
-            if event_type == "Gtid":
-                standalone = not str(info).upper().startswith("BEGIN")
-                if state is not None:
-                    state = state.after(str(info))
-            elif event_type == "Xid" or (event_type == "Query" and str(info).upper() == "COMMIT"):
-                boundary = True
-            elif event_type == "Query" and str(info).upper() == "BEGIN":
-                standalone = False  # MySQL: its Gtid event does not say BEGIN, this does
-            elif event_type == "Query" and standalone:
-                boundary, standalone = True, False
-            if boundary and seen >= target * len(cuts):
-                gtid = str(state) if state is not None else gtid_at(conn, file, end_pos)
-                cuts.append(BinlogPosition(file, end_pos, gtid))
-                if len(cuts) >= pieces:
-                    return [*cuts, end]
-        if rotated:
-            following = next_file()
-            if following is None:
-                break
-            file, pos = following, 4
     return [*cuts, end]

@@ -22,7 +22,7 @@ them, table_drift.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from sparkcdc.connectors.mysql.binlog.ddl_columns import (
@@ -37,9 +37,9 @@ from sparkcdc.connectors.mysql.binlog.ddl_guard import (
     tables_swapped,
 )
 from sparkcdc.connectors.mysql.binlog.limit import Boundary
-from sparkcdc.connectors.mysql.binlog.position import BinlogPosition, file_index
-from sparkcdc.connectors.mysql.binlog.positions import binlog_files, gtid_at
-from sparkcdc.connectors.mysql.server.connection import query
+from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
+from sparkcdc.connectors.mysql.binlog.positions import gtid_at
+from sparkcdc.connectors.mysql.binlog.show_events import walk_events
 from sparkcdc.connectors.mysql.server.discovery import CapturedTable
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
@@ -100,7 +100,9 @@ def first_schema_change(
     range again (limit.py :func:`split_at_boundaries`)."""
     scan = _Scan(conn, start, tables, default_charset, mariadb, to_capture, describe)
     seen = 0  # bytes of the range up to the current event's end
-    for file, pos, event_type, end_pos, info in _range_events(conn, start, end):
+    for file, pos, event_type, end_pos, info in walk_events(
+        conn, start, end, SCAN_PAGE, through_end=True
+    ):
         seen += end_pos - pos if end_pos > pos else 0
         boundary = event_type == "Xid"
         if event_type == "Gtid":
@@ -113,37 +115,6 @@ def first_schema_change(
         if boundary and walked is not None:
             walked.append((file, end_pos, seen, scan.group_info))
     return None
-
-
-def _range_events(
-    conn: Any, start: BinlogPosition, end: BinlogPosition
-) -> Iterator[tuple[str, int, str, int, Any]]:
-    """``SHOW BINLOG EVENTS`` of ``(start, end]`` page by page and file by file, as
-    ``(file, position before the event, event type, position after it, Info)``; Rotate
-    events are followed, not given. Stops at the first event past ``end`` (or at the last
-    file): the range's end may fall inside a group the scan must not read past."""
-    file, pos = start.file, start.pos
-    files = [name for name, _ in binlog_files(conn)]
-    end_index, end_pos_limit = end.key
-    while (file_index(file), pos) < end.key:
-        rows = query(conn, f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {SCAN_PAGE}", (file,))
-        rotated = not rows
-        index = file_index(file)  # once per page: the loop below runs for every event
-        limit = end_pos_limit if index == end_index else (-1 if index > end_index else None)
-        for _, _start, event_type, _, end_pos, info in rows:
-            end_pos = int(end_pos)
-            if limit is not None and end_pos > limit:
-                return
-            if event_type == "Rotate":
-                rotated = True
-                break
-            yield file, pos, event_type, end_pos, info
-            pos = end_pos
-        if rotated:
-            later = [f for f in files if file_index(f) > file_index(file)]
-            if not later:
-                return
-            file, pos = later[0], 4
 
 
 class _Scan:
