@@ -373,18 +373,15 @@ def binlog_converter(
     family = _family(col)
     if family == "bool":
         return _bits_to_bool if col.data_type == "bit" else _int_to_bool
-    if family == "uint64":
-        return _to_decimal
+    fixed = _BINLOG_FIXED.get(family)
+    if fixed is not None:
+        return fixed
     if family == "decimal_text":
         return _decimal_text_converter(col.scale or 0)
     if family == "bits":
         return _bits_converter(((col.width or col.precision or 1) + 7) // 8)
-    if family == "timestamp":
-        return _binlog_timestamp
     if family == "time":
         return _binlog_time_converter(col.fsp)
-    if family == "year":
-        return _binlog_year
     if family == "binary":
         return _padding_converter((col.width or 0) if col.data_type == "binary" else 0)
     if family == "set":
@@ -520,6 +517,15 @@ def _bit_bytes_to_bool(value: bytes | None) -> bool | None:
 
 def _to_decimal(value: int | None) -> Decimal | None:
     return None if value is None else Decimal(value)
+
+
+#: The binlog path's converters that depend on the family alone (:func:`binlog_converter`;
+#: the others take the column's scale, width, precision, labels or charset).
+_BINLOG_FIXED: dict[str, Converter] = {
+    "uint64": _to_decimal,
+    "timestamp": _binlog_timestamp,
+    "year": _binlog_year,
+}
 
 
 def _decimal_text_converter(scale: int) -> Converter:
