@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import subprocess
-import tempfile
 import threading
-import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sparkcdc.embedded.process import ServiceError, log_tail, stop_process
+from sparkcdc.embedded.local_server import LocalServer
+from sparkcdc.embedded.process import ServiceError, log_tail
 
 S = TypeVar("S", bound="BinlogServer")
 
@@ -47,7 +45,7 @@ class Account:
     password: str
 
 
-class BinlogServer(ABC):
+class BinlogServer(LocalServer):
     """A private MySQL-family server (binlog on) in a temp folder on a free loopback port.
 
     Besides ``root`` (a generated password) it creates a least-privilege CDC account
@@ -66,8 +64,7 @@ class BinlogServer(ABC):
         defaults: Mapping[str, str],
         settings: Mapping[str, str | None] | None,
     ) -> None:
-        self._own_dir = base_dir is None
-        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix=self.folder_prefix))
+        super().__init__(base_dir, self.folder_prefix)
         self.settings: dict[str, str] = dict(defaults)
         for key, value in (settings or {}).items():
             if value is None:
@@ -75,19 +72,11 @@ class BinlogServer(ABC):
             else:
                 self.settings[key] = value
         self.server_id = next_server_id()
-        self.host = "127.0.0.1"
-        self.port = 0
         self.root = Account("root", self._root_password())
         self.cdc = Account("sparkcdc_cdc", secrets.token_urlsafe(12))
         self.replication = Account("sparkcdc_repl", secrets.token_urlsafe(12))  #: replicas'
-        self._process: subprocess.Popen[bytes] | None = None
-        self._port_chosen = False  #: a restart keeps the port clients know
 
     # -- folders ----------------------------------------------------------------------
-    @property
-    def datadir(self) -> Path:
-        return self.base_dir / "data"
-
     @property
     def socket(self) -> Path:
         return self.base_dir / "server.sock"
@@ -131,11 +120,7 @@ class BinlogServer(ABC):
         fresh = not self._initialised()
         if fresh:
             self._initialise()
-        if not self._port_chosen:
-            from sparkcdc.embedded.process import free_port
-
-            self.port = free_port()
-        self._port_chosen = True
+        self._keep_port()
         self._process = self._launch(timeout)
         if fresh:
             self._secure_root()
@@ -194,21 +179,6 @@ class BinlogServer(ABC):
             )
             privileges = "SELECT, REPLICATION SLAVE, REPLICATION CLIENT"
             cur.execute(f"GRANT {privileges} ON *.* TO '{self.cdc.user}'@'%'")
-
-    def restart(self, down_seconds: float = 0.0) -> None:
-        """Shut the server down (SIGTERM: a clean shutdown, as an operator's restart), wait
-        ``down_seconds``, and start it again with the same datadir on the same port."""
-        stop_process(self._process, timeout=30)
-        self._process = None
-        time.sleep(down_seconds)
-        self.start()
-
-    def stop(self) -> None:
-        """Stop the server and remove its directory if this object created it."""
-        stop_process(self._process, timeout=30)
-        self._process = None
-        if self._own_dir:
-            shutil.rmtree(self.base_dir, ignore_errors=True)
 
     # -- clients -----------------------------------------------------------------------
     def connect(self, database: str | None = None, account: Account | None = None) -> Any:
@@ -288,9 +258,3 @@ source:
     @abstractmethod
     def catch_up(self, primary: Any, timeout: float = 60.0) -> None:
         """Wait until this replica has applied everything ``primary`` has binlogged now."""
-
-    def __enter__(self: S) -> S:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

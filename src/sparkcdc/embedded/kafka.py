@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
-import time
 import uuid
 from pathlib import Path
 
+from sparkcdc.embedded.local_server import LocalServer
 from sparkcdc.embedded.process import (
     ServiceError,
     free_port,
     port_open,
     require_binary,
     start_process,
-    stop_process,
     wait_until,
 )
 from sparkcdc.spark.jars import jar_files, jars_root
@@ -33,7 +30,7 @@ def cluster_id() -> str:
             return text
 
 
-class EmbeddedKafka:
+class EmbeddedKafka(LocalServer):
     """``kafka.Kafka`` as combined broker + controller on two free loopback ports."""
 
     def __init__(
@@ -45,14 +42,11 @@ class EmbeddedKafka:
     ) -> None:
         """``tls`` is a (certificate, key) PEM pair: the broker then also listens for TLS
         clients on :attr:`ssl_bootstrap_servers` (the plain listener stays, for the harness)."""
-        self._own_dir = base_dir is None
+        super().__init__(base_dir, "sparkcdc-kafka-")
         self.tls = tls
         self.ssl_port = 0
-        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-kafka-"))
         self.heap = heap
-        self.port = 0
         self.controller_port = 0
-        self._process: subprocess.Popen[bytes] | None = None
         self._cluster = cluster_id()  # kept: a restart formats (ignored) with the same id
 
     @property
@@ -93,6 +87,21 @@ class EmbeddedKafka:
             self.port, self.controller_port = free_port(), free_port()
             self.ssl_port = free_port() if self.tls is not None else 0
         started = self._started_lines()
+        config = self._write_config()
+        self._format_storage(config)
+        self._process = start_process(self._java("kafka.Kafka", str(config)), self.log)
+        wait_until(
+            lambda: port_open(self.port) and self._started_lines() > started,
+            timeout=timeout,
+            process=self._process,
+            what="kafka",
+            log=self.log,
+        )
+        return self
+
+    def _write_config(self) -> Path:
+        """``server.properties`` of a one-node KRaft cluster sized for tests: every
+        replication factor 1, one partition per topic, no rebalance delay."""
         config = self.base_dir / "server.properties"
         config.write_text(
             "\n".join(
@@ -125,6 +134,11 @@ class EmbeddedKafka:
                 ]
             )
         )
+        return config
+
+    def _format_storage(self, config: Path) -> None:
+        """Format the log folder for the cluster id (a restart's format is ignored: the
+        data stays)."""
         fmt = subprocess.run(
             self._java(
                 "kafka.tools.StorageTool",
@@ -141,15 +155,6 @@ class EmbeddedKafka:
         )
         if fmt.returncode != 0:
             raise ServiceError(f"kafka storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
-        self._process = start_process(self._java("kafka.Kafka", str(config)), self.log)
-        wait_until(
-            lambda: port_open(self.port) and self._started_lines() > started,
-            timeout=timeout,
-            process=self._process,
-            what="kafka",
-            log=self.log,
-        )
-        return self
 
     def _ssl_listener(self) -> str:
         return f",SSL://127.0.0.1:{self.ssl_port}" if self.tls is not None else ""
@@ -170,23 +175,3 @@ class EmbeddedKafka:
         if not self.log.exists():
             return 0
         return self.log.read_text(errors="replace").count("Kafka Server started")
-
-    def restart(self, down_seconds: float = 0.0) -> None:
-        """Shut the broker down (SIGTERM: a clean shutdown), wait ``down_seconds``, and
-        start it again on the same ports with the same data (a fault test's outage)."""
-        stop_process(self._process, timeout=30)
-        self._process = None
-        time.sleep(down_seconds)
-        self.start()
-
-    def stop(self) -> None:
-        stop_process(self._process, timeout=30)
-        self._process = None
-        if self._own_dir:
-            shutil.rmtree(self.base_dir, ignore_errors=True)
-
-    def __enter__(self) -> EmbeddedKafka:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -10,15 +10,14 @@ import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.embedded.local_server import LocalServer
 from sparkcdc.embedded.process import (
     ServiceError,
-    free_port,
     port_open,
     require_binary,
     start_process,
@@ -32,7 +31,7 @@ def _pg_bin(name: str) -> str:
     return require_binary(name, candidates, "install the Debian package postgresql")
 
 
-class EmbeddedPostgres:
+class EmbeddedPostgres(LocalServer):
     """``initdb`` + ``postgres`` in a temp directory, on a free loopback port.
 
     PostgreSQL refuses to run as root, so when we are root the server runs as the
@@ -61,20 +60,11 @@ class EmbeddedPostgres:
         """``settings`` override :attr:`SETTINGS` (say ``wal_level: replica`` to test a
         server that is not set up for CDC). ``tls`` is a (certificate, key) PEM pair: the
         server then takes TCP clients over TLS only (``hostssl`` in ``pg_hba.conf``)."""
+        super().__init__(base_dir, "sparkcdc-postgres-")
         self.settings = {**self.SETTINGS, **(settings or {})}
         self.tls = tls
-        self._own_dir = base_dir is None
-        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="sparkcdc-postgres-"))
-        self.host = "127.0.0.1"
-        self.port = 0
-        self._port_chosen = False  #: a restart keeps the port clients know
         self.user = "postgres"
         self.password = secrets.token_urlsafe(12)
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def datadir(self) -> Path:
-        return self.base_dir / "data"
 
     @property
     def log(self) -> Path:
@@ -92,44 +82,12 @@ class EmbeddedPostgres:
     def start(self, timeout: float = 60.0) -> EmbeddedPostgres:
         """Initialise the cluster (first time only) and start it."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            entry = pwd.getpwnam("postgres")
-            os.chown(self.base_dir, entry.pw_uid, entry.pw_gid)
+        self._give_to_server_user(self.base_dir)
         if not (self.datadir / "PG_VERSION").exists():
-            pwfile = self.base_dir / "pwfile"
-            pwfile.write_text(self.password + "\n")
-            if os.geteuid() == 0:
-                entry = pwd.getpwnam("postgres")
-                os.chown(pwfile, entry.pw_uid, entry.pw_gid)
-            done = subprocess.run(
-                self._as_server_user(
-                    [
-                        _pg_bin("initdb"),
-                        "-D",
-                        str(self.datadir),
-                        "-U",
-                        self.user,
-                        f"--pwfile={pwfile}",
-                        "-A",
-                        "scram-sha-256",
-                        "-E",
-                        "UTF8",
-                        "--locale=C.UTF-8",
-                        "--no-sync",
-                    ]
-                ),
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            pwfile.unlink()
-            if done.returncode != 0:
-                raise ServiceError(f"initdb failed:\n{done.stdout}\n{done.stderr}")
+            self._initdb()
         if self.tls is not None:
             self._require_tls(*self.tls)
-        if not self._port_chosen:
-            self.port = free_port()
-        self._port_chosen = True
+        self._keep_port()
         argv = [
             _pg_bin("postgres"),
             "-D",
@@ -152,6 +110,28 @@ class EmbeddedPostgres:
         )
         return self
 
+    def _give_to_server_user(self, path: Path) -> None:
+        """Make ``path`` the ``postgres`` user's when we are root (the server runs as it)."""
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _initdb(self) -> None:
+        """Create the cluster, its superuser's password given in a file (never in the
+        process arguments) that is removed right after."""
+        pwfile = self.base_dir / "pwfile"
+        pwfile.write_text(self.password + "\n")
+        self._give_to_server_user(pwfile)
+        argv = [_pg_bin("initdb"), "-D", str(self.datadir), "-U", self.user]
+        argv += [f"--pwfile={pwfile}", "-A", "scram-sha-256", "-E", "UTF8"]
+        argv += ["--locale=C.UTF-8", "--no-sync"]
+        done = subprocess.run(
+            self._as_server_user(argv), capture_output=True, text=True, check=False
+        )
+        pwfile.unlink()
+        if done.returncode != 0:
+            raise ServiceError(f"initdb failed:\n{done.stdout}\n{done.stderr}")
+
     def _require_tls(self, certificate: Path, key: Path) -> None:
         """Serve TLS with copies of the files the server user owns (PostgreSQL refuses a
         key others can read), and turn every TCP ``host`` line of pg_hba.conf into
@@ -162,10 +142,8 @@ class EmbeddedPostgres:
         for source, copy in zip((certificate, key), copies, strict=True):
             shutil.copyfile(source, copy)
             copy.chmod(0o600)
-            if os.geteuid() == 0:
-                entry = pwd.getpwnam("postgres")
-                os.chown(copy, entry.pw_uid, entry.pw_gid)
-                os.chown(folder, entry.pw_uid, entry.pw_gid)
+            self._give_to_server_user(copy)
+            self._give_to_server_user(folder)
         self.settings = {
             **self.settings,
             "ssl": "on",
@@ -221,15 +199,3 @@ class EmbeddedPostgres:
                 stop_process(process, timeout=30)
         time.sleep(down_seconds)
         self.start()
-
-    def stop(self) -> None:
-        stop_process(self._process, timeout=30)
-        self._process = None
-        if self._own_dir:
-            shutil.rmtree(self.base_dir, ignore_errors=True)
-
-    def __enter__(self) -> EmbeddedPostgres:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
