@@ -73,33 +73,10 @@ def compare_tables(
         if read is not None:
             read("source", left)
             read("target", right)
-
-        def summary(frame: Any, side: str) -> Any:
-            return frame.groupBy("_chunk").agg(
-                F.count(F.lit(1)).alias(f"{side}_rows"),
-                F.sum(F.col("_hash").cast("decimal(38,0)")).alias(f"{side}_sum"),
-            )
-
-        joined = summary(left, "s").join(summary(right, "t"), "_chunk", "full_outer")
-        rows = joined.collect()
-        source_rows = sum(r["s_rows"] or 0 for r in rows)
-        target_rows = sum(r["t_rows"] or 0 for r in rows)
-        bad = [
-            r["_chunk"]
-            for r in rows
-            if (r["s_rows"] or 0) != (r["t_rows"] or 0) or r["s_sum"] != r["t_sum"]
-        ]
+        source_rows, target_rows, bad = _chunk_summaries(left, right)
         if not bad:
             return Comparison(source_rows, target_rows, chunks, 0, 0)
-        names = list(key)
-        lhs = left.where(F.col("_chunk").isin(bad)).select(*key_cols, F.col("_hash").alias("_s"))
-        rhs = right.where(F.col("_chunk").isin(bad)).select(*key_cols, F.col("_hash").alias("_t"))
-        differing = lhs.join(rhs, names, "full_outer").where(~F.col("_s").eqNullSafe(F.col("_t")))
-        count = differing.count()
-        samples = [
-            (tuple(r[n] for n in names), _difference(r["_s"], r["_t"]))
-            for r in differing.orderBy(*names).limit(SAMPLE_KEYS).collect()
-        ]
+        count, samples = _differing_keys(left, right, key, bad)
         return Comparison(source_rows, target_rows, chunks, len(bad), count, samples)
     finally:
         left.unpersist()
@@ -139,6 +116,48 @@ def compare_multisets(source: Any, target: Any, columns: Sequence[str]) -> Compa
     finally:
         joined.unpersist()
     return Comparison(int(totals[0] or 0), int(totals[1] or 0), 1, int(count > 0), count, samples)
+
+
+def _chunk_summaries(left: Any, right: Any) -> tuple[int, int, list[Any]]:
+    """Each side's rows, and the chunks whose row count or hash sum differ between the
+    hashed ``left`` (source) and ``right`` (target): one aggregation of each side."""
+    from pyspark.sql import functions as F
+
+    def summary(frame: Any, side: str) -> Any:
+        return frame.groupBy("_chunk").agg(
+            F.count(F.lit(1)).alias(f"{side}_rows"),
+            F.sum(F.col("_hash").cast("decimal(38,0)")).alias(f"{side}_sum"),
+        )
+
+    rows = summary(left, "s").join(summary(right, "t"), "_chunk", "full_outer").collect()
+    source_rows = sum(r["s_rows"] or 0 for r in rows)
+    target_rows = sum(r["t_rows"] or 0 for r in rows)
+    bad = [
+        r["_chunk"]
+        for r in rows
+        if (r["s_rows"] or 0) != (r["t_rows"] or 0) or r["s_sum"] != r["t_sum"]
+    ]
+    return source_rows, target_rows, bad
+
+
+def _differing_keys(
+    left: Any, right: Any, key: Sequence[str], bad: list[Any]
+) -> tuple[int, list[tuple[tuple[Any, ...], str]]]:
+    """How many keys of the ``bad`` chunks differ (missing on a side, or other values),
+    and the first :data:`SAMPLE_KEYS` of them in key order with what differs."""
+    from pyspark.sql import functions as F
+
+    names = list(key)
+    key_cols = [F.col(quoted(k)) for k in key]
+    lhs = left.where(F.col("_chunk").isin(bad)).select(*key_cols, F.col("_hash").alias("_s"))
+    rhs = right.where(F.col("_chunk").isin(bad)).select(*key_cols, F.col("_hash").alias("_t"))
+    differing = lhs.join(rhs, names, "full_outer").where(~F.col("_s").eqNullSafe(F.col("_t")))
+    count = differing.count()
+    samples = [
+        (tuple(r[n] for n in names), _difference(r["_s"], r["_t"]))
+        for r in differing.orderBy(*names).limit(SAMPLE_KEYS).collect()
+    ]
+    return count, samples
 
 
 def _difference(source_hash: Any, target_hash: Any) -> str:
