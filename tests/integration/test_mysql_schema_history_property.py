@@ -154,6 +154,9 @@ def table_now(server: BinlogServer, db: str) -> dict[int, dict[str, Any]]:
 # a MODIFY that leaves the column where it was, twice: the read stopped at the second as
 # at a change the planning scan missed (found by this test in CI)
 @example(plan=[("add", 0, 0), ("move", 0, 0), ("move", 0, 0)])
+# the same with a VARCHAR column, which the statement gives no character set: the read's
+# own check, not knowing the table's default, took it for a change (found in a full run)
+@example(plan=[("add", 0, 7653), ("move", 0, 0), ("move", 0, 0)])
 def test_replay_equals_the_table_after_every_batch(
     mariadb: BinlogServer, plan: list[tuple[str, int, int]]
 ) -> None:
