@@ -62,6 +62,10 @@ KILL_LOOP_SINKS = [
     "delta-native",
     "delta-history-native",
 ] + (["jdbc-mariadb", "delta-history"] if KILLS > 2 else [])
+#: The schema-change kills' targets: Delta in the short form (a schema change reaches the
+#: other targets through the same applier, tested without kills in the pipelines' suites);
+#: PostgreSQL and the native writer in the long form too.
+SCHEMA_KILL_SINKS = ["delta"] + (["jdbc-postgres", "delta-native"] if KILLS > 2 else [])
 
 
 def batches(checkpoint: Path) -> int:
@@ -245,7 +249,7 @@ def evolve_pipeline(scratch: Path, mariadb: EmbeddedMariaDB, db: str, block: str
 
 @pytest.mark.faults
 @pytest.mark.timeout(600 + 120 * KILLS)
-@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres"])
+@pytest.mark.parametrize("sink", [s for s in SCHEMA_KILL_SINKS if s != "delta-native"])
 def test_sigkill_around_schema_changes_applies_each_once(
     spark: Any,
     mariadb: EmbeddedMariaDB,
@@ -315,7 +319,7 @@ def test_sigkill_around_schema_changes_applies_each_once(
 
 @pytest.mark.faults
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("sink", ["delta", "jdbc-postgres", "delta-native"])
+@pytest.mark.parametrize("sink", SCHEMA_KILL_SINKS)
 def test_sigkill_right_after_a_schema_change_reached_the_target_applies_it_once(
     spark: Any,
     mariadb: EmbeddedMariaDB,
