@@ -15,7 +15,7 @@ import pytest
 
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import SinkTable
-from sparkcdc.sinks.delta import sink as delta_sink
+from sparkcdc.sinks.delta import spark_merge as delta_sink
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.pruning import COLLECTED_ROWS, LISTED_KEYS, key_bounds
 from sparkcdc.sinks.delta.sink import DeltaSink

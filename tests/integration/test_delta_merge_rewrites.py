@@ -1,5 +1,5 @@
 """A MERGE into a small target rewrites the files it touches; into a big one it writes
-deletion vectors (sinks/delta/sink.py, ``REWRITE_BELOW_BYTES``). Either way the target
+deletion vectors (sinks/delta/spark_merge.py, ``REWRITE_BELOW_BYTES``). Either way the target
 holds the batch's result, and a session's own setting of Delta's switch outlives it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import SinkTable
-from sparkcdc.sinks.delta import sink as delta_sink
+from sparkcdc.sinks.delta import spark_merge as delta_sink
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.write_plan import plan_of

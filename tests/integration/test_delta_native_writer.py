@@ -22,6 +22,7 @@ import pytest
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import SinkTable
+from sparkcdc.sinks.delta import native
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.write_plan import WritePlan, plan_of
@@ -80,12 +81,19 @@ def _plan(spark: Any, batch_id: int, rows: Sequence[tuple[Any, ...]]) -> WritePl
 
 
 def _sink(spark: Any, lake: Path, writer: str, mode: str = "upsert") -> tuple[DeltaSink, str]:
+    sink = _sinks(spark, lake, writer, [SOURCE], mode)
+    return sink, sink.target_path(SOURCE)
+
+
+def _sinks(
+    spark: Any, lake: Path, writer: str, sources: Sequence[TableId], mode: str = "upsert"
+) -> DeltaSink:
     from pyspark.sql.types import StructType
 
     options = {"path": str(lake), "writer": writer, "changelog-mode": mode}
     sink = DeltaSink(DeltaSinkConfig.from_options(options), PIPELINE)
-    sink.open(spark, [SinkTable(SOURCE, StructType.fromDDL(SCHEMA), ("id",))])
-    return sink, sink.target_path(SOURCE)
+    sink.open(spark, [SinkTable(s, StructType.fromDDL(SCHEMA), ("id",)) for s in sources])
+    return sink
 
 
 def _version(spark: Any, path: str) -> int:
@@ -124,9 +132,11 @@ def test_native_writes_what_spark_writes_change_feed_included(spark: Any, tmp_pa
     assert _rows(spark, new_path) == _rows(spark, old_path)
     assert {r[0] for r in _rows(spark, new_path)} == {1, 2, 4, 5, 6, 7, 8, 9, 50}
     assert _feed(spark, new_path) == _feed(spark, old_path)
-    # the snapshot batch (0) is appended, the last batch's snapshot rows appended and its
-    # log changes merged; every other batch one commit
-    assert _batches_of_commits(spark, new_path) == [0, 1, 2, 3, 3]
+    # one commit per batch: the last batch's snapshot rows and log changes are one merge
+    # (Spark's writer appends the snapshot rows first)
+    assert _batches_of_commits(spark, new_path) == [0, 1, 2, 3]
+    assert _batches_of_commits(spark, old_path) == [0, 1, 2, 3, 3]
+    assert native.committed_version(new_path, PIPELINE) == len(BATCHES) - 1
     engines = spark.sql(f"DESCRIBE HISTORY delta.`{new_path}`").where("version > 0")
     assert {e for (e,) in engines.select("engineInfo").collect()} == {"delta-rs:py-1.6.6"}
     # a restarted sink (a new process) skips the replay of the last batch too
@@ -179,3 +189,49 @@ def test_a_target_sparkcdc_widened_goes_on_with_sparks_writer(spark: Any, tmp_pa
     history = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first()
     assert history["engineInfo"].startswith("Apache-Spark")  # Spark's MERGE wrote it
     assert {r[0] for r in _rows(spark, path)} == {1, 2, 4, 5, 6, 7, 50}
+
+
+def _jobs_of(spark: Any, write: Any) -> int:
+    """How many Spark jobs ``write()`` ran (its threads inherit the job group)."""
+    import uuid
+
+    context = spark.sparkContext
+    group = f"native-jobs-{uuid.uuid4()}"
+    context.setJobGroup(group, "counted")
+    try:
+        write()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return len(context.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize("mode", ["upsert", "append"])
+def test_a_batch_of_many_targets_is_one_spark_job_and_one_commit_each(
+    spark: Any, tmp_path: Path, mode: str
+) -> None:
+    """Issue 62: the rows of every target a batch changes reach delta-rs through one Spark
+    job, however many targets; each target gets one commit per batch, with the txn."""
+    sources = [TableId("db", f"t{i}") for i in range(5)]
+    sink = _sinks(spark, tmp_path, "native", sources, mode)
+    for batch_id, rows in enumerate(BATCHES):
+        frame = _plan(spark, batch_id, rows).targets[SOURCE]
+        plan = plan_of(
+            PIPELINE,
+            batch_id,
+            {s: frame.changes for s in sources},
+            f'{{"batch": {batch_id}}}',
+            rows={s: frame.rows or 0 for s in sources},
+            snapshot_version=100 * (batch_id + 1),
+            snapshot_rows={s: frame.snapshot_rows or 0 for s in sources},
+            log_inserts={s: frame.log_inserts or 0 for s in sources},
+        )
+        assert _jobs_of(spark, lambda plan=plan: sink.write(plan)) == 1
+        assert _jobs_of(spark, lambda plan=plan: sink.write(plan)) == 1  # a replay: no commit
+    for source in sources:
+        path = sink.target_path(source)
+        assert _batches_of_commits(spark, path) == [0, 1, 2, 3]
+        assert native.committed_version(path, PIPELINE) == len(BATCHES) - 1
+    one, _ = _sink(spark, tmp_path / "one", "native", mode)
+    for batch_id, rows in enumerate(BATCHES):
+        one.write(_plan(spark, batch_id, rows))
+    assert _rows(spark, sink.target_path(sources[-1])) == _rows(spark, one.target_path(SOURCE))

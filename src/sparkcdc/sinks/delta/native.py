@@ -213,12 +213,15 @@ def merge(
     metadata: str,
     app_id: str,
     version: int,
+    bound: str | None = None,
 ) -> bool:
     """One merge of each key's last change (``last``: Arrow, the target's columns plus
     ``deleted`` and, with ``kept``, ``reread``; sinks/reduce.py), as the Spark writer's
     MERGE: a deleted key's row goes, a row read again leaves its kind's kept columns as
     they are, other rows update or insert. One commit with the txn, even when nothing
-    changes; none when the target recorded the txn already (False: a replay)."""
+    changes; none when the target recorded the txn already (False: a replay). ``bound``:
+    a predicate on the target's columns alone (``t."k" >= 1 AND ...``) that every target
+    row a change can match meets; delta-rs skips the files outside it."""
     from deltalake import DeltaTable
 
     target = DeltaTable(location)
@@ -233,6 +236,8 @@ def merge(
     # a nullable key (a unique key) needs the null-safe form
     equal = {k: "IS NOT DISTINCT FROM" if nullable.get(k, True) else "=" for k in key}
     matches = " AND ".join(f"(t.{sql_name(k)} {equal[k]} s.{sql_name(k)})" for k in key)
+    if bound is not None:
+        matches += f" AND ({bound})"
     values = {sql_name(c): f"s.{sql_name(c)}" for c in columns}
     before = target.version()
     merger = target.merge(
