@@ -31,8 +31,22 @@ class Secret:
 
 #: Parts of a client setting's name that say its value is a secret (Kafka's
 #: ``sasl.jaas.config`` holds a password, ``ssl.key.password``, ``sasl.oauthbearer.client.
-#: secret``, ``ssl.keystore.key``...).
-SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "key.pem", "keystore.key")
+#: secret``, ``ssl.keystore.key``...) or an object store's key (delta-rs's
+#: ``AWS_SECRET_ACCESS_KEY``, ``AZURE_STORAGE_ACCOUNT_KEY``, ``AZURE_STORAGE_SAS_KEY``,
+#: ``GOOGLE_SERVICE_ACCOUNT_KEY``...).
+SECRET_WORDS = (
+    "password",
+    "secret",
+    "jaas",
+    "token",
+    "credential",
+    "key.pem",
+    "keystore.key",
+    "access_key",
+    "account_key",
+    "sas_key",
+    "service_account_key",
+)
 
 
 def is_secret_setting(name: str) -> bool:

@@ -46,13 +46,44 @@ def _rows(path: str) -> dict[int, str]:
     return dict(zip(table.column("id").to_pylist(), table.column("v").to_pylist(), strict=True))
 
 
-def test_local_folders_and_file_uris_only() -> None:
-    assert native.local_path("/lake/db/t") == "/lake/db/t"
-    assert native.local_path("file:/lake/db/t") == "/lake/db/t"
-    assert native.local_path("file:///lake/a%20b") == "/lake/a b"
-    assert native.local_path("s3a://bucket/lake") is None
-    with pytest.raises(OptionError, match=r"'writer'.*'writer: spark'"):
-        DeltaSinkConfig.from_options({"path": "abfss://c@a.dfs.windows.net/l", "writer": "native"})
+def test_the_storage_it_reaches_named_as_delta_rs_names_it() -> None:
+    assert native.delta_rs_uri("/lake/db/t") == "/lake/db/t"
+    assert native.delta_rs_uri("file:/lake/db/t") == "/lake/db/t"
+    assert native.delta_rs_uri("file:///lake/a%20b") == "/lake/a b"
+    assert native.delta_rs_uri("s3a://bucket/lake/t") == "s3://bucket/lake/t"
+    assert native.delta_rs_uri("abfss://c@a.dfs.core.windows.net/l") == (
+        "abfss://c@a.dfs.core.windows.net/l"
+    )
+    assert native.delta_rs_uri("gs://bucket/l") == "gs://bucket/l"
+    assert native.delta_rs_uri("hdfs://nn/lake") is None
+    with pytest.raises(OptionError, match=r"'writer'.*hdfs://nn/lake.*'writer: spark'"):
+        DeltaSinkConfig.from_options({"path": "hdfs://nn/lake", "writer": "native"})
+    config = DeltaSinkConfig.from_options({"path": "s3a://b/l", "writer": "native"})
+    assert config.storage_options == {}
+
+
+def test_storage_options_reach_delta_rs_and_never_show_a_secret(tmp_path: Path) -> None:
+    options = {
+        "path": str(tmp_path),
+        "writer": "native",
+        "storage-options.AWS_REGION": "eu-west-1",
+        "storage-options.AWS_SECRET_ACCESS_KEY": "hunter2-aws",
+        "storage-options.AZURE_STORAGE_ACCOUNT_KEY": "hunter2-azure",
+        "storage-options.GOOGLE_SERVICE_ACCOUNT_KEY": "hunter2-gcs",
+    }
+    config = DeltaSinkConfig.from_options(options)
+    assert config.storage_options["AWS_SECRET_ACCESS_KEY"] == "hunter2-aws"
+    assert "hunter2" not in repr(config) and "eu-west-1" in repr(config)
+    # passed through as they are (a local folder's store ignores them)
+    location = _target(tmp_path / "t", [1, 2])
+    table = native.open_table(location, config.storage_options)
+    assert table._storage_options == dict(config.storage_options)
+    assert native.committed_version(location, "p", config.storage_options) is None
+    # Spark's writer takes its storage settings from spark-conf: said, not ignored
+    spark_options = {**options, "writer": "spark"}
+    with pytest.raises(OptionError, match=r"storage-options.*spark-conf") as refused:
+        DeltaSinkConfig.from_options(spark_options)
+    assert "hunter2" not in str(refused.value)
 
 
 def test_features_outside_the_verified_ones_are_unsupported() -> None:

@@ -6,16 +6,20 @@ No pyspark and no delta here: a pipeline file's sink block validates offline and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_bool, parse_int, parse_options
+from sparkcdc.core.secret import SecretSettings
 
 CHANGELOG_MODES = ("upsert", "append")
 #: Who writes the targets' rows: Spark's Delta writer, or delta-rs (sinks/delta/native.py).
 WRITERS = ("spark", "native")
+#: URI schemes of the storage the native writer reaches (besides local folders, ``file:``),
+#: as ``native.SCHEMES`` maps them to delta-rs's.
+NATIVE_SCHEMES = ("s3a", "s3", "abfss", "abfs", "gs")
 
 
 def location_join(location: str, name: str) -> str:
@@ -97,9 +101,16 @@ SPECS = (
         default="spark",
         doc="who commits the rows: `spark` (Spark's Delta writer: a MERGE is a Spark query, "
         "~1-4 s a target) or `native` (delta-rs from the rows as Arrow: ~10-25 ms a merge, "
-        "copy-on-write only, local folders and `file:` URIs only; a target with a table "
-        "feature it cannot write is refused, one sparkcdc widened goes on with Spark's "
-        "writer); docs/sinks-delta.md",
+        "copy-on-write only; a target with a table feature it cannot write is refused, one "
+        "sparkcdc widened goes on with Spark's writer); docs/sinks-delta.md",
+    ),
+    OptionSpec(
+        "storage-options.",
+        prefix=True,
+        doc="`writer: native`: delta-rs's object store settings, passed through as they are "
+        "(e.g. `storage-options.AWS_REGION`, `storage-options.AZURE_STORAGE_ACCOUNT_NAME`; "
+        "secrets are never logged); Spark's writer takes its storage settings from "
+        "`spark-conf` (`spark.hadoop.fs.s3a.*`) instead; docs/sinks-delta.md",
     ),
     OptionSpec(
         "concurrent-writes",
@@ -138,6 +149,9 @@ class DeltaSinkConfig:
     location: str | None = None
     #: ``table.properties.*``: properties of the targets the sink creates.
     table_properties: tuple[tuple[str, str], ...] = ()
+
+    #: delta-rs's object store settings (``storage-options.*``), for ``writer: native``.
+    storage_options: Mapping[str, str] = field(default_factory=SecretSettings)
 
     @property
     def catalog(self) -> bool:
@@ -186,25 +200,31 @@ class DeltaSinkConfig:
             writer,
             location,
             tuple(properties.items()),
+            storage_options=SecretSettings(opts.groups.get("storage-options.", {})),
         )
 
     def __post_init__(self) -> None:
-        if self.writer == "native" and self.path is None:
+        if self.writer != "native":
+            if self.storage_options:
+                raise OptionError(
+                    "delta sink: options 'storage-options.*' configure the native writer "
+                    "(delta-rs); Spark's writer ('writer: spark') takes its storage settings "
+                    "from spark-conf (spark.hadoop.fs.*): move them there, or set "
+                    "'writer: native'"
+                )
+            return
+        if self.path is None:
             raise OptionError(
                 "delta sink: option 'writer' has value 'native', which writes targets by "
                 "folder ('path'), not catalog tables ('table-name' without 'path'): set "
                 "'writer: spark' for catalog tables, or give 'path'"
             )
-        if (
-            self.writer == "native"
-            and self.path is not None
-            and is_uri(self.path)
-            and not self.path.startswith("file:")
-        ):
+        scheme = self.path.split("://", 1)[0].lower() if "://" in self.path else "file"
+        if is_uri(self.path) and scheme not in (*NATIVE_SCHEMES, "file"):
             raise OptionError(
-                f"delta sink: option 'writer' has value 'native', which writes local folders "
-                f"and file: URIs only, not '{self.path}' ('path'); set 'writer: spark' for "
-                "other storage"
+                f"delta sink: option 'writer' has value 'native', which writes local folders, "
+                f"file: URIs and {', '.join(s + '://' for s in NATIVE_SCHEMES)} URIs, not "
+                f"'{self.path}' ('path'); set 'writer: spark' for other storage"
             )
 
     def resolved(self, base_dir: Path | None) -> DeltaSinkConfig:

@@ -22,8 +22,10 @@ Spark's MERGE (measured for issue 62). What this module knows of delta-rs 1.6.6:
 - delta-rs writes copy-on-write only (never deletion vectors; it does rewrite files that
   have them correctly), and refuses tables with features it cannot write:
   :data:`WRITABLE_FEATURES` is what was verified, anything else is :func:`unsupported`.
-- It reaches local folders (and ``file:`` URIs) here; other storage needs delta-rs's own
-  configuration, which the sink does not pass, so such a ``path`` is refused up front.
+- It reaches local folders (and ``file:`` URIs), and S3, Azure and Google Cloud Storage
+  with the sink's ``storage-options`` (delta-rs's own keys, passed through as they are:
+  Spark's Hadoop settings do not reach it); other storage (``hdfs://``) is refused up
+  front.
 
 No pyspark here: rows arrive as Arrow (``DataFrame.toArrow``), which is what lets a
 later step hand them over from the source's workers without a job per target.
@@ -72,15 +74,33 @@ _LEGACY_WRITER.update(
 VALIDATION_FAILED = "failed validation check"
 
 
-def local_path(location: str) -> str | None:
-    """The local folder of a target ``location`` (a path, or a ``file:`` URI), or None
-    for other storage, which the native writer does not reach."""
+#: URI schemes delta-rs reaches (with ``storage-options``, config.NATIVE_SCHEMES), as
+#: Spark's names for them map to delta-rs's: Hadoop's ``s3a`` is delta-rs's ``s3``.
+SCHEMES = {"s3a": "s3", "s3": "s3", "abfss": "abfss", "abfs": "abfs", "gs": "gs"}
+
+
+def delta_rs_uri(location: str) -> str | None:
+    """A target ``location`` as delta-rs names it: a local folder for a path or a ``file:``
+    URI, the object store's URI for S3 (``s3a://`` becomes ``s3://``), Azure (``abfss://``)
+    and Google Cloud Storage (``gs://``); None for storage delta-rs does not reach here
+    (``hdfs://``, ...)."""
     if "://" not in location and not location.startswith("file:"):
         return location
     parsed = urlparse(location)
-    if parsed.scheme != "file":
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    scheme = SCHEMES.get(parsed.scheme.lower())
+    if scheme is None:
         return None
-    return unquote(parsed.path)
+    return f"{scheme}://{location.split('://', 1)[1]}"
+
+
+def open_table(location: str, storage: Mapping[str, str] | None = None) -> Any:
+    """The delta-rs table at ``location`` (:func:`delta_rs_uri`), reached with ``storage``
+    (the sink's ``storage-options``: credentials, endpoint, region...)."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(location, storage_options=dict(storage) if storage else None)
 
 
 def require() -> None:
@@ -94,12 +114,10 @@ def require() -> None:
         ) from None
 
 
-def table_features(location: str) -> set[str]:
+def table_features(location: str, storage: Mapping[str, str] | None = None) -> set[str]:
     """The target's table features: the named ones of a version-7 writer protocol, else
     those its writer version implies."""
-    from deltalake import DeltaTable
-
-    protocol = DeltaTable(location).protocol()
+    protocol = open_table(location, storage).protocol()
     named = set(protocol.writer_features or ()) | set(protocol.reader_features or ())
     if protocol.min_writer_version >= 7:
         return named
@@ -115,11 +133,11 @@ def unsupported(features: set[str]) -> list[str]:
     return sorted(features - WRITABLE_FEATURES)
 
 
-def committed_version(location: str, app_id: str) -> int | None:
+def committed_version(
+    location: str, app_id: str, storage: Mapping[str, str] | None = None
+) -> int | None:
     """The last version Delta recorded for ``app_id`` in the target (its ``txn``), or None."""
-    from deltalake import DeltaTable
-
-    return _recorded(DeltaTable(location), app_id)
+    return _recorded(open_table(location, storage), app_id)
 
 
 def _recorded(target: Any, app_id: str) -> int | None:
@@ -137,12 +155,12 @@ def _replayed(target: Any, app_id: str, version: int) -> bool:
     return True
 
 
-def history(location: str, limit: int | None) -> list[tuple[int, str | None, str | None]]:
+def history(
+    location: str, limit: int | None, storage: Mapping[str, str] | None = None
+) -> list[tuple[int, str | None, str | None]]:
     """``(version, operation, userMetadata)`` of the target's newest ``limit`` commits (all:
     None), newest first, as sinks/delta/appended.py reads them; no Spark job."""
-    from deltalake import DeltaTable
-
-    commits = DeltaTable(location).history(limit)
+    commits = open_table(location, storage).history(limit)
     rows = [(int(c["version"]), c.get("operation"), c.get("userMetadata")) for c in commits]
     return sorted(rows, key=lambda r: -r[0])
 
@@ -157,13 +175,18 @@ def _commit(metadata: str, app_id: str | None, version: int) -> Any:
 
 
 def append(
-    location: str, rows: Any, metadata: str, app_id: str | None = None, version: int = 0
+    location: str,
+    rows: Any,
+    metadata: str,
+    app_id: str | None = None,
+    version: int = 0,
+    storage: Mapping[str, str] | None = None,
 ) -> bool:
     """Appends ``rows`` (Arrow) in one commit carrying ``metadata`` and, with ``app_id``,
     the txn ``(app_id, version)``, unless the target recorded that already (False)."""
-    from deltalake import DeltaTable, write_deltalake
+    from deltalake import write_deltalake
 
-    target = DeltaTable(location)
+    target = open_table(location, storage)
     if app_id is not None and _replayed(target, app_id, version):
         return False
     write_deltalake(
@@ -181,13 +204,17 @@ def commit_empty(target: Any, metadata: str, app_id: str, version: int) -> None:
     )
 
 
-def delete_all(location: str, metadata: str, app_id: str, version: int) -> bool:
+def delete_all(
+    location: str,
+    metadata: str,
+    app_id: str,
+    version: int,
+    storage: Mapping[str, str] | None = None,
+) -> bool:
     """Deletes every row in one commit with the txn, unless the target recorded it already
     (False); an empty target still gets the txn and ``metadata`` (an empty commit), as
     Spark's ``DELETE`` records them."""
-    from deltalake import DeltaTable
-
-    target = DeltaTable(location)
+    target = open_table(location, storage)
     if _replayed(target, app_id, version):
         return False
     before = target.version()
@@ -214,6 +241,7 @@ def merge(
     app_id: str,
     version: int,
     bound: str | None = None,
+    storage: Mapping[str, str] | None = None,
 ) -> bool:
     """One merge of each key's last change (``last``: Arrow, the target's columns plus
     ``deleted`` and, with ``kept``, ``reread``; sinks/reduce.py), as the Spark writer's
@@ -222,9 +250,7 @@ def merge(
     changes; none when the target recorded the txn already (False: a replay). ``bound``:
     a predicate on the target's columns alone (``t."k" >= 1 AND ...``) that every target
     row a change can match meets; delta-rs skips the files outside it."""
-    from deltalake import DeltaTable
-
-    target = DeltaTable(location)
+    target = open_table(location, storage)
     if _replayed(target, app_id, version):
         return False
     nullable = {f.name: f.nullable for f in target.schema().fields}

@@ -30,7 +30,8 @@ by Spark in the same action (a shuffle: Spark adds a job for it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS
@@ -94,14 +95,16 @@ def _commit(sink: DeltaSink, spark: Any, batch: WritePlan, write: TargetWrite, r
     table = sink.tables[write.target]
     location = sink.native_location(write.target)
     assert location is not None  # the sink hands over native targets only
+    storage = sink.config.storage_options
     txn = (batch.pipeline, batch.batch_id)
     if not sink.upsert:
         metadata = commit_metadata(batch, write.target, offset=True)
-        native.append(location, rows, metadata, *txn)
+        native.append(location, rows, metadata, *txn, storage)
         return
+    target = _Target(location, table, storage)
     if write.kept_columns:
         marked = bool(write.snapshot_rows)
-        _merge(location, table, rows, batch, write, snapshot=marked)
+        _merge(target, rows, batch, write, snapshot=marked)
         return
     snapshot = snapshot_rows(rows, batch.snapshot_version)
     if write.read_once:  # one table's snapshot rows, uncounted (pipeline/one_pass.py)
@@ -109,27 +112,35 @@ def _commit(sink: DeltaSink, spark: Any, batch: WritePlan, write: TargetWrite, r
     snapshot_count = _count(snapshot)
     inserted = write.inserts_only
     if not (snapshot_count or inserted) or not sink.appendable(spark, table, batch.pipeline):
-        _merge(location, table, _reduced(table, rows), batch, write)
+        _merge(target, _reduced(table, rows), batch, write)
         return
     if inserted or snapshot_count == rows.num_rows:  # new keys only: an append
         metadata = commit_metadata(batch, write.target, offset=True)
-        native.append(location, rows.select(list(table.columns)), metadata, *txn)
+        native.append(location, rows.select(list(table.columns)), metadata, *txn, storage)
         return
     import pyarrow.compute as pc
 
     log_changes = rows.filter(pc.invert(snapshot))
-    history = native.history(location, RECENT_COMMITS)
+    history = native.history(location, RECENT_COMMITS, storage)
     if appended_through(history, batch.pipeline, batch.batch_id):
         log.info("delta sink: batch %d's snapshot rows are in %s already", batch.batch_id, location)
-        _merge(location, table, _reduced(table, log_changes), batch, write)
+        _merge(target, _reduced(table, log_changes), batch, write)
         return
     bound = _first_key_bound(table, log_changes)
-    _merge(location, table, _reduced(table, rows), batch, write, snapshot=True, bound=bound)
+    _merge(target, _reduced(table, rows), batch, write, snapshot=True, bound=bound)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where a target is for delta-rs (its URI and ``storage-options``), and its table."""
+
+    location: str
+    table: SinkTable
+    storage: Mapping[str, str]
 
 
 def _merge(
-    location: str,
-    table: SinkTable,
+    target: _Target,
     last: Any,
     batch: WritePlan,
     write: TargetWrite,
@@ -138,10 +149,10 @@ def _merge(
 ) -> None:
     metadata = commit_metadata(batch, write.target, offset=True, snapshot_rows=snapshot)
     native.merge(
-        location,
+        target.location,
         last,
-        table.key,
-        table.columns,
+        target.table.key,
+        target.table.columns,
         write.kept_columns,
         DELETED,
         REREAD,
@@ -149,6 +160,7 @@ def _merge(
         batch.pipeline,
         batch.batch_id,
         bound,
+        target.storage,
     )
 
 

@@ -181,10 +181,11 @@ class DeltaSink(Sink):
         return location
 
     def native_location(self, target: TableId) -> str | None:
-        """The target's local folder when delta-rs writes it, else None (Spark's writer)."""
+        """The target's location as delta-rs names it when delta-rs writes it, else None
+        (Spark's writer)."""
         if self.config.writer != "native" or target in self._spark_written:
             return None
-        return native.local_path(self.paths[target])
+        return native.delta_rs_uri(self.paths[target])
 
     def _check_native(self, target: TableId) -> None:
         """Whether delta-rs can write the target (its table features): a feature sparkcdc's
@@ -193,7 +194,8 @@ class DeltaSink(Sink):
         location = self.native_location(target)
         if location is None:
             return
-        cannot = native.unsupported(native.table_features(location))
+        storage = self.config.storage_options
+        cannot = native.unsupported(native.table_features(location, storage))
         if not cannot:
             return
         if set(cannot) <= native.SPARK_ONLY_AFTER_EVOLUTION:
@@ -274,7 +276,8 @@ class DeltaSink(Sink):
                 spark.sql(f"DELETE FROM delta.{quoted(self.target_path(table.source))}")
             return
         metadata = commit_metadata(batch, table.source, offset=True)
-        native.delete_all(location, metadata, batch.pipeline + TRUNCATE_APP, batch.batch_id)
+        app = batch.pipeline + TRUNCATE_APP
+        native.delete_all(location, metadata, app, batch.batch_id, self.config.storage_options)
 
     def drop_table(self, spark: Any, table: SinkTable, batch: WritePlan) -> None:
         """Deletes the target's directory (a path-based table has no catalog entry to drop)
