@@ -56,7 +56,11 @@ class DeltaUnderTest(SinkUnderTest):
             BadOption({"path": "x", "table-name": "{schema}"}, r"'table-name'.*placeholders"),
             BadOption({"path": "x", "concurrent-writes": "0"}, r"'concurrent-writes'"),
             BadOption({"path": "x", "writer": "rust"}, r"'writer'.*spark, native"),
-            BadOption({"path": "s3a://b/lake", "writer": "native"}, r"'writer'.*'writer: spark'"),
+            BadOption({"path": "hdfs://nn/lake", "writer": "native"}, r"'writer'.*'writer: spark'"),
+            BadOption(
+                {"path": "x", "writer": "spark", "storage-options.AWS_REGION": "eu-west-1"},
+                r"storage-options.*spark-conf",
+            ),
         ]
 
 
