@@ -27,8 +27,8 @@ Spark's MERGE (measured for issue 62). What this module knows of delta-rs 1.6.6:
   Spark's Hadoop settings do not reach it); other storage (``hdfs://``) is refused up
   front.
 
-No pyspark here: rows arrive as Arrow (``DataFrame.toArrow``), which is what lets a
-later step hand them over from the source's workers without a job per target.
+No pyspark here: rows arrive as Arrow, every target's of a batch from one Spark action
+(sinks/delta/native_batch.py, spark/arrow_fetch.py).
 """
 
 from __future__ import annotations
