@@ -96,6 +96,7 @@ def _commit(sink: DeltaSink, spark: Any, batch: WritePlan, write: TargetWrite, r
     location = sink.native_location(write.target)
     assert location is not None  # the sink hands over native targets only
     storage = sink.config.storage_options
+    sink.forget_appended(write.target)
     txn = (batch.pipeline, batch.batch_id)
     if not sink.upsert:
         metadata = commit_metadata(batch, write.target, offset=True)

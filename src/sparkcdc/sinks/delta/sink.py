@@ -187,6 +187,12 @@ class DeltaSink(Sink):
             return None
         return native.delta_rs_uri(self.paths[target])
 
+    def forget_appended(self, target: TableId) -> None:
+        """Forgets which batch's snapshot rows the target is known to hold: a native
+        commit may carry some, and should Spark's writer take the target over (a widened
+        column), its appends ask the target's history instead."""
+        self._appended.pop(target, None)
+
     def _check_native(self, target: TableId) -> None:
         """Whether delta-rs can write the target (its table features): a feature sparkcdc's
         own schema evolution adds moves the target to Spark's writer, loudly; any other
