@@ -168,14 +168,7 @@ class DeltaSink(Sink):
         parts = self.names.get(target)
         if parts is None:
             return self.paths[target]
-        location = catalog.location_of(spark, parts)
-        if location is None and self.config.location is not None:
-            from delta.tables import DeltaTable
-
-            folder = _external_folder(spark, self.config.location, parts)
-            if folder is not None and DeltaTable.isDeltaTable(spark, folder):
-                catalog.register(spark, parts, folder)
-                location = catalog.location_of(spark, parts)
+        location = _catalog_location(spark, parts, self.config.location)
         if location is not None:
             self.paths[target] = location
         return location
@@ -499,3 +492,18 @@ def _external_folder(spark: Any, location: str | None, parts: tuple[str, str, st
     return _qualified(
         spark, location_join(location, f"{folder_name(parts[1])}/{folder_name(parts[2])}")
     )
+
+
+def _catalog_location(spark: Any, parts: tuple[str, str, str], location: str | None) -> str | None:
+    """Where the catalog keeps the table ``parts``, None when it does not exist; an
+    external table (the sink's ``location``) the catalog forgot is registered again from
+    its folder first."""
+    found = catalog.location_of(spark, parts)
+    if found is None and location is not None:
+        from delta.tables import DeltaTable
+
+        folder = _external_folder(spark, location, parts)
+        if folder is not None and DeltaTable.isDeltaTable(spark, folder):
+            catalog.register(spark, parts, folder)
+            found = catalog.location_of(spark, parts)
+    return found
