@@ -236,3 +236,25 @@ def test_a_source_without_old_rows_is_refused_with_a_history_sink(
 def test_a_source_without_old_rows_feeds_upsert_sinks(tmp_path: Path, sink: str) -> None:
     definition = load_pipeline(write(tmp_path, UPSERT_SOURCE.format(sink=sink)))
     assert definition.source_config.upsert
+
+
+@pytest.mark.parametrize(
+    ("rule", "option"),
+    [
+        ("    filter: status <> 'archived'\n", "filter"),
+        ("    primary-keys: id\n", "primary-keys"),
+    ],
+)
+def test_a_source_without_old_rows_refuses_transforms_that_need_them(
+    tmp_path: Path, rule: str, option: str
+) -> None:
+    """Under changelog-mode: upsert a delete holds the key alone, so a filter would drop
+    it and a key built from other columns would be NULL: both refused up front."""
+    text = UPSERT_SOURCE.format(sink="  type: delta\n  path: lake") + (
+        "transform:\n  - source-table: app.orders\n" + rule
+    )
+    message = error_of(tmp_path, text)
+    assert f"option '{option}' needs each change's old row" in message, message
+    assert "changelog-mode: all" in message
+    without_upsert = text.replace("  changelog-mode: upsert\n", "")
+    assert load_pipeline(write(tmp_path, without_upsert)).transforms

@@ -9,10 +9,12 @@ anything connects, naming both ways out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sparkcdc.core.errors import OptionError
+from sparkcdc.pipeline.rules import TransformRule
+from sparkcdc.pipeline.yaml_file import PipelineFileError
 from sparkcdc.sinks.registry import sink_capabilities
 
 
@@ -32,3 +34,22 @@ def refuse_missing_before_images(
         "jdbc, kafka with value.format: upsert), or capture with changelog-mode: all "
         "(tables with REPLICA IDENTITY FULL)"
     )
+
+
+def refuse_transforms_needing_old_rows(source_config: Any, rules: Sequence[TransformRule]) -> None:
+    """Raise when the source leaves old rows out and a transform needs a row's values to
+    place its changes: a ``filter`` (a delete's image holds the key alone, so the filter
+    drops it, and an update leaving the filter has no old row to remove) or
+    ``primary-keys`` (a key made of other columns is NULL on a delete)."""
+    if not getattr(source_config, "upsert", False):
+        return
+    for rule in rules:
+        if rule.filter is not None or rule.primary_keys:
+            what = "filter" if rule.filter is not None else "primary-keys"
+            raise PipelineFileError(
+                f"{rule.where}: option '{what}' needs each change's old row, and with "
+                "changelog-mode: upsert deletes carry only the key and updates no old row "
+                "(a filtered-out delete or update would stay in the target). Remove the "
+                f"transform's '{what}', or capture with changelog-mode: all (tables with "
+                "REPLICA IDENTITY FULL)"
+            )

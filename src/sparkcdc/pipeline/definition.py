@@ -21,7 +21,10 @@ from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
-from sparkcdc.pipeline.before_images import refuse_missing_before_images
+from sparkcdc.pipeline.before_images import (
+    refuse_missing_before_images,
+    refuse_transforms_needing_old_rows,
+)
 from sparkcdc.pipeline.change_types import LIST_OPTIONS, excluded_types, without_change_options
 from sparkcdc.pipeline.evolution import BEHAVIORS
 from sparkcdc.pipeline.options_flink import (
@@ -204,6 +207,7 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     _checked(doc, "source", lambda: refuse_missing_before_images(source_config, sink_type, sink))
     settings, pipeline_notes = _settings(doc, flink, source_options)
     transforms = load_transforms(doc)
+    refuse_transforms_needing_old_rows(source_config, transforms)
     for rule in transforms:
         if rule.table_options:
             pipeline_notes.append(
