@@ -305,6 +305,7 @@ class PipelineRun:
                 split,
                 self.targets,
                 self.definition.namespace,
+                inserts_are_new=not getattr(self.definition.source_config, "upsert", False),
             )
             self._before_write(events, batch)
             self.sink.write(batch)

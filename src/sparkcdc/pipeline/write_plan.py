@@ -22,11 +22,15 @@ def write_plan(
     split: Split,
     targets: Sequence[Target],
     namespace: str | None,
+    inserts_are_new: bool = True,
 ) -> WritePlan:
     """The batch for the sink: each target's rows (made when the sink first asks for them:
     making them costs the driver, and most targets of a large pipeline have none in a
     batch) and their counts (before filters: an upper bound, which is all sinks need to
-    skip a target with 0; all of a target's rows are snapshot rows when both agree)."""
+    skip a target with 0; all of a target's rows are snapshot rows when both agree).
+    ``inserts_are_new``: whether a log insert's key can never be in the target yet (the
+    sinks then append a batch of inserts); not so when the source's chunks keep rows a
+    later batch's log inserts again (PostgreSQL's ``changelog-mode: upsert``)."""
     tally = split.tally
     rows = tally.rows
     snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
@@ -41,7 +45,11 @@ def write_plan(
             _maker(split, target, namespace, reread),
             rows=summed(target, rows),
             snapshot_rows=None if version is None else summed(target, snapshot_rows),
-            log_inserts=counted.inserts if target.as_captured and counted is not None else None,
+            log_inserts=(
+                counted.inserts
+                if inserts_are_new and target.as_captured and counted is not None
+                else None
+            ),
             kept_columns=kept_columns(target) if reread else (),
             read_once=name in split.uncounted,
             sources=source_ids(target),
