@@ -38,7 +38,7 @@ from sparkcdc.core.changes import CHANGE_COLUMNS
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta import native
-from sparkcdc.sinks.delta.appended import appended_through
+from sparkcdc.sinks.delta.appended import HISTORY_ROWS, appended_through
 from sparkcdc.sinks.delta.commits import commit_metadata
 from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.sinks.reduce_arrow import last_change_per_key as last_change_arrow
@@ -51,9 +51,6 @@ if TYPE_CHECKING:
     from sparkcdc.sinks.delta.sink import DeltaSink
 
 log = logging.getLogger(__name__)
-
-#: The newest commits read to tell whether a mixed batch's snapshot rows are in already.
-RECENT_COMMITS = 20
 
 
 def write_batch(
@@ -122,12 +119,15 @@ def _commit(sink: DeltaSink, spark: Any, batch: WritePlan, write: TargetWrite, r
     import pyarrow.compute as pc
 
     log_changes = rows.filter(pc.invert(snapshot))
-    history = native.history(location, RECENT_COMMITS, storage)
-    if appended_through(history, batch.pipeline, batch.batch_id):
+    history = native.history(location, HISTORY_ROWS, storage)
+    appended = appended_through(history, batch.pipeline, batch.batch_id)
+    if appended:
         log.info("delta sink: batch %d's snapshot rows are in %s already", batch.batch_id, location)
         _merge(target, _reduced(table, log_changes), batch, write)
         return
-    bound = _first_key_bound(table, log_changes)
+    # known not in: the snapshot rows are new keys and the merge is bounded by the log
+    # changes'; unknown (a history longer than the look back): a whole, idempotent merge
+    bound = _first_key_bound(table, log_changes) if appended is False else None
     _merge(target, _reduced(table, rows), batch, write, snapshot=True, bound=bound)
 
 
