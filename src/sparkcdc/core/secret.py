@@ -46,6 +46,7 @@ SECRET_WORDS = (
     "account_key",
     "sas_key",
     "service_account_key",
+    "master_key",
 )
 
 

@@ -3,7 +3,7 @@
 The same reduction as :func:`sparkcdc.sinks.reduce.last_change_per_key` (the order is
 ``_commit_version``, then an image that sets the key over one that removes it), for rows
 that are in the driver's memory already: the Delta sink's native writer gets a batch's
-rows as Arrow in one Spark action for every target (sinks/delta/arrow_fetch.py), and
+rows as Arrow in one Spark action for every target (spark/arrow_fetch.py), and
 reducing them there spares each target a Spark aggregation (a shuffle, so a job or two
 of its own). Rows read again that leave kept columns alone are still reduced by Spark
 (``reduce.py``): that case is rare and its rules are many.

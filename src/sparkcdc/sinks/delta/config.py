@@ -109,7 +109,8 @@ SPECS = (
         prefix=True,
         doc="`writer: native`: delta-rs's object store settings, passed through as they are "
         "(e.g. `storage-options.AWS_REGION`, `storage-options.AZURE_STORAGE_ACCOUNT_NAME`; "
-        "secrets are never logged); Spark's writer takes its storage settings from "
+        "values of secret names masked wherever the configuration is printed); Spark's "
+        "writer takes its storage settings from "
         "`spark-conf` (`spark.hadoop.fs.s3a.*`) instead; docs/sinks-delta.md",
     ),
     OptionSpec(

@@ -1,10 +1,12 @@
 """Creating a Delta sink's target tables from the source schema, and checking existing ones
 before the first batch: their columns and types, and the names Delta cannot write.
 
-Targets are path-based Delta tables created with Spark's Delta API, whichever writer
-commits their rows later: an upsert target with a change data feed and deletion vectors
-(as configured), column mapping where a column's name is one Delta cannot store
-otherwise, and the pipeline's mark (:data:`APPENDS_FOR`) when the pipeline is known.
+Targets are created by Spark, whichever writer commits their rows later: folder targets
+with Spark's Delta API, catalog targets with ``CREATE TABLE`` (sinks/delta/catalog.py);
+an upsert target with a change data feed and deletion vectors (as configured), column
+mapping where a column's name is one Delta cannot store otherwise, the user's
+``table.properties.*``, and the pipeline's mark (:data:`APPENDS_FOR`) when the pipeline is
+known.
 """
 
 from __future__ import annotations
