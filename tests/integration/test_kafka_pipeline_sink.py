@@ -46,3 +46,66 @@ def test_sink_writes_each_table_to_its_topic(spark: Any, kafka: EmbeddedKafka, t
         ("update_preimage", "a"),
         ("update_postimage", "b"),
     ]
+
+
+def test_keyless_table_keeps_its_order_in_one_partition_beside_a_keyed_table(
+    spark: Any, kafka: EmbeddedKafka, topic: str
+) -> None:
+    """A table without a key has no Kafka key (as Debezium writes it: null), so nothing
+    but its partition keeps its records in order: all of them go to partition 0, in
+    version order, whatever the topic's partitions; a keyed table in the same batch is
+    still spread by its key. Duplicate rows stay two records each."""
+    import json
+
+    from pyspark.sql.types import StructType
+
+    from tests.support.kafka_topics import consume_all, create_topic
+
+    schema = StructType.fromDDL("id long, v string")
+    keyless, keyed = TableId("shop", f"{topic}_log"), TableId("shop", f"{topic}_kv")
+    for table in (keyless, keyed):
+        create_topic(kafka.bootstrap_servers, f"shop.{table.table}", partitions=3)
+    sink = KafkaSink(
+        KafkaSinkConfig.from_options(
+            {
+                "properties.bootstrap.servers": kafka.bootstrap_servers,
+                "value.format": "debezium-json",
+                "topic-pattern": "{database}.{table}",
+            }
+        )
+    )
+    sink.open(spark, [SinkTable(keyless, schema, ()), SinkTable(keyed, schema, ("id",))])
+    at = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    columns = (
+        "id long, v string, _change_type string, _commit_version long, _commit_timestamp timestamp"
+    )
+    log = [(1, "a", "insert", 1, at), (1, "a", "insert", 2, at)]  # two identical rows
+    log += [(1, "a", "update_preimage", 3, at), (1, "b", "update_postimage", 3, at)]
+    log += [(2, "c", "insert", 4, at), (1, "a", "delete", 5, at), (2, "c", "delete", 6, at)]
+    kv = [(i, "x", "insert", i, at) for i in range(1, 31)]
+    sink.write(
+        plan_of(
+            "p",
+            0,
+            {
+                keyless: spark.createDataFrame(log, columns),
+                keyed: spark.createDataFrame(kv, columns),
+            },
+        )
+    )
+    records = consume_all(kafka.bootstrap_servers, f"shop.{keyless.table}", len(log) - 1)
+    assert {r.partition() for r in records} == {0}
+    assert all(r.key() is None for r in records)
+    values = [json.loads(r.value()) for r in records]
+    assert [
+        (v["op"], (v["before"] or {}).get("v"), (v["after"] or {}).get("v")) for v in values
+    ] == [
+        ("c", None, "a"),
+        ("c", None, "a"),
+        ("u", "a", "b"),
+        ("c", None, "c"),
+        ("d", "a", None),
+        ("d", "c", None),
+    ]
+    spread = consume_all(kafka.bootstrap_servers, f"shop.{keyed.table}", len(kv))
+    assert len({r.partition() for r in spread}) > 1

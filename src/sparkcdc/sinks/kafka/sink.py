@@ -2,13 +2,15 @@
 upsert messages, one topic per table (a pattern) or one topic for all.
 
 Messages are keyed by the primary key JSON and produced in ``_commit_version`` order per
-key (see :mod:`sparkcdc.spark.kafka.sink`). Kafka has no idempotent replay of a batch, so
-this sink is **at-least-once**, unlike the pipeline's exactly-once sinks: a batch Spark
-re-runs after a crash is produced again. Upsert readers are unaffected (a duplicate of a
-key's last row normalises to nothing); changelog readers must tolerate duplicates.
-Schema changes are not applied (messages carry the row as it is). A truncate (under
-``evolve``) is a ``t`` message in debezium-json, as Debezium writes one; the other formats
-cannot say it (an upsert topic would need a tombstone per key it never saw).
+key (see :mod:`sparkcdc.spark.kafka.sink`); a table without a key (changelog formats only)
+has null keys, as Debezium writes them, and all its records in partition 0, in order.
+Kafka has no idempotent replay of a batch, so this sink is **at-least-once**, unlike the
+pipeline's exactly-once sinks: a batch Spark re-runs after a crash is produced again.
+Upsert readers are unaffected (a duplicate of a key's last row normalises to nothing);
+changelog readers must tolerate duplicates. Schema changes are not applied (messages carry
+the row as it is). A truncate (under ``evolve``) is a ``t`` message in debezium-json, as
+Debezium writes one; the other formats cannot say it (an upsert topic would need a
+tombstone per key it never saw).
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ class KafkaSink(Sink):
 
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         keyless = [str(t.source) for t in tables if not t.key]
-        if keyless:
+        if keyless and self.config.format == "upsert":
             raise OptionError(
-                f"kafka sink: tables {keyless} have no primary key; Kafka messages are keyed "
-                "by it (so one key's changes stay in order)"
+                f"kafka sink: tables {keyless} have no primary key, and an upsert topic keeps "
+                "the last record per key. Write them as 'changelog-json' or 'debezium-json' "
+                "(null keys, in order in partition 0), or declare their key with a transform's "
+                "'primary-keys'"
             )
         for table in tables:
             topic = self.config.topic_of(table.source)

@@ -6,7 +6,11 @@ when tables are written together) and sorted by ``_commit_version`` within each 
 partition, so one key's messages are sent by one
 task, in order, to one Kafka partition (the producer hashes the key; idempotent producers
 keep the order across retries); a batch of inserts of distinct keys only
-(``inserts_only``) has no order to keep and is not shuffled. Streaming DataFrames go
+(``inserts_only``) has no order to keep and is not shuffled. A table without a key
+(changelog formats only) has null keys, as Debezium writes them; its records are shuffled
+by table, so one task sends them in version order, and all go to partition 0 (a null key
+leaves the partition to the producer, which would spread them and lose their order: a
+multiset's replay needs a row's insert before its delete). Streaming DataFrames go
 through ``foreachBatch``, because sorts and windows need a static DataFrame. Delivery is
 at-least-once.
 """
@@ -132,7 +136,8 @@ def staged_changes(
         # text, not a number: Spark writes an integer literal into the generated code and
         # a string one beside it, so tables of one shape share their compiled code
         f"'{int(index)}' AS _t",
-        f"{to_row_json_sql(row_struct_sql(schema, key))} AS _k",
+        f"{_key_sql(schema, key)} AS _k",
+        f"{_partition_sql(key)} AS _p",
         f"{quoted(CHANGE_TYPE)} AS _ct",
         f"CAST({quoted(COMMIT_VERSION)} AS BIGINT) AS _version",
         f"CASE WHEN {sets} THEN 1 ELSE 0 END AS _rank",
@@ -152,16 +157,16 @@ def records_of_staged(staged: Any, format: str) -> Any:
     order = ["_t", "_k", "_version", "_rank"]
     if format == "changelog-json":
         out = staged.repartition("_t", "_k").sortWithinPartitions(*order)
-        return out.selectExpr("_topic AS topic", "_k AS key", "_data AS value")
+        return out.selectExpr(*_RECORD, "_data AS value")
     window = "OVER (PARTITION BY _t, _k ORDER BY _version, _rank)"
     paired_pre = (  # lead/lag are null at a key's edges: not paired
         f"coalesce(_ct = 'update_preimage' AND lead(_ct) {window} = 'update_postimage' "
         f"AND lead(_version) {window} = _version, false)"
     )
     if format == "upsert":
-        out = staged.selectExpr("_topic", *order, "_data", f"{paired_pre} AS _drop")
+        out = staged.selectExpr("_topic", "_p", *order, "_data", f"{paired_pre} AS _drop")
         out = out.where("NOT _drop").sortWithinPartitions(*order)
-        return out.selectExpr("_topic AS topic", "_k AS key", "_data AS value")
+        return out.selectExpr(*_RECORD, "_data AS value")
     paired_post = (
         f"coalesce(_ct = 'update_postimage' AND lag(_ct) {window} = 'update_preimage' "
         f"AND lag(_version) {window} = _version, false)"
@@ -177,6 +182,7 @@ def records_of_staged(staged: Any, format: str) -> Any:
     )
     out = staged.selectExpr(
         "_topic",
+        "_p",
         *order,
         "_source",
         "_ts",
@@ -186,7 +192,7 @@ def records_of_staged(staged: Any, format: str) -> Any:
         f"{paired_post} AS _drop",
     )
     out = out.where("NOT _drop").sortWithinPartitions(*order)
-    return out.selectExpr("_topic AS topic", "_k AS key", f"{message} AS value")
+    return out.selectExpr(*_RECORD, f"{message} AS value")
 
 
 def inserted_records(df: Any, format: str, key: Sequence[str], options: RecordOptions) -> Any:
@@ -211,13 +217,30 @@ def inserted_records(df: Any, format: str, key: Sequence[str], options: RecordOp
         )
     return df.selectExpr(
         f"{topic_sql(df, options.topic, options.topic_pattern)} AS topic",
-        f"{to_row_json_sql(row_struct_sql(schema, key))} AS key",
+        f"{_key_sql(schema, key)} AS key",
         f"{value} AS value",
+        f"{_partition_sql(key)} AS partition",
     )
 
 
 #: An image that sets its key's row (the others remove it), as Spark SQL text.
 _SETS = f"{quoted(CHANGE_TYPE)} IN ('insert', 'update_postimage')"
+
+#: A record's columns besides its value, from the staged columns.
+_RECORD = ("_topic AS topic", "_k AS key", "_p AS partition")
+
+
+def _key_sql(schema: Any, key: Sequence[str]) -> str:
+    """The Kafka key: the primary key's row JSON, or null for a table without a key."""
+    if not key:
+        return "CAST(NULL AS STRING)"
+    return to_row_json_sql(row_struct_sql(schema, key))
+
+
+def _partition_sql(key: Sequence[str]) -> str:
+    """The Kafka partition: the producer's choice by key, or 0 for a table without a key
+    (see the module doc)."""
+    return "CAST(NULL AS INT)" if key else "0"
 
 
 def _checked(df: Any, format: str, key: Sequence[str]) -> Any:
@@ -227,8 +250,8 @@ def _checked(df: Any, format: str, key: Sequence[str]) -> Any:
 
     if format not in FORMATS:
         raise ValueError(f"unknown Kafka format {format!r}; valid: {', '.join(FORMATS)}")
-    if not key:
-        raise ValueError("key: the primary key columns are needed to partition by key")
+    if not key and format == "upsert":
+        raise ValueError("key: an upsert topic needs the primary key columns")
     fields = {f.name: f for f in df.schema.fields}
     return StructType([fields[n] for n in data_columns(df)])
 
