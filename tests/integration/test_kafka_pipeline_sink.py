@@ -79,6 +79,10 @@ def test_keyless_table_keeps_its_order_in_one_partition_beside_a_keyed_table(
     columns = (
         "id long, v string, _change_type string, _commit_version long, _commit_timestamp timestamp"
     )
+    snapshot = [(3, "s", "insert", 0, at)] * 2  # a snapshot batch's rows: not shuffled
+    only = {keyless: 2}
+    frames = {keyless: spark.createDataFrame(snapshot, columns)}
+    sink.write(plan_of("p", 0, frames, rows=only, snapshot_version=0, snapshot_rows=only))
     log = [(1, "a", "insert", 1, at), (1, "a", "insert", 2, at)]  # two identical rows
     log += [(1, "a", "update_preimage", 3, at), (1, "b", "update_postimage", 3, at)]
     log += [(2, "c", "insert", 4, at), (1, "a", "delete", 5, at), (2, "c", "delete", 6, at)]
@@ -86,20 +90,22 @@ def test_keyless_table_keeps_its_order_in_one_partition_beside_a_keyed_table(
     sink.write(
         plan_of(
             "p",
-            0,
+            1,
             {
                 keyless: spark.createDataFrame(log, columns),
                 keyed: spark.createDataFrame(kv, columns),
             },
         )
     )
-    records = consume_all(kafka.bootstrap_servers, f"shop.{keyless.table}", len(log) - 1)
+    records = consume_all(kafka.bootstrap_servers, f"shop.{keyless.table}", len(log) + 1)
     assert {r.partition() for r in records} == {0}
     assert all(r.key() is None for r in records)
     values = [json.loads(r.value()) for r in records]
     assert [
         (v["op"], (v["before"] or {}).get("v"), (v["after"] or {}).get("v")) for v in values
     ] == [
+        ("r", None, "s"),
+        ("r", None, "s"),
         ("c", None, "a"),
         ("c", None, "a"),
         ("u", "a", "b"),
