@@ -2,6 +2,8 @@
 minutes, with its lag and every process's memory per window of minutes.
 
     .venv/bin/python -m benchmarks.soak [--minutes 30] [--rate 10000] [--writer native]
+    .venv/bin/python -m benchmarks.soak --tables 100 --rows 1000 --rate 1000 \
+        --statement-rows 1 --trigger 1 --writer native   # whole-database sync's latency
 
 Loads ``bench.orders`` with ``--rows`` rows into a private MariaDB, starts a pipeline of it
 into Delta in this process (``prepare``, ``start``: its initial snapshot, then the binlog,
@@ -17,6 +19,14 @@ the batches, the lag of each batch's newest change when the batch was written (p
 max: Flink's ``currentEmitEventTimeLag``), and peak memory per process kind. The first
 window after the snapshot is the baseline: memory and lag are flat when the last window
 is about the same.
+
+``--tables N`` spreads the rows (``--rows`` in all) and the writer's statements over N
+copies of ``orders`` (``orders``, ``orders_2`` ... ``orders_N``), each statement on a
+table picked at random. Then each change's latency is printed as well: the time from its
+statement's commit on the source to the end of the write of the batch that applied it
+(p50, p99, max per window). Which batch applied a change is known from the batches'
+per-table counts: a table's changes reach the log, and the batches, in the order the
+writer made them.
 """
 
 from __future__ import annotations
@@ -48,8 +58,9 @@ from sparkcdc.pipeline.batch_report import STREAMING
 
 
 class Writer:
-    """Changes ``rate`` rows a second of ``orders`` in statements of ``size`` rows, in ticks
-    of a tenth of a second; counts the rows each statement changed."""
+    """Changes ``rate`` rows a second of ``tables`` in statements of ``size`` rows, in ticks
+    of a tenth of a second; counts the rows each statement changed, and records when each
+    table's changes were committed (wall clock, one entry per row changed)."""
 
     def __init__(
         self,
@@ -58,12 +69,15 @@ class Writer:
         rate: int,
         size: int,
         mix: tuple[int, int, int] = (50, 30, 20),
+        tables: tuple[str, ...] = (TABLE,),
     ) -> None:
-        self.db, self.rate, self.size = db, rate, size
+        self.db, self.rate, self.size, self.tables = db, rate, size, tables
         total = sum(mix)
         #: a statement updates below the first share, inserts below the second, else deletes
         self.shares = (mix[0] / total, (mix[0] + mix[1]) / total)
-        self.low, self.high = 1, rows  # the keys present: low..high
+        #: the keys present per table: low..high
+        self.keys = {t: [1, rows] for t in tables}
+        self.committed: dict[str, list[float]] = {t: [] for t in tables}
         self.changed = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="soak-writer", daemon=True)
@@ -77,24 +91,10 @@ class Writer:
         started = time.monotonic()
         due = 0.0
         while not self.stop.is_set():
-            roll = pick.random()
-            if roll < self.shares[0]:  # recent rows: the newest 10 %
-                span = max(self.size, (self.high - self.low) // 10)
-                first = pick.randint(max(self.low, self.high - span), self.high)
-                cur.execute(
-                    f"UPDATE {TABLE} SET quantity = quantity + 1, price = price + 0.01 "
-                    f"WHERE id BETWEEN {first} AND {first + self.size - 1}"
-                )
-            elif roll < self.shares[1]:
-                first, self.high = self.high + 1, self.high + self.size
-                cur.execute(
-                    f"INSERT INTO {TABLE} ({ORDERS_COLUMNS}) "
-                    f"{orders_select()} FROM seq_{first}_to_{self.high}"
-                )
-            else:
-                first, self.low = self.low, self.low + self.size
-                cur.execute(f"DELETE FROM {TABLE} WHERE id BETWEEN {first} AND {self.low - 1}")
+            table = self.tables[pick.randrange(len(self.tables))]
+            cur.execute(self._statement(table, pick))
             self.changed += cur.rowcount
+            self.committed[table].extend([time.time()] * cur.rowcount)
             due += self.size / self.rate
             wait = started + due - time.monotonic()
             if wait > 0:
@@ -103,12 +103,74 @@ class Writer:
                 self.behind = max(self.behind, -wait)
         conn.close()
 
+    def _statement(self, table: str, pick: random.Random) -> str:
+        """The next statement on ``table``: an update of recent rows (the newest 10 %), an
+        insert of new keys or a delete of the oldest, by the mix's shares."""
+        keys = self.keys[table]
+        roll = pick.random()
+        if roll < self.shares[0] or keys[1] - keys[0] < 2 * self.size:
+            span = max(self.size, (keys[1] - keys[0]) // 10)
+            first = pick.randint(max(keys[0], keys[1] - span), keys[1])
+            return (
+                f"UPDATE {table} SET quantity = quantity + 1, price = price + 0.01 "
+                f"WHERE id BETWEEN {first} AND {first + self.size - 1}"
+            )
+        if roll < self.shares[1]:
+            first, keys[1] = keys[1] + 1, keys[1] + self.size
+            return (
+                f"INSERT INTO {table} ({ORDERS_COLUMNS}) "
+                f"{orders_select()} FROM seq_{first}_to_{keys[1]}"
+            )
+        first, keys[0] = keys[0], keys[0] + self.size
+        return f"DELETE FROM {table} WHERE id BETWEEN {first} AND {keys[0] - 1}"
 
-def pipeline_file(db: EmbeddedMariaDB, folder: Path, trigger: int, writer: str = "spark") -> Path:
+
+def table_names(count: int) -> tuple[str, ...]:
+    """``orders``, then ``orders_2`` ... ``orders_<count>``."""
+    return (TABLE, *(f"{TABLE}_{i}" for i in range(2, count + 1)))
+
+
+def copy_orders(db: EmbeddedMariaDB, names: tuple[str, ...]) -> None:
+    """The other tables as unlogged copies of ``orders`` (a snapshot reads them)."""
+    conn = db.connect(DATABASE, account=db.root)
+    try:
+        cur = conn.cursor()
+        cur.execute("SET SESSION sql_log_bin = 0")
+        for name in names[1:]:
+            cur.execute(f"CREATE TABLE {name} LIKE {TABLE}")
+            cur.execute(f"INSERT INTO {name} SELECT * FROM {TABLE}")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def change_latencies(writer: Writer, batches: list[Any]) -> list[list[float]]:
+    """Per batch, the latency of each change it applied: its write's end minus the
+    change's commit. A table's changes are applied in the order they were committed, so
+    a batch applying n of them applies the next n of its list."""
+    applied = {t: 0 for t in writer.tables}
+    out = []
+    for batch in batches:
+        latencies = []
+        for table, counts in batch.counts.items():
+            name = table.table
+            if name not in applied:
+                continue
+            done = applied[name]
+            applied[name] = done + counts.changes
+            latencies += [batch.written - t for t in writer.committed[name][done : applied[name]]]
+        out.append(latencies)
+    return out
+
+
+def pipeline_file(
+    db: EmbeddedMariaDB, folder: Path, trigger: int, writer: str = "spark", tables: int = 1
+) -> Path:
     path = folder / "pipeline.yaml"
+    captured = f"{DATABASE}.{TABLE}" if tables == 1 else f"{DATABASE}.{TABLE}(_[0-9]+)?"
     path.write_text(
         f"""\
-{source_block(db, f"{DATABASE}.{TABLE}")}sink:
+{source_block(db, captured)}sink:
   type: delta
   path: {folder / "lake"}
   writer: {writer}
@@ -156,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--rate", type=int, default=10_000, help="row changes a second")
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of each table")
+    parser.add_argument("--tables", type=int, default=1, help="copies of orders written to")
     parser.add_argument("--statement-rows", type=int, default=500)
     parser.add_argument("--trigger", type=int, default=10, help="seconds between batches")
     parser.add_argument("--window", type=float, default=5, help="minutes per printed row")
@@ -181,14 +244,16 @@ def main(argv: list[str] | None = None) -> None:
     with ProcessSampler() as memory, tempfile.TemporaryDirectory(prefix="sparkcdc-soak-") as tmp:
         db = start_mariadb("2G")
         try:
+            names = table_names(args.tables)
             with memory.phase("load"):
                 populate_orders(db, args.rows)
+                copy_orders(db, names)
             spark, _ = spark_session(args.cores)
             spark.sparkContext.setLogLevel("ERROR")
             folder = Path(tmp)
-            pipeline = pipeline_file(db, folder, args.trigger, args.writer)
+            pipeline = pipeline_file(db, folder, args.trigger, args.writer, args.tables)
             run = prepare(load_pipeline(pipeline), spark=spark)
-            writer = Writer(db, args.rows, args.rate, args.statement_rows, args.mix)
+            writer = Writer(db, args.rows, args.rate, args.statement_rows, args.mix, names)
             windows: list[tuple[str, float, int, list[Any]]] = []
             with memory.phase("snapshot"):
                 run.start()
@@ -197,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
             writer.thread.start()
             started = time.monotonic()
             end = started + args.minutes * 60
-            first_batch = len(run.batches)
+            first_batch = writer_from = len(run.batches)
             lo = 0.0
             while lo < args.minutes:
                 hi = min(lo + args.window, args.minutes)
@@ -219,22 +284,40 @@ def main(argv: list[str] | None = None) -> None:
             if not run.active:
                 raise SystemExit("the pipeline's query ended before it caught up: see its log")
             run.stop()
-            source = (
-                spark.read.format("jdbc")
-                .option("url", f"jdbc:mysql://{db.host}:{db.port}/{DATABASE}?permitMysqlScheme")
-                .option("driver", "org.mariadb.jdbc.Driver")
-                .option("user", db.source_options()["username"])
-                .option("password", db.source_options()["password"])
-                .option("dbtable", TABLE)
-                .load()
+            log_batches = run.batches[writer_from:]
+            latencies = dict(
+                zip(map(id, log_batches), change_latencies(writer, log_batches), strict=True)
             )
-            target = spark.read.format("delta").load(str(folder / "lake" / DATABASE / TABLE))
-            equal = checksum(source) == checksum(target.select(*source.columns))
-            report(args, windows, writer, caught_up, equal)
+            equal = all(equal_tables(spark, db, folder, name) for name in names)
+            report(args, windows, writer, caught_up, equal, latencies)
             spark.stop()
         finally:
             db.stop()
     print_process_report(memory)
+
+
+def equal_tables(spark: Any, db: EmbeddedMariaDB, folder: Path, table: str) -> bool:
+    """Whether the Delta target of ``table`` equals it (rows, checksum of every column)."""
+    source = (
+        spark.read.format("jdbc")
+        .option("url", f"jdbc:mysql://{db.host}:{db.port}/{DATABASE}?permitMysqlScheme")
+        .option("driver", "org.mariadb.jdbc.Driver")
+        .option("user", db.source_options()["username"])
+        .option("password", db.source_options()["password"])
+        .option("dbtable", table)
+        .load()
+    )
+    target = spark.read.format("delta").load(str(folder / "lake" / DATABASE / table))
+    return checksum(source) == checksum(target.select(*source.columns))
+
+
+def latency_text(latencies: list[float]) -> str:
+    if not latencies:
+        return "no change applied"
+    return (
+        f"change latency p50 {percentile(latencies, 0.5):.2f} s, "
+        f"p99 {percentile(latencies, 0.99):.2f} s, max {max(latencies):.2f} s"
+    )
 
 
 def report(
@@ -243,11 +326,13 @@ def report(
     writer: Writer,
     caught_up: float,
     equal: bool,
+    latencies: dict[int, list[float]],
 ) -> None:
     rows = []
     for name, seconds, written, batches in windows:
         lags = [b.emit_lag for b in batches if b.emit_lag is not None]
         applied = sum(b.changes for b in batches)
+        window_latencies = [x for b in batches for x in latencies[id(b)]]
         lag = (
             f"lag p50 {statistics.median(lags):.1f} s, p95 {percentile(lags, 0.95):.1f} s, "
             f"max {max(lags):.1f} s"
@@ -258,11 +343,12 @@ def report(
             (
                 name,
                 f"written {written / seconds:,.0f}/s · applied {applied / seconds:,.0f}/s · "
-                f"{len(batches)} batches · {lag}",
+                f"{len(batches)} batches · {lag} · {latency_text(window_latencies)}",
             )
         )
     print_kv(
-        f"Soak: {args.rate:,} row changes/s for {args.minutes:g} min into Delta "
+        f"Soak: {args.rate:,} row changes/s over {args.tables} table(s) for {args.minutes:g} "
+        f"min into Delta "
         f"(trigger {args.trigger} s; first window = baseline)",
         rows,
     )
@@ -271,7 +357,8 @@ def report(
         [
             ("changes written", f"{writer.changed:,}, at most {writer.behind:.1f} s behind pace"),
             ("caught up after the writer stopped", f"{caught_up:.1f} s"),
-            ("Delta table == source (rows, checksum of every column)", str(equal)),
+            ("every change", latency_text([x for v in latencies.values() for x in v])),
+            ("Delta tables == source (rows, checksum of every column)", str(equal)),
         ],
     )
 
