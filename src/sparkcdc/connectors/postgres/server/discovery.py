@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +24,17 @@ WHERE c.relkind IN ('r', 'p')
 ORDER BY n.nspname, c.relname
 """
 
-_PRIMARY_KEYS = """
+#: The columns of each table's primary key (``indisprimary``) or replica identity index
+#: (``indisreplident``: REPLICA IDENTITY USING INDEX), in the index's order.
+_INDEX_COLUMNS = """
 SELECT i.indrelid, a.attname
 FROM pg_index i
 CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-WHERE i.indisprimary AND i.indrelid = ANY(%s::oid[])
+WHERE i.{flag} AND i.indrelid = ANY(%s::oid[])
 ORDER BY i.indrelid, k.position
 """
+_INDEX_FLAGS = frozenset({"indisprimary", "indisreplident"})
 
 #: Each column's type as pgoutput's Relation message names it: (type oid, typmod).
 _COLUMN_TYPES = """
@@ -70,9 +74,20 @@ class PgTable(KeyedColumns):
         return quote_table(self.table_id)
 
 
+def index_columns(conn: Any, oids: Sequence[int], flag: str) -> dict[int, list[str]]:
+    """Each table's columns of its index marked ``flag`` (``indisprimary``: the primary
+    key; ``indisreplident``: the replica identity index), in index order; empty without."""
+    assert flag in _INDEX_FLAGS, flag  # a column name, not a parameter: never user input
+    found: dict[int, list[str]] = {int(oid): [] for oid in oids}
+    if found:
+        for oid, name in query(conn, _INDEX_COLUMNS.format(flag=flag), (list(found),)):
+            found[int(oid)].append(str(name))
+    return found
+
+
 def primary_key(conn: Any, oid: int) -> tuple[str, ...]:
     """The table's primary key columns as the catalog has them now."""
-    return tuple(str(name) for _, name in query(conn, _PRIMARY_KEYS, ([oid],)))
+    return tuple(index_columns(conn, [oid], "indisprimary")[oid])
 
 
 def discover_tables(
@@ -107,9 +122,7 @@ def discover_tables(
     types: dict[int, list[tuple[int, int]]] = {oid: [] for oid in oids}
     for oid, type_oid, typmod in query(conn, _COLUMN_TYPES, (oids,)):
         types[int(oid)].append((int(type_oid), int(typmod)))
-    keys: dict[int, list[str]] = {oid: [] for oid in oids}
-    for oid, name in query(conn, _PRIMARY_KEYS, (oids,)):
-        keys[int(oid)].append(name)
+    keys = index_columns(conn, oids, "indisprimary")
     tables, keyless = [], []
     for oid, table_id, _, ident in found:
         if not keys[oid]:

@@ -11,7 +11,11 @@ from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
-from sparkcdc.connectors.postgres.server.discovery import REPLICA_IDENTITIES, PgTable
+from sparkcdc.connectors.postgres.server.discovery import (
+    REPLICA_IDENTITIES,
+    PgTable,
+    index_columns,
+)
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 
 #: pg_copy_logical_replication_slot (12), pg_current_snapshot / pg_xact_status (13).
@@ -65,17 +69,6 @@ def validate_server(conn: Any, config: PostgresSourceConfig) -> int:
     return int(version)
 
 
-#: The columns of each table's replica identity index (REPLICA IDENTITY USING INDEX).
-_IDENTITY_INDEX = """
-SELECT i.indrelid, a.attname
-FROM pg_index i
-CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
-JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-WHERE i.indisreplident AND i.indrelid = ANY(%s::oid[])
-ORDER BY i.indrelid, k.position
-"""
-
-
 def identity_problem(table: PgTable, upsert: bool, index_columns: Sequence[str] = ()) -> str:
     """Why ``table``'s replica identity cannot be captured in this ``changelog-mode`` (with
     the fix), or "" when it can. ``all`` needs FULL (old rows for before images and
@@ -112,10 +105,7 @@ def validate_tables(conn: Any, tables: Sequence[PgTable], upsert: bool = False) 
     """SELECT on every table; a replica identity the ``changelog-mode`` can capture
     (:func:`identity_problem`); deterministic collations."""
     indexed = [t.oid for t in tables if t.replica_identity == "i"]
-    index_columns: dict[int, list[str]] = {oid: [] for oid in indexed}
-    if indexed:
-        for oid, name in query(conn, _IDENTITY_INDEX, (indexed,)):
-            index_columns[int(oid)].append(str(name))
+    identity_index = index_columns(conn, indexed, "indisreplident")
     for table in tables:
         ((allowed,),) = query(
             conn, "SELECT pg_catalog.has_table_privilege(%s, 'SELECT')", (table.oid,)
@@ -125,7 +115,7 @@ def validate_tables(conn: Any, tables: Sequence[PgTable], upsert: bool = False) 
                 f"the source user may not read {table.table_id}: run "
                 f"GRANT SELECT ON {table.sql_name} TO <user>;"
             )
-        problem = identity_problem(table, upsert, index_columns.get(table.oid, ()))
+        problem = identity_problem(table, upsert, identity_index.get(table.oid, ()))
         if problem:
             raise SchemaError(problem)
         non_deterministic = [c.name for c in table.columns if not c.deterministic]
