@@ -1,4 +1,5 @@
-"""Which replica identities each ``changelog-mode`` captures, and the fix it names."""
+"""Which replica identities each ``changelog-mode`` captures, and the fix it names; which
+tables without a primary key are captured, and the fix named for the others."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from sparkcdc.connectors.postgres.config import parse_config
+from sparkcdc.connectors.postgres.server.keyless import UNDER_UPSERT, keyless_help
 from sparkcdc.connectors.postgres.server.validation import identity_problem
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
@@ -51,3 +53,25 @@ def test_changelog_mode_option() -> None:
     with pytest.raises(OptionError, match="changelog-mode") as raised:
         parse_config({**base, "changelog-mode": "retract"})
     assert "all, upsert" in str(raised.value)
+
+
+def test_a_keyless_table_needs_a_chunk_key_full_identity_and_changelog_mode_all() -> None:
+    table = TableId("s", "log")
+    assert keyless_help(table, "f", "a", upsert=False) is None
+    option = "'scan.incremental.snapshot.chunk.key-column'"
+    full = 'ALTER TABLE "s"."log" REPLICA IDENTITY FULL;'
+    for ident in ("d", "n", "i"):
+        not_full = keyless_help(table, ident, "a", upsert=False)
+        assert not_full is not None and full in not_full.fix
+        no_column = keyless_help(table, ident, None, upsert=False)
+        assert no_column is not None
+        assert option in no_column.fix and "'s.log:<column>'" in no_column.fix
+        assert full in no_column.fix
+    no_column_full = keyless_help(table, "f", None, upsert=False)
+    assert no_column_full is not None and "ALTER TABLE" not in no_column_full.fix
+    for ident in ("d", "f"):
+        for column in ("a", None):
+            under_upsert = keyless_help(table, ident, column, upsert=True)
+            assert under_upsert is UNDER_UPSERT
+    assert "REPLICA IDENTITY FULL" in UNDER_UPSERT.fix
+    assert "changelog-mode: all" in UNDER_UPSERT.fix

@@ -1,18 +1,19 @@
 """Tables without a primary key that a connector does not capture, met by discovery: left
 out with a warning, never a failure of the tables around them.
 
-On MySQL/MariaDB a keyless table is captured as a multiset of rows when
+A keyless table is captured as a multiset of rows when
 ``scan.incremental.snapshot.chunk.key-column`` names a column for it (docs/design.md,
-"Tables without a primary key"): its chunks need that column. PostgreSQL does not capture
-keyless tables yet. A pattern that matches a table left out captures the other tables and
-says which one it left out and what would capture it. A selection that matches only such
-tables has nothing to capture and fails, naming them.
+"Tables without a primary key"): its chunks need that column. PostgreSQL needs more (its
+own ``server/keyless.py``): REPLICA IDENTITY FULL and ``changelog-mode: all``, so each
+table left out there gets its own reason and fix. A pattern that matches a table left out
+captures the other tables and says which one it left out and what would capture it. A
+selection that matches only such tables has nothing to capture and fails, naming them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sparkcdc.core.errors import SchemaError
@@ -22,7 +23,11 @@ log = logging.getLogger(__name__)
 
 _OPTION = "scan.incremental.snapshot.chunk.key-column"
 #: ``FollowsTableDrops.left_out``'s reason for a keyless table a checkpoint captures.
-LEFT_OUT = f"it has no primary key (and no chunk key column '{_OPTION}' captures it)"
+LEFT_OUT = (
+    "it has no primary key, and discovery leaves it out (the warning logged for it names "
+    f"what would capture it: a chunk key column '{_OPTION}', on PostgreSQL with REPLICA "
+    "IDENTITY FULL and changelog-mode: all)"
+)
 
 
 @dataclass(frozen=True)
@@ -43,38 +48,32 @@ WITH_A_CHUNK_KEY = KeylessHelp(
     f"Name a chunk key column for them with '{_OPTION}', add a primary key, or select "
     "tables that have one",
 )
-#: Connectors that do not capture keyless tables at all (PostgreSQL).
-NOT_CAPTURED = KeylessHelp(
-    "sparkcdc matches rows to their changes by the primary key, and this source does not "
-    "capture tables without one",
-    "give it a primary key to capture it, or leave it out of 'tables' to silence this",
-    "Add a primary key to them, or select tables that have one",
-)
 
 
 def leave_out_keyless(
-    keyless: Sequence[TableId],
+    keyless: Mapping[TableId, KeylessHelp],
     captured: int,
     selection: str,
     left_out: set[TableId] | None,
-    says: KeylessHelp = NOT_CAPTURED,
 ) -> None:
-    """Warn about each keyless table left out of ``selection``; fail when ``captured``
-    (the tables the connector captures) is zero, since nothing would be captured.
-    ``left_out`` (the dialect's, for ``FollowsTableDrops.left_out``) gets the keyless
-    tables; ``says`` what the connector offers for them."""
+    """Warn about each keyless table left out of ``selection``, with what its connector
+    says of it (why, and the fix); fail when ``captured`` (the tables the connector
+    captures) is zero, since nothing would be captured. ``left_out`` (the dialect's, for
+    ``FollowsTableDrops.left_out``) gets the keyless tables."""
     if left_out is not None:
         left_out.clear()
         left_out.update(keyless)
     if not keyless:
         return
     if captured == 0:
-        names = ", ".join(str(t) for t in keyless)
-        raise SchemaError(
-            f"{selection} matches only tables without a primary key ({names}): "
-            f"{says.why}. {says.fix_all}"
+        by_help: dict[KeylessHelp, list[str]] = {}
+        for table_id, says in keyless.items():
+            by_help.setdefault(says, []).append(str(table_id))
+        reasons = "; ".join(
+            f"{', '.join(names)}: {says.why}. {says.fix_all}" for says, names in by_help.items()
         )
-    for table_id in keyless:
+        raise SchemaError(f"{selection} matches only tables without a primary key ({reasons})")
+    for table_id, says in keyless.items():
         log.warning(
             "table %s has no primary key: not captured (%s; %s)", table_id, says.why, says.fix
         )

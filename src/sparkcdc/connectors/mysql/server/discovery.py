@@ -78,7 +78,9 @@ def discover_tables(
             problems.append(str(exc))
     if problems:
         raise SchemaError("\n".join(problems))
-    leave_out_keyless(keyless, len(tables), config.tables.label, left_out, WITH_A_CHUNK_KEY)
+    leave_out_keyless(
+        dict.fromkeys(keyless, WITH_A_CHUNK_KEY), len(tables), config.tables.label, left_out
+    )
     return tables
 
 

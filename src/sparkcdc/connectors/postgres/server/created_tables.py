@@ -5,7 +5,8 @@ The WAL has no CREATE TABLE, and a new table's rows are decoded only once the pu
 has it, so the driver asks the catalog at each planning for matching tables whose OID it
 does not capture. A new table is captured (discovered, the publication extended, its
 snapshot started) only once it can be: the source user may read it and it has REPLICA
-IDENTITY FULL (a table without a primary key is left out, as discovery leaves it out).
+IDENTITY FULL (a table without a primary key needs a chunk key column too, and is left out
+without one, or under ``changelog-mode: upsert``, as discovery leaves it out).
 Until then it waits, warned about once with the statement that makes it
 ready; nothing is lost meanwhile, as its snapshot, taken when it is captured, reads every
 row it has by then.
@@ -20,6 +21,7 @@ from typing import Any
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
 from sparkcdc.connectors.postgres.server.discovery import REPLICA_IDENTITIES, PgTable
+from sparkcdc.connectors.postgres.server.keyless import keyless_help
 from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.core.table import TableId
 
@@ -61,9 +63,16 @@ class CreatedTables:
             table_id = TableId(schema, name)
             if table_id in names or not self.config.matches(schema, name):
                 continue
-            if not keyed:  # left out, as discovery leaves out keyless tables
-                self._warn(oid, table_id, "but has no primary key: it is not captured")
-                continue
+            if not keyed:  # as discovery: captured as a multiset once it can be
+                chunk_column = self.config.chunk_key_columns.column_for(schema, name)
+                says = keyless_help(table_id, identity, chunk_column, self.config.upsert)
+                if says is not None and (chunk_column is None or self.config.upsert):
+                    self._warn(
+                        oid,
+                        table_id,
+                        f"but has no primary key: not captured ({says.why}; {says.fix})",
+                    )
+                    continue
             state = (oid, identity, bool(readable))
             if self._ready(oid, table_id, identity, readable) and state not in self._offered:
                 # offered once per state: a table discovery then leaves out anyway must not

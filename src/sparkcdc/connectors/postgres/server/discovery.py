@@ -8,11 +8,12 @@ from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
+from sparkcdc.connectors.postgres.server.keyless import keyless_help
 from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, column_from_row
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.keyless import leave_out_keyless
+from sparkcdc.snapshot.keyless import KeylessHelp, leave_out_keyless
 from sparkcdc.snapshot.table import KeyedColumns
 
 _TABLES = """
@@ -49,7 +50,8 @@ REPLICA_IDENTITIES = {"d": "DEFAULT", "n": "NOTHING", "f": "FULL", "i": "USING I
 
 @dataclass(frozen=True)
 class PgTable(KeyedColumns):
-    """A captured table: columns in order, primary key, chunk key, replica identity."""
+    """A captured table: columns in order, primary key (empty: a keyless table, its rows a
+    multiset), chunk key, replica identity."""
 
     table_id: TableId  #: (schema, table)
     oid: int
@@ -94,9 +96,10 @@ def discover_tables(
     conn: Any, config: PostgresSourceConfig, left_out: set[TableId] | None = None
 ) -> list[PgTable]:
     """The tables matching ``schema-name``/``table-name``, with their schemas; fails with
-    the fix for tables that cannot be captured (a partitioned parent); leaves out tables
-    without a primary key with a warning (``snapshot/keyless.py``), adding them to
-    ``left_out``."""
+    the fix for tables that cannot be captured (a partitioned parent). A table without a
+    primary key is captured as a multiset of rows (empty ``primary_key``) when
+    ``server/keyless.py`` says it can be, otherwise left out with a warning naming the fix
+    (``snapshot/keyless.py``) and added to ``left_out``."""
     found = [
         (int(oid), TableId(schema, name), kind, ident)
         for oid, schema, name, kind, ident in query(conn, _TABLES)
@@ -123,12 +126,16 @@ def discover_tables(
     for oid, type_oid, typmod in query(conn, _COLUMN_TYPES, (oids,)):
         types[int(oid)].append((int(type_oid), int(typmod)))
     keys = index_columns(conn, oids, "indisprimary")
-    tables, keyless = [], []
+    tables: list[PgTable] = []
+    keyless: dict[TableId, KeylessHelp] = {}
     for oid, table_id, _, ident in found:
+        chunk_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
         if not keys[oid]:
-            keyless.append(table_id)
-            continue
-        chunk_key = _chunk_key(config, table_id, columns[oid], keys[oid])
+            says = keyless_help(table_id, ident, chunk_column, config.upsert)
+            if says is not None:
+                keyless[table_id] = says
+                continue
+        chunk_key = _chunk_key(table_id, columns[oid], chunk_column or keys[oid][0])
         tables.append(
             PgTable(
                 table_id,
@@ -145,13 +152,11 @@ def discover_tables(
     return tables
 
 
-def _chunk_key(
-    config: PostgresSourceConfig, table_id: TableId, columns: list[PgColumn], key: list[str]
-) -> str:
-    """The table's chunk key: ``scan.incremental.snapshot.chunk.key-column`` or the first
-    primary key column; a NOT NULL column of the table (a chunk's range skips NULLs)."""
+def _chunk_key(table_id: TableId, columns: list[PgColumn], chunk_key: str) -> str:
+    """The table's chunk key (``scan.incremental.snapshot.chunk.key-column`` or the first
+    primary key column), checked: a NOT NULL column of the table (a chunk's range skips
+    NULLs)."""
     names = [c.name for c in columns]
-    chunk_key = config.chunk_key_columns.column_for(table_id.database, table_id.table) or key[0]
     if chunk_key not in names:
         raise SchemaError(
             f"table {table_id} has no column '{chunk_key}' "

@@ -8,7 +8,10 @@ B guarantees that every transaction committed before B is visible to S (wal/scan
 and B disagree only on transactions committed in ``[B, H)``: each is decoded from the WAL
 with its xid, is *in S* iff S sees that xid and *in B* iff it committed before B, and
 ``visibility_overrides`` (snapshot/normalize.py) turns the partition's rows into exactly
-their state at B. docs/design.md, "Exact chunks on PostgreSQL", has the argument.
+their state at B. docs/design.md, "Exact chunks on PostgreSQL", has the argument. A table
+without a primary key folds the same changes into net copies per row value instead
+(``visibility_delta``, snapshot/multiset.py; docs/design.md, "Tables without a primary
+key": "PostgreSQL's visibility snapshots").
 
 Under ``changelog-mode: upsert`` the WAL has no old rows to undo a change with: a key whose
 window changes S sees (and B lacks) keeps its row as S has it, a later state the next
@@ -52,20 +55,18 @@ from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
 from sparkcdc.connectors.postgres.wal.reader import read_located
 from sparkcdc.core.errors import ChunkCrossedChange, SchemaError
-from sparkcdc.core.rows import Row
 from sparkcdc.formats.changelog_arrow import ChunkRows
 from sparkcdc.snapshot.chunks import Chunk
 from sparkcdc.snapshot.keys import PartitionKeys
-from sparkcdc.snapshot.normalize import (
-    apply_overrides,
-    upsert_visibility_overrides,
-    visibility_overrides,
-)
+from sparkcdc.snapshot.multiset import visibility_delta
+from sparkcdc.snapshot.normalize import upsert_visibility_overrides, visibility_overrides
+from sparkcdc.snapshot.window import Window, apply_window
 
 #: Rows per batch when rows are patched in Python (a window touched the partition).
 PATCHED_BATCH = 65_536
 
-Overrides = dict[Any, Row | None]
+#: Per-key states, or net copies per row value for a keyless table (snapshot/window.py).
+Overrides = Window
 
 
 def chunk_query(table: PgTable, chunk: Chunk, columns: Sequence[str]) -> str:
@@ -177,7 +178,9 @@ def read_chunks(
         else:
             names = [c.name for c in table.columns]
             values = (tuple(r[n] for n in names) for b in batches for r in b.to_pylist())
-            patched = apply_overrides(values, overrides, keys.key_of, keys.in_partition)
+            patched = apply_window(
+                values, overrides, keys.key_of, keys.in_partition, str(table.table_id)
+            )
             while batch := list(itertools.islice(patched, PATCHED_BATCH)):
                 yield ChunkRows(batch)
         rows.commit()
@@ -226,7 +229,9 @@ def window_overrides(
 ) -> Overrides:
     """Per-key states at ``target`` for the partition's keys whose snapshot state differs:
     the transactions committed between ``target`` and ``insert_lsn``, judged by xid. Under
-    ``changelog-mode: upsert`` only changes the target has and the snapshot lacks."""
+    ``changelog-mode: upsert`` only changes the target has and the snapshot lacks. A
+    keyless table's (never under upsert: discovery leaves it out) are net copies per row
+    value, which need no order among the changes."""
     low, high = sorted((target.lsn, insert_lsn))
     if low == high:
         return {}
@@ -246,6 +251,8 @@ def window_overrides(
         raise ChunkCrossedChange(f"its window crosses a truncate: {exc}") from exc
     except ColumnsChangedInRange as exc:  # the same, in the change's new shape
         raise ChunkCrossedChange(f"its window crosses a change of columns: {exc}") from exc
+    if table.keyless:
+        return visibility_delta(flagged, keys.in_partition)
     normalise = upsert_visibility_overrides if config.upsert else visibility_overrides
     return normalise(flagged, keys.key_of)
 

@@ -1,0 +1,65 @@
+"""Which PostgreSQL tables without a primary key can be captured, and the fix for the others.
+
+A keyless table is captured as a multiset of rows (docs/design.md, "Tables without a
+primary key") when all of these hold; each one missing leaves it out with a warning that
+names what would capture it (``snapshot/keyless.py``), never failing the tables around it:
+
+* a chunk key column (``scan.incremental.snapshot.chunk.key-column``): its chunks need one;
+* ``REPLICA IDENTITY FULL``: an UPDATE or DELETE of a keyless row names the row by its old
+  values, which the WAL carries only under FULL (DEFAULT has no key to carry, NOTHING
+  carries nothing), and the multiset normalisation needs the old image;
+* ``changelog-mode: all``: ``upsert`` matches rows by the key the WAL's changes carry, and a
+  keyless table has none.
+"""
+
+from __future__ import annotations
+
+from sparkcdc.connectors.postgres.server.sql import quote_table
+from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.keyless import KeylessHelp
+
+_OPTION = "scan.incremental.snapshot.chunk.key-column"
+_SILENCE = "or leave it out of 'tables' to silence this"
+_AS_MULTISET = (
+    "its rows are then captured as a multiset: an append target, or a transform's "
+    "primary-keys for an upsert target"
+)
+
+#: ``changelog-mode: upsert``: no key in the WAL, whatever the table's identity.
+UNDER_UPSERT = KeylessHelp(
+    "changelog-mode: upsert matches rows by the primary key the WAL's changes carry, and a "
+    "table without one has none",
+    "capture it in a source with changelog-mode: all, REPLICA IDENTITY FULL and a chunk key "
+    f"column ('{_OPTION}'), give it a primary key, {_SILENCE}",
+    "Capture them with changelog-mode: all, REPLICA IDENTITY FULL and a chunk key column "
+    f"('{_OPTION}'), add a primary key, or select tables that have one",
+)
+
+
+def keyless_help(
+    table_id: TableId, identity: str, chunk_column: str | None, upsert: bool
+) -> KeylessHelp | None:
+    """Why the keyless ``table_id`` (``pg_class.relreplident`` ``identity``, the chunk key
+    column the options name for it) cannot be captured, with the fix; None: it can."""
+    if upsert:
+        return UNDER_UPSERT
+    full = f"ALTER TABLE {quote_table(table_id)} REPLICA IDENTITY FULL;"
+    if chunk_column is None:
+        then_full = "" if identity == "f" else f" and run {full}"
+        return KeylessHelp(
+            "a table without a primary key is captured only with a chunk key column "
+            f"('{_OPTION}') and REPLICA IDENTITY FULL",
+            f"set '{_OPTION}' to '{table_id}:<column>'{then_full} ({_AS_MULTISET}), give it "
+            f"a primary key, {_SILENCE}",
+            f"Name a chunk key column for them with '{_OPTION}' (and make them REPLICA "
+            "IDENTITY FULL), add a primary key, or select tables that have one",
+        )
+    if identity != "f":
+        return KeylessHelp(
+            "a table without a primary key needs REPLICA IDENTITY FULL: only then do the WAL's "
+            "updates and deletes carry the old row, the one thing that tells which row they "
+            "change",
+            f"run {full} ({_AS_MULTISET}), give it a primary key, {_SILENCE}",
+            "Make them REPLICA IDENTITY FULL, add a primary key, or select tables that have one",
+        )
+    return None
