@@ -53,8 +53,9 @@ def test_keyless_table_keeps_its_order_in_one_partition_beside_a_keyed_table(
 ) -> None:
     """A table without a key has no Kafka key (as Debezium writes it: null), so nothing
     but its partition keeps its records in order: all of them go to partition 0, in
-    version order, whatever the topic's partitions; a keyed table in the same batch is
-    still spread by its key. Duplicate rows stay two records each."""
+    version order, whatever the topic's partitions (a truncate's record too); a keyed
+    table in the same batch is still spread by its key. Duplicate rows stay two records
+    each."""
     import json
 
     from pyspark.sql.types import StructType
@@ -97,7 +98,8 @@ def test_keyless_table_keeps_its_order_in_one_partition_beside_a_keyed_table(
             },
         )
     )
-    records = consume_all(kafka.bootstrap_servers, f"shop.{keyless.table}", len(log) + 1)
+    sink.truncate(spark, SinkTable(keyless, schema, ()), plan_of("p", 2, {}))
+    records = consume_all(kafka.bootstrap_servers, f"shop.{keyless.table}", len(log) + 2)
     assert {r.partition() for r in records} == {0}
     assert all(r.key() is None for r in records)
     values = [json.loads(r.value()) for r in records]
@@ -112,6 +114,7 @@ def test_keyless_table_keeps_its_order_in_one_partition_beside_a_keyed_table(
         ("c", None, "c"),
         ("d", "a", None),
         ("d", "c", None),
+        ("t", None, None),
     ]
     spread = consume_all(kafka.bootstrap_servers, f"shop.{keyed.table}", len(kv))
     assert len({r.partition() for r in spread}) > 1

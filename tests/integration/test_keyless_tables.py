@@ -428,3 +428,45 @@ def test_postgres_keyless_table_replays_as_a_multiset(
             "WHERE slot_name = %s",
             (slot,),
         )
+
+
+def test_postgres_keyless_table_whose_column_change_needs_a_re_read_stops_the_stream(
+    postgres: EmbeddedPostgres, pg_db: str
+) -> None:
+    """An ADD COLUMN with a DEFAULT fills the rows with values the WAL does not carry, so
+    a keyed table's rows are read again as upserts; a keyless table's re-read would be one
+    more copy of each row, so the stream stops there, saying what to do."""
+
+    def execute(sql: str) -> Any:
+        return postgres.execute(sql, dbname=pg_db)
+
+    execute("CREATE TABLE logs (a INT NOT NULL, b INT)")
+    execute("CREATE TABLE keyed (id INT PRIMARY KEY)")
+    for name in ("logs", "keyed"):
+        execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+    execute("INSERT INTO logs VALUES (1, 1), (1, 1), (2, 2)")
+    options = {
+        "table-name": "logs|keyed",
+        "scan.incremental.snapshot.chunk.key-column": "public.logs:a",
+    }
+    try:
+        cdc = _postgres_source(postgres, pg_db, **options)
+        try:
+            offset = run_batches(cdc, None, lambda rows: None)
+        finally:
+            cdc.close()
+        execute("ALTER TABLE logs ADD COLUMN c INT DEFAULT 7")
+        execute("INSERT INTO logs VALUES (3, 3)")
+        cdc = _postgres_source(postgres, pg_db, **options)
+        try:
+            with pytest.raises(SchemaError, match=r"public\.logs has no primary key"):
+                run_batches(cdc, offset, lambda rows: None)
+        finally:
+            cdc.close()
+    finally:
+        postgres.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            (f"s_{pg_db[-6:]}",),
+            dbname=pg_db,
+        )

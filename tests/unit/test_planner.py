@@ -4,6 +4,7 @@ the protocol tests drive the same pieces through whole streams."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.core.errors import PositionLostError
+from sparkcdc.core.errors import PositionLostError, SchemaError
 from sparkcdc.core.rows import RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.abilities import PendingColumns
@@ -152,3 +153,46 @@ def test_signals_are_consumed_by_the_offset_that_moves_past_them(tmp_path: Path)
     assert again.tables == applied.tables
     replayed, _ = signals.apply(offset)  # from the old one (a replay): the same again
     assert replayed.tables[A].again == applied.tables[A].again
+
+
+class KeylessDatabase(FakeDatabase):
+    """The fake database whose tables have no primary key (their rows a multiset)."""
+
+    def discover(self) -> list[FakeTable]:
+        return [dataclasses.replace(t, primary_key=(), key_indexes=()) for t in super().discover()]
+
+    def table_from_json(self, data: Mapping[str, Any]) -> FakeTable:
+        return dataclasses.replace(super().table_from_json(data), primary_key=(), key_indexes=())
+
+
+def test_a_keyless_table_is_never_read_again_after_a_column_change() -> None:
+    """Chunks read across a column change are read again as upserts: for a keyless table
+    each would be one more copy of its row, so the change fails the stream instead."""
+    log = [insert(A, 100), insert(A, 101), ALTER, insert(A, 102)]
+    keyed, keyless = FakeDatabase(log, {A: ROWS}, now=2), KeylessDatabase(log, {A: ROWS}, now=2)
+    for db in (keyed, keyless):
+        planner, _ = pieces(db)
+        first = planner.plan(start((A, SNAPSHOT)), 8, None)
+        assert first.tables[A].chunks is not None  # chunks read in the batch before it
+        db.now = 4
+        follow = SourceOffset(first.log, first.tables).to_json()
+        if db is keyed:
+            change = planner.plan(follow, 8, None)
+            assert change.tables[A].again is not None  # the keyed chunks read again
+        else:
+            with pytest.raises(SchemaError, match=r"no primary key.*copies of its rows"):
+                planner.plan(follow, 8, None)
+
+
+def test_a_signal_to_read_a_keyless_table_again_is_skipped_saying_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    signals_file = tmp_path / "signals"
+    signal = {"id": "s1", "type": "execute-snapshot", "data": {"data-collections": ["db.a"]}}
+    signals_file.write_text(json.dumps(signal) + "\n")
+    settings = FakeSettings(signal_file=str(signals_file))
+    planner, signals = pieces(KeylessDatabase([], {A: ROWS}, settings))
+    offset = planner.catalog.parse(start((A, DONE)))
+    applied, _ = signals.apply(offset)
+    assert applied.tables[A].again is None
+    assert "db.a has no primary key" in caplog.text and "new checkpoint" in caplog.text

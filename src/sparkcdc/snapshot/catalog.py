@@ -243,8 +243,8 @@ class TableCatalog(Generic[P, T]):
             reason = dialect.left_out(table_id)
             if reason is not None:
                 raise SchemaError(
-                    f"table {table_id} is captured by the checkpoint, but {reason}. Give it "
-                    "one again, or start a new checkpoint without it"
+                    f"table {table_id} is captured by the checkpoint, but {reason}. Undo "
+                    "what changed, or start a new checkpoint without it"
                 )
             self.tables[table_id] = dialect.table_from_json(schema.table)
             self._vanished.add(table_id)

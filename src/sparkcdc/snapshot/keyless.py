@@ -22,12 +22,6 @@ from sparkcdc.core.table import TableId
 log = logging.getLogger(__name__)
 
 _OPTION = "scan.incremental.snapshot.chunk.key-column"
-#: ``FollowsTableDrops.left_out``'s reason for a keyless table a checkpoint captures.
-LEFT_OUT = (
-    "it has no primary key, and discovery leaves it out (the warning logged for it names "
-    f"what would capture it: a chunk key column '{_OPTION}', on PostgreSQL with REPLICA "
-    "IDENTITY FULL and changelog-mode: all)"
-)
 
 
 @dataclass(frozen=True)
@@ -37,6 +31,12 @@ class KeylessHelp:
     why: str
     fix: str
     fix_all: str
+
+    @property
+    def left_out(self) -> str:
+        """``FollowsTableDrops.left_out``'s reason for a keyless table a checkpoint
+        captures and discovery now leaves out (its identity or the options changed)."""
+        return f"it has no primary key and is no longer captured: {self.why} (fix: {self.fix})"
 
 
 #: MySQL/MariaDB: a chunk key column captures a keyless table.
@@ -54,7 +54,7 @@ def leave_out_keyless(
     keyless: Mapping[TableId, KeylessHelp],
     captured: int,
     selection: str,
-    left_out: set[TableId] | None,
+    left_out: dict[TableId, KeylessHelp] | None,
 ) -> None:
     """Warn about each keyless table left out of ``selection``, with what its connector
     says of it (why, and the fix); fail when ``captured`` (the tables the connector

@@ -86,6 +86,7 @@ class SchemaBatches(Generic[P, T]):
                 "followed; start the stream again from a new checkpoint (a new snapshot)"
             )
         old = self.catalog.tables_at(offset)[change.table_id]
+        self._check_no_keyless_reread(change, offset, old)
         if not offset.tables[change.table_id].done and self._moves_chunk_key(old, change):
             raise SchemaError(
                 f"schema change of {change.describe()} while the table's snapshot runs "
@@ -93,6 +94,34 @@ class SchemaBatches(Generic[P, T]):
                 "Start the stream again from a new checkpoint (a new snapshot), or make such "
                 "changes once the table's snapshot is done"
             )
+
+    def _check_no_keyless_reread(
+        self, change: SchemaChange[P, T], offset: SourceOffset[P], old: T
+    ) -> None:
+        """Fail at a change after which a table without a primary key would be read again.
+        A re-read emits upserts, which replace a keyed row but are one more copy of a
+        keyless row (its rows are a multiset: docs/design.md, "Tables without a primary
+        key"), so every row read again would be doubled downstream."""
+        if old.primary_key:
+            return
+        if change.swapped or change.rewritten:
+            why = (
+                "the table was swapped"
+                if change.swapped
+                else f"it gave columns {', '.join(change.rewritten)} values the log does not carry"
+            )
+            when = "make such changes to it"
+        elif offset.tables[change.table_id].chunks is not None:
+            why = "its snapshot's chunks read since the last change-free log must be read again"
+            when = "make such changes once its snapshot is done"
+        else:
+            return
+        raise SchemaError(
+            f"schema change of {change.describe()}: {why}, but {change.table_id} has no "
+            "primary key, and a re-read of a table without one would add copies of its rows "
+            "(a multiset has no upsert). Start the stream again from a new checkpoint (a new "
+            f"snapshot), or {when} in a stream that captures it from a new checkpoint"
+        )
 
     def batch(self, offset: SourceOffset[P], change: SchemaChange[P, T]) -> SourceOffset[P]:
         """The batch that is only ``change``: the position moves past it and the table's

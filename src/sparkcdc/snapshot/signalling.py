@@ -106,6 +106,13 @@ class Signals(Generic[P, T]):
             _stop(signal, named, tables)
             return paused
         changes = {}
+        keyless = [t for t in named if not self.catalog.tables[t].primary_key]
+        if keyless:
+            raise SignalError(
+                f"signal {signal.id!r}: {', '.join(map(str, keyless))} has no primary key; a "
+                "re-read emits upserts, which would add copies of its rows (a multiset has "
+                "no upsert). Read it again by starting from a new checkpoint"
+            )
         for table_id in named:
             if not tables[table_id].done:
                 log.info("signal %r: %s is still in its first snapshot", signal.id, table_id)

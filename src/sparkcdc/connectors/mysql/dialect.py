@@ -67,7 +67,7 @@ from sparkcdc.snapshot.abilities import (
 )
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
-from sparkcdc.snapshot.keyless import LEFT_OUT
+from sparkcdc.snapshot.keyless import KeylessHelp
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
@@ -93,7 +93,7 @@ class MySqlDialect(
         self.config = config
         self._conn: Any = None
         #: Tables discovery left out for having no primary key (``snapshot/keyless.py``).
-        self._keyless: set[TableId] = set()
+        self._keyless: dict[TableId, KeylessHelp] = {}
         #: The range the last schema-change scan walked and its transaction boundaries.
         self._walked: tuple[tuple[int, int], tuple[int, int], list[Boundary]] | None = None
         #: The connection the server identity was read on, and the identity.
@@ -149,7 +149,8 @@ class MySqlDialect(
         return self.config.matches(table_id.database, table_id.table)
 
     def left_out(self, table_id: TableId) -> str | None:
-        return LEFT_OUT if table_id in self._keyless else None
+        says = self._keyless.get(table_id)
+        return None if says is None else says.left_out
 
     def key_order(self, table: CapturedTable) -> KeyOrder:
         return chunk_key_order(table, self.config)

@@ -59,7 +59,7 @@ from sparkcdc.snapshot.abilities import (
 )
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
-from sparkcdc.snapshot.keyless import LEFT_OUT
+from sparkcdc.snapshot.keyless import KeylessHelp
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
@@ -112,7 +112,7 @@ class PostgresDialect(
         self.config = config
         self._conn: Any = None
         #: Tables discovery left out for having no primary key (``snapshot/keyless.py``).
-        self._keyless: set[TableId] = set()
+        self._keyless: dict[TableId, KeylessHelp] = {}
         self._moved_at = time.monotonic()
         self._commits: list[LsnPosition] = []
         #: The last planning scan (its start, its end LSN, what it found), which
@@ -199,7 +199,8 @@ class PostgresDialect(
         return self.config.matches(table_id.database, table_id.table)
 
     def left_out(self, table_id: TableId) -> str | None:
-        return LEFT_OUT if table_id in self._keyless else None
+        says = self._keyless.get(table_id)
+        return None if says is None else says.left_out
 
     @property
     def drops_waiting(self) -> bool:

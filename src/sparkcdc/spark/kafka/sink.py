@@ -363,8 +363,10 @@ class KafkaChangelogWriter:
             },
             "ts_ms": int(time.time() * 1000),
         }
+        partition = None if self.key else 0  # a keyless table's records: all in partition 0
         records = spark.createDataFrame(
-            [(self.topic, None, json.dumps(value))], "topic string, key string, value string"
+            [(self.topic, None, json.dumps(value), partition)],
+            "topic string, key string, value string, partition int",
         )
         self.produce(records)
 

@@ -10,7 +10,7 @@ from sparkcdc.connectors.mysql.server.connection import query, query_dicts
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.keyless import WITH_A_CHUNK_KEY, leave_out_keyless
+from sparkcdc.snapshot.keyless import WITH_A_CHUNK_KEY, KeylessHelp, leave_out_keyless
 from sparkcdc.snapshot.table import KeyedColumns
 
 SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -46,7 +46,7 @@ class CapturedTable(KeyedColumns):
 
 
 def discover_tables(
-    conn: Any, config: MySqlSourceConfig, left_out: set[TableId] | None = None
+    conn: Any, config: MySqlSourceConfig, left_out: dict[TableId, KeylessHelp] | None = None
 ) -> list[CapturedTable]:
     """The base tables matching ``database-name``/``table-name``, with schemas; tables
     without a primary key are captured as multisets of rows when a chunk key column is

@@ -93,7 +93,7 @@ def primary_key(conn: Any, oid: int) -> tuple[str, ...]:
 
 
 def discover_tables(
-    conn: Any, config: PostgresSourceConfig, left_out: set[TableId] | None = None
+    conn: Any, config: PostgresSourceConfig, left_out: dict[TableId, KeylessHelp] | None = None
 ) -> list[PgTable]:
     """The tables matching ``schema-name``/``table-name``, with their schemas; fails with
     the fix for tables that cannot be captured (a partitioned parent). A table without a
