@@ -20,8 +20,8 @@ max: Flink's ``currentEmitEventTimeLag``), and peak memory per process kind. The
 window after the snapshot is the baseline: memory and lag are flat when the last window
 is about the same.
 
-``--tables N`` spreads the rows (``--rows`` in all) and the writer's statements over N
-copies of ``orders`` (``orders``, ``orders_2`` ... ``orders_N``), each statement on a
+``--tables N`` spreads the writer's statements over N copies of ``orders`` (``orders``,
+``orders_2`` ... ``orders_N``, ``--rows`` rows each), each statement on a
 table picked at random. Then each change's latency is printed as well: the time from its
 statement's commit on the source to the end of the write of the batch that applied it
 (p50, p99, max per window). Which batch applied a change is known from the batches'

@@ -79,7 +79,8 @@ class PgTable(KeyedColumns):
 def index_columns(conn: Any, oids: Sequence[int], flag: str) -> dict[int, list[str]]:
     """Each table's columns of its index marked ``flag`` (``indisprimary``: the primary
     key; ``indisreplident``: the replica identity index), in index order; empty without."""
-    assert flag in _INDEX_FLAGS, flag  # a column name, not a parameter: never user input
+    if flag not in _INDEX_FLAGS:  # a column name, not a parameter: never user input
+        raise ValueError(f"index flag {flag!r}: one of {sorted(_INDEX_FLAGS)}")
     found: dict[int, list[str]] = {int(oid): [] for oid in oids}
     if found:
         for oid, name in query(conn, _INDEX_COLUMNS.format(flag=flag), (list(found),)):
