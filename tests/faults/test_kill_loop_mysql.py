@@ -1,8 +1,10 @@
-"""The kill loop on Oracle's MySQL 8.0: pipelines MySQL 8.0 -> Delta (and -> PostgreSQL in
-the long form: the JDBC target's kills run from MariaDB in the short form) under random
+"""The kill loop on Oracle's MySQL 8.0: pipelines MySQL 8.0 -> Delta through the native
+writer (and through Spark's writer and -> PostgreSQL in the long form: those targets' kills
+run from MariaDB in the short form, the native writer's upserts from here) under random
 writes, ``sparkcdc run`` SIGKILLed again and again (``SPARKCDC_FAULT_KILLS``), then the
-targets equal the source and ``verify`` agrees (test_kill_loop.py's loop, with the MySQL
-server as source: GTID positions, watermark chunks, caching_sha2_password)."""
+targets equal the source, ``verify`` agrees and delta-rs made the commits
+(test_kill_loop.py's loop, with the MySQL server as source: GTID positions, watermark
+chunks, caching_sha2_password)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,9 @@ mariadb = on_flavors("mysql8")
 
 @pytest.mark.faults
 @pytest.mark.timeout(600 + 120 * loop.KILLS)
-@pytest.mark.parametrize("sink", ["delta"] + (["jdbc-postgres"] if loop.KILLS > 2 else []))
+@pytest.mark.parametrize(
+    "sink", ["delta-native"] + (["delta", "jdbc-postgres"] if loop.KILLS > 2 else [])
+)
 def test_sigkill_on_mysql8_loses_and_repeats_nothing(
     spark: Any,
     mariadb: BinlogServer,
