@@ -24,6 +24,7 @@ from sparkcdc.embedded.process import log_tail, process_state
 from sparkcdc.spark.class_archive import JAVA_OPTIONS_ENV
 from tests.support.certificates import issue_certificates
 from tests.support.runs import kill_leftover_runs
+from tests.support.schedule import long_tests_first
 
 # Tests never assert on wall-clock time, and hypothesis's per-example deadline is one: two
 # test processes on a small machine can make any example slow.
@@ -47,10 +48,13 @@ os.environ[JAVA_OPTIONS_ENV] = os.environ[OWN_JAVA_OPTIONS] or CHILD_JAVA_OPTION
 SERVICE_DIRS = tuple(Path(__file__).parent / d for d in ("integration", "conformance", "faults"))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if any(d in Path(str(item.fspath)).parents for d in SERVICE_DIRS):
             item.add_marker(pytest.mark.integration)
+    # the longest tests start first, spread over the test processes (tests/support/schedule.py)
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = long_tests_first(items, [item.nodeid for item in items], workers)
 
 
 #: The session's servers whose state and log tail a failed test's report shows.
