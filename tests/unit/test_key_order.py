@@ -6,6 +6,7 @@ padded with the weight of a space. The integration test checks the server agrees
 
 from __future__ import annotations
 
+import functools
 import pickle
 
 import pytest
@@ -115,6 +116,7 @@ def test_null_sorts_first_and_bounds_are_half_open() -> None:
     assert again == order and not again._bounds  # remembered bounds do not travel
 
 
+@functools.cache  # built once: 65,536 weights, ~30 ms, and key() reads them only
 def case_insensitive(pad: bool, rule: str = "\ufffd") -> CollationWeights:
     """A toy table like a general_ci: upper-case weights, ß = 'SS', U+00AD ignorable."""
     bmp = [chr(cp).upper() if cp < 0x80 else chr(cp) for cp in range(0x10000)]
