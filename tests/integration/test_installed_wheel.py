@@ -4,11 +4,14 @@ venv outside the repository, from the source distribution of this checkout; then
 ``verify`` there.
 
 Nothing of the checkout reaches that venv: no editable install, no ``jvm/jars`` folder, no
-``SPARKCDC_*`` setting of the harness. The JVM side is resolved the way a user's Spark
-resolves it, by Spark's package mechanism (``spark.jars.packages``, spark/jars.py), here
-from the local Maven repository alone (``~/.m2``, filled by bootstrap's Maven step; an Ivy
-settings file names no other repository, so a missing jar fails the run instead of being
-fetched). The Python packages come from pip's cache and its index (the registries).
+``SPARKCDC_*`` setting of the harness but one a user may set too, ``SPARKCDC_JAVA_OPTIONS``
+as for every driver JVM the tests start (C1 only, tests/conftest.py: how the JIT compiles,
+not what runs; the four commands that start Spark here are most of the test's time). The
+JVM side is resolved the way a user's Spark resolves it, by Spark's package mechanism
+(``spark.jars.packages``, spark/jars.py), here from the local Maven repository alone
+(``~/.m2``, filled by bootstrap's Maven step; an Ivy settings file names no other
+repository, so a missing jar fails the run instead of being fetched). The Python packages
+come from pip's cache and its index (the registries).
 
 PySpark is checked at both ends of what sparkcdc allows (pyproject.toml's ``>=4.2,<4.3``):
 the install takes the highest that resolves with the extras (delta-spark caps PySpark at
@@ -31,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.embedded import EmbeddedMariaDB
+from sparkcdc.spark.class_archive import JAVA_OPTIONS_ENV
 from sparkcdc.spark.jars import SPARK_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,8 +96,8 @@ def sdist(folder: Path) -> Path:
 
 
 def user_environment(home: Path) -> dict[str, str]:
-    """This process's environment without the harness's own settings, with ``home`` as
-    HOME (README's ``~``) and pip's cache kept."""
+    """This process's environment without the harness's own settings (but the driver JVM's
+    options), with ``home`` as HOME (README's ``~``) and pip's cache kept."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -102,6 +106,7 @@ def user_environment(home: Path) -> dict[str, str]:
     }
     env["HOME"] = str(home)
     env["PIP_CACHE_DIR"] = str(PIP_CACHE)
+    env[JAVA_OPTIONS_ENV] = os.environ[JAVA_OPTIONS_ENV]  # the JIT's choice (see above)
     env["PATH"] = os.pathsep.join(
         p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT))
     )
