@@ -157,3 +157,49 @@ def _batch(
         snapshot_version=version,
         kept_columns={table: kept},
     )
+
+
+def test_spark_folds_absent_values_as_the_arrow_reduction_does(spark: Any) -> None:
+    """``_unchanged`` (PostgreSQL's changelog-mode upsert): Spark's reduction
+    (sinks/reduce.py) equals the Arrow one (sinks/reduce_arrow.py, checked against a model
+    by tests/unit/sinks/test_reduce_arrow.py) on random changes of a few keys."""
+    import random
+
+    import pyarrow as pa
+
+    from sparkcdc.sinks.reduce_arrow import last_change_per_key as arrow_last
+
+    rng = random.Random(64)
+    kinds = ("insert", "update_preimage", "update_postimage", "delete")
+    rows = []
+    versions = rng.sample(range(1000), 300)  # distinct: Spark's max_by breaks no ties
+    for version in versions:
+        kind = rng.choice(kinds)
+        absent = (
+            rng.choice([None, ["v"], ["w"], ["v", "w"]]) if kind == "update_postimage" else None
+        )
+        v = None if absent and "v" in absent else rng.choice([None, "a", "b", "c"])
+        w = None if absent and "w" in absent else rng.choice([None, "x", "y"])
+        rows.append((rng.randrange(12), v, w, kind, version, absent))
+    schema = (
+        "k BIGINT, v STRING, w STRING, _change_type STRING, _commit_version BIGINT, "
+        "_unchanged ARRAY<STRING>"
+    )
+    changes = spark.createDataFrame(rows, schema)
+    reduced = last_change_per_key(changes, ["k"], ["k", "v", "w"])
+    names = ["k", "v", "w", "_change_type", "_commit_version", "_unchanged"]
+    table = pa.table(
+        {n: pa.array([r[i] for r in rows]) for i, n in enumerate(names[:-1])}
+        | {"_unchanged": pa.array([r[5] for r in rows], pa.list_(pa.string()))}
+    )
+    expected = arrow_last(table, ["k"], ["k", "v", "w"])
+
+    def settled(row: dict[str, Any]) -> tuple[Any, ...]:
+        if row[DELETED]:  # a removed key's values are not written
+            return (row["k"], row["_commit_version"], True)
+        absent = None if row["_unchanged"] is None else sorted(row["_unchanged"])
+        return (row["k"], row["v"], row["w"], row["_commit_version"], absent)
+
+    got = {settled(r.asDict()) for r in reduced.collect()}
+    assert got == {settled(r) for r in expected.to_pylist()}
+    assert any(len(s) == 5 and s[4] for s in got)  # some keys keep stored values

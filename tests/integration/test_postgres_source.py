@@ -287,12 +287,10 @@ def test_changelog_mode_upsert_captures_default_and_key_index_identities(db: Dat
         db.execute("SELECT pg_drop_replication_slot(%s)", (db.slot,))
 
 
-def test_changelog_mode_upsert_refuses_an_unchanged_toasted_value_it_cannot_carry(
-    db: Database,
-) -> None:
-    """Not built yet: the changelog cannot say "absent" (docs/design.md). Until it can, an
-    UPDATE that leaves a TOASTed value of a DEFAULT table unchanged fails the read with
-    the fix instead of writing NULL; a FULL table in upsert mode takes it from the old row."""
+def test_changelog_mode_upsert_gives_an_unchanged_toasted_value_as_absent(db: Database) -> None:
+    """An UPDATE that leaves a TOASTed value of a DEFAULT table unchanged: the value is
+    absent (NULL, named by ``_unchanged``), never a placeholder; a key move that leaves one
+    fails the read with the fix; a FULL table in upsert mode takes it from the old row."""
     table(db, "id INT PRIMARY KEY, big TEXT, n INT", full=False)
     db.execute("ALTER TABLE t ALTER COLUMN big SET STORAGE EXTERNAL")
     big = "x" * 20_000 + "end"
@@ -301,17 +299,29 @@ def test_changelog_mode_upsert_refuses_an_unchanged_toasted_value_it_cannot_carr
     source = db.source(**upsert)
     start = source.initial_offset()
     db.execute("UPDATE t SET n = 1")
-    with pytest.raises(SchemaError, match=r"TOASTed value\(s\) of big unchanged.*IDENTITY FULL;"):
+    db.execute("UPDATE t SET n = 2, big = 'small'")
+    rows: list[dict[str, Any]] = []
+    run_batches(source, start, rows.extend)
+    assert [(r["_change_type"], r["n"], r["big"], r["_unchanged"]) for r in rows] == [
+        ("update_postimage", 1, None, ["big"]),
+        ("update_postimage", 2, "small", None),
+    ]
+    db.execute("SELECT pg_drop_replication_slot(%s)", (db.slot,))
+    db.execute("UPDATE t SET big = %s", (big,))
+    source = db.source(**upsert)
+    start = source.initial_offset()
+    db.execute("UPDATE t SET id = 2")
+    with pytest.raises(SchemaError, match=r"changed the primary key and left the TOASTed"):
         run_batches(source, start, lambda rows: None)
     db.execute("SELECT pg_drop_replication_slot(%s)", (db.slot,))
     db.execute("ALTER TABLE t REPLICA IDENTITY FULL")
     source = db.source(**upsert)
     start = source.initial_offset()
-    db.execute("UPDATE t SET n = 2")
-    rows: list[dict[str, Any]] = []
+    db.execute("UPDATE t SET n = 3")
+    rows = []
     run_batches(source, start, rows.extend)
-    assert [(r["_change_type"], r["n"], r["big"] == big) for r in rows] == [
-        ("update_postimage", 2, True)
+    assert [(r["_change_type"], r["n"], r["big"] == big, r["_unchanged"]) for r in rows] == [
+        ("update_postimage", 3, True, None)
     ]
 
 

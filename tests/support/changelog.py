@@ -13,7 +13,8 @@ class ChangelogReplayer:
 
     ``by_key``: the changelog of PostgreSQL's ``changelog-mode: upsert``, replayed as an
     upsert target applies it: inserts and post-images set the key's row, deletes and the
-    pre-images of moved keys (the key only) remove it. A chunk there may be ahead of its
+    pre-images of moved keys (the key only) remove it; a value ``_unchanged`` names is the
+    key's stored one. A chunk there may be ahead of its
     batch and the log then replays changes it already holds, so rows are not checked
     against what was emitted; only the end state and the version order are."""
 
@@ -44,6 +45,10 @@ class ChangelogReplayer:
             assert version > previous, f"version {version} of {key} not after {previous}"
         self.last_version[key] = version
         if self.by_key:
+            absent = row.get("_unchanged") or ()
+            if absent and key in self.state:  # values the WAL lacks: the stored ones stay
+                stored = dict(zip(self.columns, self.state[key], strict=True))
+                values = tuple(stored[c] if c in absent else row[c] for c in self.columns)
             if kind in ("insert", "update_postimage"):
                 self.state[key] = values
             else:

@@ -241,8 +241,44 @@ def test_upsert_mode_full_tables_give_upserts_with_their_toasted_values(path: st
     ]
 
 
-def test_upsert_mode_fails_on_an_unchanged_toasted_value_without_an_old_row(path: str) -> None:
+def test_upsert_mode_gives_an_unchanged_toasted_value_without_an_old_row_as_absent(
+    path: str,
+) -> None:
     default = replace(CAPTURED[TableId("s", "a")], replica_identity="d")
-    toasted = [begin(2000, 7), relation(101), update(101, ["1", UNCHANGED]), commit(2000)]
-    with pytest.raises(SchemaError, match=r"left the TOASTed value\(s\) of v unchanged"):
-        upsert_decoded(toasted, default)
+    toasted = [
+        begin(2000, 7),
+        relation(101),
+        update(101, ["1", UNCHANGED]),
+        update(101, ["2", UNCHANGED]),  # the same absent columns: the same block
+        update(101, ["3", "new"]),
+        update(101, ["4", UNCHANGED]),
+        commit(2000),
+    ]
+    decoder = WalDecoder({default.table_id: default}, 0, 10_000, 0, "precise", upsert=True)
+    blocks = [located.block for located in decoder.decode(toasted)]
+    assert [(b.kind, b.version, b.images, b.unchanged) for b in blocks] == [
+        ("upsert", 1, [(1, None), (2, None)], ("v",)),
+        ("upsert", 3, [(3, "new")], ()),
+        ("upsert", 4, [(4, None)], ("v",)),
+    ]
+    changes = [c for b in blocks for c in b.changes()]
+    assert [(c.after, c.unchanged) for c in changes] == [
+        ((1, None), ("v",)),
+        ((2, None), ("v",)),
+        ((3, "new"), ()),
+        ((4, None), ("v",)),
+    ]
+
+
+def test_upsert_mode_fails_on_a_key_move_that_leaves_a_toasted_value_unchanged(
+    path: str,
+) -> None:
+    default = replace(CAPTURED[TableId("s", "a")], replica_identity="d")
+    moved = [
+        begin(2000, 7),
+        relation(101),
+        update(101, ["2", UNCHANGED], ["1", None], b"K"),
+        commit(2000),
+    ]
+    with pytest.raises(SchemaError, match=r"changed the primary key and left the TOASTed"):
+        upsert_decoded(moved, default)

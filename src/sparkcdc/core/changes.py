@@ -6,6 +6,7 @@ the change columns from here, so the changelog's shape is spelled in one place.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import Enum
 
 #: The columns every changelog row carries after the table's own columns, named as in
@@ -16,6 +17,18 @@ CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
 COMMIT_TIMESTAMP = "_commit_timestamp"
 CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+#: PostgreSQL's ``changelog-mode: upsert`` adds this column (an array of column names, NULL
+#: when none): the row's values of those columns are absent (TOASTed values an UPDATE left
+#: unchanged, which the WAL then lacks), and every upsert target keeps its stored value for
+#: them (docs/design.md, "Without REPLICA IDENTITY FULL"). Where a frame has it, it travels
+#: with the change columns.
+UNCHANGED = "_unchanged"
+
+
+def change_columns(have: Collection[str]) -> tuple[str, ...]:
+    """The change columns a frame with columns ``have`` carries: :data:`CHANGE_COLUMNS`,
+    and :data:`UNCHANGED` where it has that."""
+    return (*CHANGE_COLUMNS, UNCHANGED) if UNCHANGED in have else CHANGE_COLUMNS
 
 
 class ChangeType(str, Enum):

@@ -31,6 +31,9 @@ class RowChange:
     #: An update known only by its new row (``before`` is None): an ``update_postimage``
     #: without a pre-image (PostgreSQL's ``changelog-mode: upsert``), not an insert.
     upsert: bool = False
+    #: An upsert's columns whose values are absent (``after`` holds None there): TOASTed
+    #: values the UPDATE left unchanged, which the WAL then lacks (``UNCHANGED``).
+    unchanged: tuple[str, ...] = ()
 
 
 #: What one rows event does to all its rows. ``upsert``: updates known only by their new
@@ -62,6 +65,9 @@ class ChangeBlock:
     pos: int = 0
     gtid: str = ""
     sunk: int | None = None
+    #: An ``upsert`` block's columns whose values are absent in every image (None there):
+    #: TOASTed values the UPDATEs left unchanged (``core.changes.UNCHANGED``).
+    unchanged: tuple[str, ...] = ()
 
     @property
     def image_count(self) -> int:
@@ -86,8 +92,11 @@ class ChangeBlock:
             for i, row in enumerate(images):
                 yield RowChange(self.table, None, row, base + i, *rest)
         elif self.kind == "upsert":
+            absent = self.unchanged
             for i, row in enumerate(images):
-                yield RowChange(self.table, None, row, base + i, *rest, upsert=True)
+                yield RowChange(
+                    self.table, None, row, base + i, *rest, upsert=True, unchanged=absent
+                )
         else:
             for i, row in enumerate(images):
                 yield RowChange(self.table, row, None, base + i, *rest)

@@ -14,7 +14,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, ChangeType
+from sparkcdc.core.changes import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    UNCHANGED,
+    ChangeType,
+)
 from sparkcdc.core.rows import ChangeBlock, Row, RowChange
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.row_json import RowJsonEncoder
@@ -39,6 +45,8 @@ METADATA_FIELDS = {
     "binlog_file": pa.field("binlog_file", pa.string()),
     "binlog_pos": pa.field("binlog_pos", pa.int64()),
     "binlog_gtid": pa.field("binlog_gtid", pa.string()),
+    # not a metadata.list choice: PostgreSQL's changelog-mode upsert adds it (core/changes.py)
+    UNCHANGED: pa.field(UNCHANGED, pa.list_(pa.string())),
 }
 
 
@@ -141,6 +149,8 @@ def _metadata_value(
         return kind.row_kind
     if change is None:  # snapshot rows have no log position or operation time
         return None
+    if name == UNCHANGED:
+        return list(change.unchanged) or None
     return {
         "op_ts": _utc(change.timestamp),
         "binlog_file": change.file,
@@ -230,6 +240,9 @@ def _block_metadata(
         return kinds.take(pa.array(codes, pa.int8()))
     if name == "op_ts":
         return _epoch_stamps(seconds).cast(type_)
+    if name == UNCHANGED:  # absent values are per block (ChangeBlock.unchanged)
+        absent = pa.array([list(b.unchanged) or None for b in blocks], type_)
+        return absent.take(pa.array(block_of, pa.int32()))
     attribute = {"binlog_file": "file", "binlog_pos": "pos", "binlog_gtid": "gtid"}[name]
     values = pa.array([getattr(b, attribute) for b in blocks], type_)
     return values.take(pa.array(block_of, pa.int32()))

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from sparkcdc.core.changes import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    change_columns,
+)
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
@@ -71,7 +76,7 @@ class BatchSplit:
             (row,) = frame.agg(*wanted).collect()
             tally = Tally.of({table.source: row})
             if all(c in frame.columns for c in table.columns):
-                columns = [quoted(c) for c in table.columns] + list(CHANGE_COLUMNS)
+                columns = [quoted(c) for c in table.columns] + list(change_columns(frame.columns))
                 return {table.source: frame.select(*columns)}, tally
             # the batch of a schema change: the query still has the old columns (and no rows)
             return {table.source: conform(frame, table)}, tally
@@ -81,11 +86,12 @@ class BatchSplit:
         tally = Tally.of({TableId(r["database_name"], r["table_name"]): r for r in rows})
         tally.fill(t.source for t in self.tables)
         by_source = {t.source: t for t in self.tables}
+        carried = change_columns(frame.columns)  # with _unchanged where the envelope has it
 
         def typed(source: TableId) -> Any:
             table = by_source[source]
             unpacked = unpack_table(frame, source.database, source.table, table.schema)
-            changes = unpacked.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+            changes = unpacked.select(*[quoted(c) for c in table.columns], *carried)
             # as many tasks as its own rows need, not one per partition of the whole batch
             # (pipeline/table_tasks.py)
             return changes.coalesce(tasks_for(tally.rows.get(source, 0)))
@@ -116,13 +122,14 @@ class BatchSplit:
         observation = Observation()
         observed_frame = frame.observe(observation, *wanted)
         by_source = {t.source: t for t in self.tables}
+        carried = change_columns(frame.columns)
 
         def typed(source: TableId) -> Any:
             table, mine = by_source[source], source == alone
             rows = observed_frame if mine else frame
             if self.envelope:
                 rows = unpack_table(rows, source.database, source.table, table.schema)
-            rows = rows.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+            rows = rows.select(*[quoted(c) for c in table.columns], *carried)
             # the other tables' rows: planned as empty, so nothing reads them
             return rows if mine else rows.limit(0)
 

@@ -297,6 +297,7 @@ class PipelineRun:
             split = self._splitter().of(frame, batch_id, version, alone)
             if alone is not None:
                 split.uncounted = frozenset(t.table.source for t in self._into(alone))
+            upsert = getattr(self.definition.source_config, "upsert", False)
             batch = write_plan(
                 self._pipeline_id,
                 batch_id,
@@ -305,7 +306,8 @@ class PipelineRun:
                 split,
                 self.targets,
                 self.definition.namespace,
-                inserts_are_new=not getattr(self.definition.source_config, "upsert", False),
+                inserts_are_new=not upsert,
+                unchanged=upsert,
             )
             self._before_write(events, batch)
             self.sink.write(batch)

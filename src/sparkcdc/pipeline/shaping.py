@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from functools import reduce
 from typing import Any
 
-from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, ChangeType
-from sparkcdc.core.identifiers import quoted
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, UNCHANGED, ChangeType, change_columns
+from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.pipeline.projection import EVENT_TYPE, NAMESPACE, SCHEMA, TABLE
 from sparkcdc.pipeline.rules import TransformRule
 from sparkcdc.pipeline.targets import Target, TargetSource, kept_columns, kept_kind
@@ -67,7 +67,7 @@ def conform(frame: Any, table: SinkTable) -> Any:
             columns.append(F.col(quoted(field.name)).cast(field.dataType).alias(field.name))
         else:
             columns.append(F.col(quoted(field.name)))
-    return frame.select(*columns, *[c for c in CHANGE_COLUMNS if c in have])
+    return frame.select(*columns, *[c for c in change_columns(have) if c in have])
 
 
 def shaped_schema(spark: Any, namespace: str | None) -> Any:
@@ -90,7 +90,30 @@ def _transformed(frame: Any, table: SinkTable, rule: TransformRule, namespace: s
     rows = frame.withColumns(_metadata(frame, table, namespace))
     if rule.filter:
         rows = rows.where(rule.filter)
-    return rows.selectExpr(*_items(table, rule), *[c for c in CHANGE_COLUMNS if c in frame.columns])
+    have = frame.columns
+    changes = [c for c in CHANGE_COLUMNS if c in have]
+    return rows.selectExpr(*_items(table, rule), *changes, *_absent_through(have, table, rule))
+
+
+def _absent_through(have: list[str], table: SinkTable, rule: TransformRule) -> list[str]:
+    """``_unchanged`` (absent values, PostgreSQL's changelog-mode upsert) past a transform:
+    as it is where the projection keeps columns by their own names; where it renames or
+    computes, a row with absent values fails the batch (its names would not be the
+    target's, or a computed value would use a missing one) rather than write NULLs."""
+    if UNCHANGED not in have:
+        return []
+    own = {quoted(c) for c in table.columns} | set(table.columns)
+    plain = all(item.star or item.text.strip() in own for item in rule.projection)
+    if not rule.projection or plain:
+        return [quoted(UNCHANGED)]
+    message = sql_string(
+        f"an UPDATE of {table.source} left TOASTed values unchanged, which the WAL lacks "
+        "under changelog-mode: upsert, and the transform's projection renames or computes "
+        "columns, so the target cannot keep them: set REPLICA IDENTITY FULL on the table "
+        "(then start from a new checkpoint) or project its columns by their own names"
+    )
+    guarded = quoted(UNCHANGED)
+    return [f"IF({guarded} IS NULL, {guarded}, raise_error({message})) AS {guarded}"]
 
 
 def _items(table: SinkTable, rule: TransformRule) -> list[str]:

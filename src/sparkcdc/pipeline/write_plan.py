@@ -23,6 +23,7 @@ def write_plan(
     targets: Sequence[Target],
     namespace: str | None,
     inserts_are_new: bool = True,
+    unchanged: bool = False,
 ) -> WritePlan:
     """The batch for the sink: each target's rows (made when the sink first asks for them:
     making them costs the driver, and most targets of a large pipeline have none in a
@@ -30,7 +31,8 @@ def write_plan(
     skip a target with 0; all of a target's rows are snapshot rows when both agree).
     ``inserts_are_new``: whether a log insert's key can never be in the target yet (the
     sinks then append a batch of inserts); not so when the source's chunks keep rows a
-    later batch's log inserts again (PostgreSQL's ``changelog-mode: upsert``)."""
+    later batch's log inserts again (PostgreSQL's ``changelog-mode: upsert``).
+    ``unchanged``: the changelogs carry ``_unchanged`` (``WritePlan.unchanged``)."""
     tally = split.tally
     rows = tally.rows
     snapshot_rows = {t: c.snapshot_rows for t, c in tally.counts.items()}
@@ -54,7 +56,9 @@ def write_plan(
             read_once=name in split.uncounted,
             sources=source_ids(target),
         )
-    return WritePlan(pipeline, batch_id, writes, offset, version, split.on_read)
+    return WritePlan(
+        pipeline, batch_id, writes, offset, version, split.on_read, unchanged=unchanged
+    )
 
 
 def _maker(split: Split, target: Target, namespace: str | None, reread: bool) -> Any:

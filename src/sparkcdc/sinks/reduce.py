@@ -4,6 +4,12 @@ Upsert targets need only where each key ended up in a batch: its last image, or 
 is gone. Order is ``_commit_version``; an update's pre- and post-image share a version, so
 within a version the post-image (and an insert) wins over a pre-image (and a delete). A
 key whose last change is a delete or the pre-image of a primary-key update ends deleted.
+
+Absent values (``_unchanged``: PostgreSQL's ``changelog-mode: upsert``, TOASTed values an
+UPDATE left unchanged) are folded in the same order: a key's value of a column is that of
+its latest change that sets the key and has the value (an insert then an update in one
+batch is a whole row); the result's ``_unchanged`` names the columns no such change has,
+whose stored values the target keeps (docs/design.md, "Without REPLICA IDENTITY FULL").
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
+from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION, UNCHANGED
 from sparkcdc.core.identifiers import quoted
 
 DELETED = "_deleted"
@@ -49,12 +55,14 @@ def last_change_per_key(
     target values stay: a row read again knows nothing of them. When the key also changed
     in the log earlier in the batch, that change said what they hold (its value, NULL after
     a delete), and the row carries it instead, written as any row. A key's rows are all of
-    one kind (the tables of a target do not share keys)."""
+    one kind (the tables of a target do not share keys). ``_unchanged``: the module's doc."""
     from pyspark.sql import functions as F
 
     union = list(dict.fromkeys(c for columns_kept in kept for c in columns_kept))
     rank = change_rank(F.col(CHANGE_TYPE))
     order = F.struct(F.col(COMMIT_VERSION), rank.alias("rank"))
+    absent = UNCHANGED in changes.columns
+    folded = [c for c in columns if c not in key] if absent else []
     fields = [F.col(quoted(c)) for c in columns]
     if union:
         kind = F.col(KEPT_SET) if len(kept) > 1 else F.lit(0)
@@ -66,23 +74,53 @@ def last_change_per_key(
         # the key's last change before the re-read (max_by skips NULL orderings)
         before = F.struct(*[F.col(quoted(c)) for c in union], (rank == 0).alias(GONE))
         found.append(F.max_by(before, F.when(~reread, order)).alias("_before"))
+    found += _latest_values(folded, rank, order)
     last = changes.groupBy(*keys).agg(*found)
-    if not union:
+    if not union and not absent:
         return last.select("_last.*")
-    logged = F.col("_before").isNotNull()
-    kind_read = F.col(f"_last.{REREAD}")
+    logged = F.col("_before").isNotNull() if union else F.lit(False)
+    kind_read = F.col(f"_last.{REREAD}") if union else F.lit(None)
+    has_value = {c: F.col(f"_has{i}") for i, c in enumerate(folded)}
     picked = []
     for c in columns:
-        value = F.col("_last")[c]
+        value = has_value[c]["v"] if c in has_value else F.col("_last")[c]
         if c in union:
             mine = [i for i, columns_kept in enumerate(kept) if c in columns_kept]
             earlier = F.when(~F.col("_before")[GONE], F.col("_before")[c])
             value = F.when(logged & kind_read.isin(mine), earlier).otherwise(value)
         picked.append(value.alias(c))
+    ends = [F.col(f"_last.{COMMIT_VERSION}"), F.col(f"_last.{DELETED}")]
+    ends += [_still_absent(has_value)] if absent else []
+    if not union:
+        return last.select(*picked, *ends)
     keeping = [i for i, columns_kept in enumerate(kept) if columns_kept]
     return last.select(
-        *picked,
-        F.col(f"_last.{COMMIT_VERSION}"),
-        F.col(f"_last.{DELETED}"),
-        F.when(~logged & kind_read.isin(keeping), kind_read).alias(REREAD),
+        *picked, *ends, F.when(~logged & kind_read.isin(keeping), kind_read).alias(REREAD)
     )
+
+
+def _latest_values(folded: Sequence[str], rank: Any, order: Any) -> list[Any]:
+    """Aggregates ``_has<i>``: per column of ``folded``, the key's latest change that sets
+    the key and has the column's value (``_unchanged`` does not name it), as a struct
+    ``v`` (NULL when none has it: the target keeps its stored value)."""
+    from pyspark.sql import functions as F
+
+    found = []
+    for i, c in enumerate(folded):
+        has = (rank == 1) & ~F.coalesce(F.array_contains(F.col(UNCHANGED), c), F.lit(False))
+        value = F.struct(F.col(quoted(c)).alias("v"))
+        found.append(F.max_by(value, F.when(has, order)).alias(f"_has{i}"))
+    return found
+
+
+def _still_absent(has_value: dict[str, Any]) -> Any:
+    """The result's ``_unchanged``: the columns no change of the key has (NULL if none)."""
+    from pyspark.sql import functions as F
+
+    if not has_value:
+        return F.lit(None).cast("array<string>").alias(UNCHANGED)
+    lacking = F.filter(
+        F.array(*[F.when(has.isNull(), F.lit(c)) for c, has in has_value.items()]),
+        lambda name: name.isNotNull(),
+    )
+    return F.when(F.size(lacking) > 0, lacking).alias(UNCHANGED)

@@ -110,6 +110,9 @@ class WritePlan:
     #: Filled by the sink while it writes (the one mutable part of a frozen plan): the
     #: DataFrames of ``read_once`` targets it read to their end, or None.
     read_frames: list[Any] = field(default_factory=list)
+    #: The targets' changelogs carry ``_unchanged`` (absent values: PostgreSQL's
+    #: ``changelog-mode: upsert``), which upsert targets honour by keeping stored values.
+    unchanged: bool = False
 
     def with_changes(self) -> Iterator[TargetWrite]:
         """The targets the batch may have rows for, in the plan's order."""

@@ -129,5 +129,19 @@ def upsert_visibility_overrides(
     upsert``: an update's new row, a delete's key): a key whose snapshot is ahead of the
     target keeps its snapshot row, which the log's replay of the same changes by key then
     overwrites (docs/design.md, "Without REPLICA IDENTITY FULL"); changes the target has
-    and the snapshot lacks are applied as before (they need new rows and keys only)."""
-    return visibility_overrides(((c, s, w) for c, s, w in changes if w or not s), key_of)
+    and the snapshot lacks are applied as before (they need new rows and keys only; none
+    by the planning's rule, docs/design.md "Exact chunks on PostgreSQL"). Such a change
+    with absent values (``RowChange.unchanged``) has no whole row to put in the chunk's
+    place: it raises rather than emit NULLs."""
+
+    def wanted(change: RowChange, seen: bool, target_has: bool) -> bool:
+        if target_has and not seen and change.unchanged:
+            raise SparkCdcError(
+                f"a chunk of {change.table} lacks a change its batch has, whose TOASTed "
+                f"values ({', '.join(change.unchanged)}) the WAL does not carry; the chunk "
+                "cannot be brought to the batch's end. Please report this (the planning "
+                "should not allow it); REPLICA IDENTITY FULL on the table avoids it"
+            )
+        return target_has or not seen
+
+    return visibility_overrides(((c, s, w) for c, s, w in changes if wanted(c, s, w)), key_of)

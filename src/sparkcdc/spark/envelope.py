@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.connectors.registry import connector
-from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE
+from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, UNCHANGED
 from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 
@@ -33,7 +33,7 @@ def table_schema(
     found = connector(source)
     single = found.one_table_of(options, TableId(database, table)) | {"metadata.list": ""}
     schema = spark.read.format(found.format).options(**single).load().schema
-    return StructType([f for f in schema.fields if f.name not in CHANGE_COLUMNS])
+    return StructType([f for f in schema.fields if f.name not in (*CHANGE_COLUMNS, UNCHANGED)])
 
 
 def unpack_table(envelope: Any, database: str, table: str, schema: Any) -> Any:

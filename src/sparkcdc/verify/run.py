@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sparkcdc.core.changes import CHANGE_COLUMNS
+from sparkcdc.core.changes import CHANGE_COLUMNS, UNCHANGED
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.checkpoint import last_committed_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
@@ -161,4 +161,4 @@ def source_at(spark: Any, definition: PipelineDefinition, table: TableId, positi
     stream = {k: v for k, v in definition.source_options.items() if k.lower() not in _STREAM_ONLY}
     options = found.one_table_of(stream, table) | {"scan.snapshot.position": position}
     frame = spark.read.format(found.format).options(**options).load()
-    return frame.drop(*CHANGE_COLUMNS)
+    return frame.drop(*CHANGE_COLUMNS, UNCHANGED)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sparkcdc.connectors.postgres.wal.position import LsnPosition
+from sparkcdc.core.changes import UNCHANGED
 from sparkcdc.core.options import (
     OptionSpec,
     build_config,
@@ -185,7 +186,8 @@ SPECS: tuple[OptionSpec, ...] = (
         default="all",
         doc="`all`: every update with its old and new row, every delete with its old row "
         "(tables must be `REPLICA IDENTITY FULL`); `upsert`: updates as their new row only "
-        "(`update_postimage`), deletes with the key only, for tables with `REPLICA "
+        "(`update_postimage`; a TOASTed value the update left unchanged is absent, named by "
+        "the column `_unchanged`), deletes with the key only, for tables with `REPLICA "
         "IDENTITY DEFAULT` or `USING INDEX` on the primary key's columns (docs/postgres.md, "
         '"changelog-mode: upsert")',
         attr="changelog_mode",
@@ -311,9 +313,13 @@ def parse_config(raw: Mapping[str, str] | Iterable[tuple[str, str]]) -> Postgres
     tables = capture_patterns(opts, ("schema-name", "table-name"), "postgres-cdc")
     tls = POSTGRES_TLS.parse(opts.groups.get("jdbc.properties.", {}), "postgres-cdc")
     publication = opts["publication.name"] or opts["slot.name"]
-    return build_config(
+    config = build_config(
         PostgresSourceConfig, SPECS, opts, tls=tls, publication_name=publication, tables=tables
     )
+    if config.upsert and UNCHANGED not in config.metadata:
+        # the changelog names the values an upsert lacks (core/changes.py)
+        return replace(config, metadata=(*config.metadata, UNCHANGED))
+    return config
 
 
 def one_table_options(table: TableId) -> dict[str, str]:

@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from sparkcdc.core.changes import UNCHANGED
 from sparkcdc.core.errors import SparkCdcError
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ _LEGACY_WRITER.update(
         6: {"identityColumns"},
     }
 )
+#: A merge source's column: which set of absent columns a row has (:func:`_absent_sets`).
+ABSENT_SET = "_sparkcdc_absent_set"
 #: The delta-rs error text of its NOT NULL + change data feed merge bug.
 VALIDATION_FAILED = "failed validation check"
 
@@ -249,10 +252,12 @@ def merge(
     they are, other rows update or insert. One commit with the txn, even when nothing
     changes; none when the target recorded the txn already (False: a replay). ``bound``:
     a predicate on the target's columns alone (``t."k" >= 1 AND ...``) that every target
-    row a change can match meets; delta-rs skips the files outside it."""
+    row a change can match meets; delta-rs skips the files outside it. Absent values
+    (``_unchanged`` in ``last``) are left as the target has them (:func:`_keeping_absent`)."""
     target = open_table(location, storage)
     if _replayed(target, app_id, version):
         return False
+    last, absent_sets = _absent_sets(last)
     nullable = {f.name: f.nullable for f in target.schema().fields}
     last = _without_absent_deletes(target, last, key, deleted, nullable)
     if last.num_rows == 0:
@@ -280,12 +285,48 @@ def merge(
                 {sql_name(c): f"s.{sql_name(c)}" for c in columns if c not in columns_kept},
                 predicate=f"NOT s.{sql_name(deleted)} AND s.{sql_name(reread)} = {kind}",
             )
+    merger = _keeping_absent(merger, columns, absent_sets, deleted)
     merger = merger.when_matched_update(values, predicate=f"NOT s.{sql_name(deleted)}")
     merger = merger.when_not_matched_insert(values, predicate=f"NOT s.{sql_name(deleted)}")
     merger.execute()  # updates ``target`` to the version it commits
     if target.version() == before:  # delta-rs made no commit: nothing changed
         commit_empty(target, metadata, app_id, version)
     return True
+
+
+def _absent_sets(last: Any) -> tuple[Any, list[tuple[str, ...]]]:
+    """``last`` without ``_unchanged`` and, when some row lacks values, with
+    :data:`ABSENT_SET` (the index of the row's set of absent columns in the list also
+    returned; NULL for a whole row)."""
+    import pyarrow as pa
+
+    if UNCHANGED not in last.column_names:
+        return last, []
+    lists = last.column(UNCHANGED)
+    last = last.drop_columns([UNCHANGED])
+    if lists.null_count == len(lists):
+        return last, []
+    sets: dict[tuple[str, ...], int] = {}
+    index = [
+        None if names is None else sets.setdefault(tuple(sorted(names)), len(sets))
+        for names in lists.to_pylist()
+    ]
+    return last.append_column(ABSENT_SET, pa.array(index, pa.int32())), list(sets)
+
+
+def _keeping_absent(
+    merger: Any, columns: Sequence[str], absent_sets: Sequence[tuple[str, ...]], deleted: str
+) -> Any:
+    """``merger`` with a matched update per set of absent columns the batch has (values
+    PostgreSQL's changelog-mode upsert lacks: :func:`_absent_sets`), setting the other
+    columns only, so the target keeps its stored values; a batch without absent values
+    merges as any other."""
+    for i, names in enumerate(absent_sets):
+        merger = merger.when_matched_update(
+            {sql_name(c): f"s.{sql_name(c)}" for c in columns if c not in names},
+            predicate=f"NOT s.{sql_name(deleted)} AND s.{sql_name(ABSENT_SET)} = {i}",
+        )
+    return merger
 
 
 def _without_absent_deletes(

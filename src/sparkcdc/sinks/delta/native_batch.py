@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkcdc.core.changes import CHANGE_COLUMNS
+from sparkcdc.core.changes import CHANGE_COLUMNS, UNCHANGED
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta import native
@@ -85,7 +85,8 @@ def _rows(sink: DeltaSink, batch: WritePlan, write: TargetWrite) -> Any:
         return last_change_per_key(
             write.changes, table.key, table.columns, write.kept_columns, reread
         )
-    return write.changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS)
+    absent = [UNCHANGED] if batch.unchanged else []
+    return write.changes.select(*[quoted(c) for c in table.columns], *CHANGE_COLUMNS, *absent)
 
 
 def _commit(sink: DeltaSink, spark: Any, batch: WritePlan, write: TargetWrite, rows: Any) -> None:

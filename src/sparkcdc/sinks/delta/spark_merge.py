@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sparkcdc.core.identifiers import quoted
+from sparkcdc.core.changes import UNCHANGED
+from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.sinks.base import SinkTable
 from sparkcdc.sinks.delta.pruning import key_bounds
 from sparkcdc.sinks.reduce import DELETED, REREAD
@@ -48,6 +49,12 @@ def spark_merge(
         if bounds is not None:
             matches = matches & bounds
     values: dict[str, Any] = {quoted(c): f"s.{quoted(c)}" for c in table.columns}
+    updates = values
+    if UNCHANGED in last.columns:  # absent values: the target keeps its own
+        updates = {
+            quoted(c): kept_if_absent(c, "s", "t") if c not in table.key else value
+            for c, value in zip(table.columns, values.values(), strict=True)
+        }
     target = DeltaTable.forPath(spark, path)
     merge = target.alias("t").merge(last.alias("s"), matches)
     merge = merge.whenMatchedDelete(condition=f"s.{DELETED}")
@@ -59,10 +66,20 @@ def spark_merge(
             merge = merge.whenMatchedUpdate(
                 condition=f"NOT s.{DELETED} AND s.{REREAD} = {kind}", set=reread
             )
-    merge = merge.whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=values)
+    merge = merge.whenMatchedUpdate(condition=f"NOT s.{DELETED}", set=updates)
     merge = merge.whenNotMatchedInsert(condition=f"NOT s.{DELETED}", values=values)
     with session_setting(spark, _MERGE_DELETION_VECTORS, "false" if small else None):
         merge.execute()
+
+
+def kept_if_absent(column: str, source: str, target: str) -> str:
+    """A matched update's value of ``column``: the target's where the source row lacks it
+    (``_unchanged`` names it: PostgreSQL's changelog-mode upsert), else the source's."""
+    name = quoted(column)
+    return (
+        f"CASE WHEN array_contains({source}.{quoted(UNCHANGED)}, {sql_string(column)}) "
+        f"THEN {target}.{name} ELSE {source}.{name} END"
+    )
 
 
 def size_in_bytes(spark: Any, path: str) -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from sparkcdc.core.changes import UNCHANGED
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.jdbc.csv_blocks import csv_blocks
 from sparkcdc.sinks.jdbc.dialects import Converter, Target, TargetDialect
@@ -131,6 +132,8 @@ class TableWrites:
                 kind = F.col(REREAD)
                 groups = [(present.filter(kind.isNull()), ())]
                 groups += [(present.filter(kind == i), k) for i, k in enumerate(kept) if k]
+            if batch.unchanged:  # rows read again are whole: only the first group lacks values
+                groups[:1] = absent_groups(groups[0][0])
             upserted = 0
             written = [self.dialect.select_for_write(f) for f in fields]
             for rows, keep in groups:
@@ -173,3 +176,20 @@ class TableWrites:
             cur.execute(statement(pending), params)
             total += pending
         return total
+
+
+def absent_groups(rows: Any) -> list[tuple[Any, tuple[str, ...]]]:
+    """``rows`` (reduced, with ``_unchanged``) as groups that each lack one set of columns'
+    values (PostgreSQL's changelog-mode upsert: TOASTed values an UPDATE left unchanged),
+    with that set: an upsert of a group leaves those columns as the target has them (an
+    insert of a new key writes NULL there, docs/design.md). The sets are few (of the
+    table's TOASTable columns); a batch without absent values is one group."""
+    from pyspark.sql import functions as F
+
+    names = F.array_sort(F.col(UNCHANGED))
+    found = rows.where(names.isNotNull()).select(names.alias("n")).distinct().collect()
+    groups: list[tuple[Any, tuple[str, ...]]] = [(rows.where(names.isNull()), ())]
+    for (absent,) in found:
+        wanted = F.array(*[F.lit(n) for n in absent])
+        groups.append((rows.where(names == wanted), tuple(absent)))
+    return groups

@@ -21,6 +21,7 @@ from typing import Any
 
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
+from sparkcdc.sinks.absent_values import without_absent_values
 from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.sinks.capabilities import SinkCapabilities
 from sparkcdc.sinks.kafka.config import KafkaSinkConfig
@@ -136,6 +137,8 @@ class KafkaSink(Sink):
         for write in batch.with_changes():
             # records carry every column: not the marker of merged rows' kept columns
             changes = write.changes.drop(KEPT_SET)
+            if batch.unchanged:  # a record is a whole row: absent values cannot be kept
+                changes = without_absent_values(changes, write.target, "Kafka sink")
             only_inserts = write.snapshot_only and batch.snapshot_version is not None
             writer = self.writer(write.target, batch.snapshot_version, only_inserts)
             if only_inserts:

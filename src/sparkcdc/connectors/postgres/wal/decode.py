@@ -20,8 +20,11 @@ Under ``changelog-mode: upsert`` (``upsert=True``) old rows are not relied on: a
 whose key stays is an ``upsert`` block image (its new row only), one that moves its key an
 ``update`` with the old key ('K' tuple: the key's values, the other columns NULL) as its
 pre-image, a delete its old key. An unchanged TOASTed value without a whole old row to take
-it from fails the read naming the table and columns: the changelog cannot yet say "absent"
-(docs/design.md, "Without REPLICA IDENTITY FULL").
+it from is absent: the upsert's image holds None there and its block names the columns
+(``ChangeBlock.unchanged``, the changelog's ``_unchanged``), so targets keep their stored
+value; consecutive upserts with the same absent columns share a block. A key move has no
+target row to keep a value from: it fails the read naming the fix (docs/design.md,
+"Without REPLICA IDENTITY FULL").
 """
 
 from __future__ import annotations
@@ -195,10 +198,15 @@ class WalDecoder:
         by_oid.pop(relation.oid, None)
 
     def _block(
-        self, oid: int, tag: int, images: list[Row], first: int, seconds: int
+        self, oid: int, tag: Any, images: list[Row], first: int, seconds: int
     ) -> ChangeBlock:
-        """A block of ``images``, the changes of type ``tag`` of relation ``oid``."""
+        """A block of ``images``, the changes of type ``tag`` of relation ``oid`` (a tuple
+        ``(_UPSERT, absent column names)``: upserts with absent values)."""
         target = self.tables[_name(self.relations[oid])].table
+        if isinstance(tag, tuple):
+            return ChangeBlock(
+                target.table_id, "upsert", list(images), first, seconds, unchanged=tag[1]
+            )
         kind: BlockKind = _KINDS[tag]  # type: ignore[assignment]
         return ChangeBlock(target.table_id, kind, list(images), first, seconds)
 
@@ -273,10 +281,11 @@ class WalDecoder:
             return [before]
         return [before, self._row(captured, message.new, before)]
 
-    def _upsert_images(self, captured: _Table, data: bytes) -> tuple[int, list[Row]]:
-        """Upsert mode: the block kind (a pgoutput tag, or ``_UPSERT``) and images of one
-        change message. An update with a whole old row (a FULL table) that keeps its key
-        is an upsert too, its unchanged TOASTed values taken from the old row."""
+    def _upsert_images(self, captured: _Table, data: bytes) -> tuple[Any, list[Row]]:
+        """Upsert mode: the block kind (a pgoutput tag, ``_UPSERT``, or ``(_UPSERT, absent
+        column names)``) and images of one change message. An update with a whole old row
+        (a FULL table) that keeps its key is an upsert too, its unchanged TOASTed values
+        taken from the old row; without one they are absent (None, named by the kind)."""
         tag, old_kind, old, new = self._parsed(captured, data)
         if tag == 0x44:  # 'D'
             if old is None:  # REPLICA IDENTITY NOTHING: no key to delete by
@@ -292,6 +301,8 @@ class WalDecoder:
             return tag, [new]
         whole = old if old_kind == "O" else None
         if UNCHANGED in new:
+            if whole is None and old is None:  # the key stays: the values are absent
+                return _absent(captured, new)
             new = _unchanged_from(captured, new, whole)
         if old is None or (whole is not None and _key(captured, old) == _key(captured, new)):
             return _UPSERT, [new]
@@ -356,16 +367,25 @@ def _key(captured: _Table, row: Row) -> tuple[Any, ...]:
     return tuple(row[names.index(k)] for k in captured.table.primary_key)
 
 
+def _absent(captured: _Table, new: Row) -> tuple[Any, list[Row]]:
+    """An upsert whose unchanged TOASTed values the WAL lacks: its kind names them, its
+    image holds None there."""
+    columns = captured.table.columns
+    names = tuple(columns[i].name for i, v in enumerate(new) if v is UNCHANGED)
+    return (_UPSERT, names), [tuple(None if v is UNCHANGED else v for v in new)]
+
+
 def _unchanged_from(captured: _Table, new: Row, whole: Row | None) -> Row:
     """An update's new row with its unchanged TOASTed values taken from the whole old row;
-    without one (REPLICA IDENTITY DEFAULT / USING INDEX) the read fails naming them."""
+    without one the update moved its key (the old key's row is removed, so no target row
+    keeps the values): the read fails naming them and the fix."""
     if whole is not None:
         return tuple(whole[i] if v is UNCHANGED else v for i, v in enumerate(new))
     names = [captured.table.columns[i].name for i, v in enumerate(new) if v is UNCHANGED]
     raise SchemaError(
-        f"an UPDATE of {captured.table.table_id} left the TOASTed value(s) of "
-        f"{', '.join(names)} unchanged, and the WAL then lacks them (REPLICA IDENTITY is not "
-        "FULL). changelog-mode: upsert cannot carry an absent value yet (not built). Run "
+        f"an UPDATE of {captured.table.table_id} changed the primary key and left the "
+        f"TOASTed value(s) of {', '.join(names)} unchanged, and the WAL then lacks them "
+        "(REPLICA IDENTITY is not FULL): the new key's row has no stored value to keep. Run "
         f"ALTER TABLE {captured.table.sql_name} REPLICA IDENTITY FULL; and start the stream "
         "again from a new checkpoint"
     )
