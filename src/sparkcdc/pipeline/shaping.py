@@ -9,13 +9,14 @@ table read (no change columns) is shaped as if every row were an insert.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import reduce
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS, CHANGE_TYPE, UNCHANGED, ChangeType, change_columns
 from sparkcdc.core.identifiers import quoted, sql_string
-from sparkcdc.pipeline.projection import EVENT_TYPE, NAMESPACE, SCHEMA, TABLE
+from sparkcdc.pipeline.projection import EVENT_TYPE, NAMESPACE, SCHEMA, TABLE, ProjectionItem
 from sparkcdc.pipeline.rules import TransformRule
 from sparkcdc.pipeline.targets import Target, TargetSource, kept_columns, kept_kind
 from sparkcdc.pipeline.yaml_file import PipelineFileError
@@ -97,23 +98,41 @@ def _transformed(frame: Any, table: SinkTable, rule: TransformRule, namespace: s
 
 def _absent_through(have: list[str], table: SinkTable, rule: TransformRule) -> list[str]:
     """``_unchanged`` (absent values, PostgreSQL's changelog-mode upsert) past a transform:
-    as it is where the projection keeps columns by their own names; where it renames or
-    computes, a row with absent values fails the batch (its names would not be the
-    target's, or a computed value would use a missing one) rather than write NULLs."""
+    as it is, for the columns the projection passes under their own names. A row lacking
+    the value of a column another item renames or computes from (the name appearing in
+    its text) fails the batch rather than write NULL or a value computed from NULL."""
     if UNCHANGED not in have:
         return []
-    own = {quoted(c) for c in table.columns} | set(table.columns)
-    plain = all(item.star or item.text.strip() in own for item in rule.projection)
-    if not rule.projection or plain:
-        return [quoted(UNCHANGED)]
-    message = sql_string(
-        f"an UPDATE of {table.source} left TOASTed values unchanged, which the WAL lacks "
-        "under changelog-mode: upsert, and the transform's projection renames or computes "
-        "columns, so the target cannot keep them: set REPLICA IDENTITY FULL on the table "
-        "(then start from a new checkpoint) or project its columns by their own names"
-    )
     guarded = quoted(UNCHANGED)
-    return [f"IF({guarded} IS NULL, {guarded}, raise_error({message})) AS {guarded}"]
+    used = sorted(
+        {c for item in rule.projection if not _passes_itself(item) for c in _named(item, table)}
+    )
+    if not used:
+        return [guarded]
+    message = sql_string(
+        f"an UPDATE of {table.source} left TOASTed values of {', '.join(used)} (or some) "
+        "unchanged, which the WAL lacks under changelog-mode: upsert, and the transform's "
+        "projection renames or computes from them, so the target cannot keep them: set "
+        "REPLICA IDENTITY FULL on the table (then start from a new checkpoint) or project "
+        "those columns by their own names"
+    )
+    names = ", ".join(sql_string(c) for c in used)
+    lacks = f"arrays_overlap({guarded}, array({names}))"
+    return [f"IF(coalesce({lacks}, false), raise_error({message}), {guarded}) AS {guarded}"]
+
+
+def _passes_itself(item: ProjectionItem) -> bool:
+    return item.star or (item.column is not None and item.column == item.name)
+
+
+def _named(item: ProjectionItem, table: SinkTable) -> list[str]:
+    """The table's columns ``item``'s text names (as a word or in backticks): a superset
+    of those it reads."""
+    return [
+        c
+        for c in table.columns
+        if re.search(rf"(?<![\w`]){re.escape(c)}(?![\w`])|`{re.escape(c)}`", item.text)
+    ]
 
 
 def _items(table: SinkTable, rule: TransformRule) -> list[str]:
