@@ -48,6 +48,8 @@ LONG_TESTS: dict[str, float] = {
     "tests/faults/test_kill_loop.py::test_sigkill_again_and_again": 50,
     # added after e349a34, estimated from runs under load (about half their loaded time)
     "tests/integration/test_pipeline_keyless.py::test_postgres_keyless_tables": 100,
+    # each of its three writers' cases (Delta by Spark, by delta-rs; JDBC): 49-305 s loaded
+    "tests/integration/test_pipeline_postgres_upsert.py": 60,
 }
 
 Item = TypeVar("Item")
