@@ -58,3 +58,13 @@ def test_a_projection_passes_absent_values_only_of_columns_kept_by_name(spark: A
         shaped("id, big AS body, n").collect()
     with pytest.raises(FAILED, match="projection renames or computes"):
         shaped("id, upper(big) AS loud").collect()
+    # names in any case, and a star inside a call, read the absent column too (review)
+    with pytest.raises(FAILED, match="projection renames or computes"):
+        shaped("id, upper(BIG) AS loud").collect()
+    with pytest.raises(FAILED, match="projection renames or computes"):
+        shaped("id, to_json(struct(*)) AS j").collect()
+    # a projection that drops the column leaves nothing absent for its targets
+    dropped = shaped("id, n")
+    assert [r["_unchanged"] for r in dropped.orderBy("id").collect()] == [None, None]
+    everything = shaped("*")
+    assert [r["_unchanged"] for r in everything.orderBy("id").collect()] == [None, ["big"]]

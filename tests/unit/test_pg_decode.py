@@ -282,3 +282,24 @@ def test_upsert_mode_fails_on_a_key_move_that_leaves_a_toasted_value_unchanged(
     ]
     with pytest.raises(SchemaError, match=r"changed the primary key and left the TOASTed"):
         upsert_decoded(moved, default)
+
+
+def test_upsert_mode_takes_an_unchanged_toasted_key_from_the_old_key_and_never_leaves_it_absent(
+    path: str,
+) -> None:
+    """A key value can be TOASTed (a long text key out of line): a server that logs the
+    old key ('K') gives it there, and the key stays; one that does not leaves no key to
+    match a target row by, which fails naming FULL (review)."""
+    default = replace(CAPTURED[TableId("s", "a")], replica_identity="d")
+    kept = [
+        begin(2000, 7),
+        relation(101),
+        update(101, [UNCHANGED, "x"], ["1", None], b"K"),
+        commit(2000),
+    ]
+    decoder = WalDecoder({default.table_id: default}, 0, 10_000, 0, "precise", upsert=True)
+    blocks = [located.block for located in decoder.decode(kept)]
+    assert [(b.kind, b.images, b.unchanged) for b in blocks] == [("upsert", [(1, "x")], ())]
+    lost = [begin(2000, 7), relation(101), update(101, [UNCHANGED, "x"]), commit(2000)]
+    with pytest.raises(SchemaError, match=r"TOASTed primary key value unchanged"):
+        upsert_decoded(lost, default)

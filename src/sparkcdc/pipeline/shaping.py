@@ -98,17 +98,20 @@ def _transformed(frame: Any, table: SinkTable, rule: TransformRule, namespace: s
 
 def _absent_through(have: list[str], table: SinkTable, rule: TransformRule) -> list[str]:
     """``_unchanged`` (absent values, PostgreSQL's changelog-mode upsert) past a transform:
-    as it is, for the columns the projection passes under their own names. A row lacking
-    the value of a column another item renames or computes from (the name appearing in
-    its text) fails the batch rather than write NULL or a value computed from NULL."""
+    the names of the columns the projection passes under their own names (null when none
+    is left: a column the projection drops is absent from no target). A row lacking the
+    value of a column another item renames or computes from (the name appearing in its
+    text) fails the batch rather than write NULL or a value computed from NULL."""
     if UNCHANGED not in have:
         return []
-    guarded = quoted(UNCHANGED)
+    passed = _passed_by_name(table, rule)
+    kept = f"filter({quoted(UNCHANGED)}, c -> array_contains(array({passed}), c))"
+    guarded = f"IF(size({kept}) > 0, {kept}, NULL)"
     used = sorted(
         {c for item in rule.projection if not _passes_itself(item) for c in _named(item, table)}
     )
     if not used:
-        return [guarded]
+        return [f"{guarded} AS {quoted(UNCHANGED)}"]
     message = sql_string(
         f"an UPDATE of {table.source} left TOASTed values of {', '.join(used)} (or some) "
         "unchanged, which the WAL lacks under changelog-mode: upsert, and the transform's "
@@ -117,8 +120,22 @@ def _absent_through(have: list[str], table: SinkTable, rule: TransformRule) -> l
         "those columns by their own names"
     )
     names = ", ".join(sql_string(c) for c in used)
-    lacks = f"arrays_overlap({guarded}, array({names}))"
-    return [f"IF(coalesce({lacks}, false), raise_error({message}), {guarded}) AS {guarded}"]
+    lacks = f"arrays_overlap({quoted(UNCHANGED)}, array({names}))"
+    return [
+        f"IF(coalesce({lacks}, false), raise_error({message}), {guarded}) AS {quoted(UNCHANGED)}"
+    ]
+
+
+def _passed_by_name(table: SinkTable, rule: TransformRule) -> str:
+    """The table's columns the projection passes under their own names, as the items of
+    a Spark SQL ``array(...)`` (every column for ``*``)."""
+    items = rule.projection
+    names = (
+        table.columns
+        if any(i.star for i in items)
+        else [i.column for i in items if _passes_itself(i) and i.column is not None]
+    )
+    return ", ".join(sql_string(c) for c in names) or "CAST(NULL AS STRING)"
 
 
 def _passes_itself(item: ProjectionItem) -> bool:
@@ -126,12 +143,17 @@ def _passes_itself(item: ProjectionItem) -> bool:
 
 
 def _named(item: ProjectionItem, table: SinkTable) -> list[str]:
-    """The table's columns ``item``'s text names (as a word or in backticks): a superset
-    of those it reads."""
+    """The table's columns ``item``'s text names (as a word or in backticks, in any case:
+    Spark resolves names so), or all of them when a ``*`` is a function's argument
+    (``struct(*)``, ``hash(*)``) or qualified (``t.*``): a superset of those it reads."""
+    if re.search(r"[(,]\s*\*\s*[),]|\.\s*\*", item.text):
+        return list(table.columns)
     return [
         c
         for c in table.columns
-        if re.search(rf"(?<![\w`]){re.escape(c)}(?![\w`])|`{re.escape(c)}`", item.text)
+        if re.search(
+            rf"(?<![\w`]){re.escape(c)}(?![\w`])|`{re.escape(c)}`", item.text, re.IGNORECASE
+        )
     ]
 
 

@@ -62,7 +62,7 @@ def last_change_per_key(
     rank = change_rank(F.col(CHANGE_TYPE))
     order = F.struct(F.col(COMMIT_VERSION), rank.alias("rank"))
     absent = UNCHANGED in changes.columns
-    folded = [c for c in columns if c not in key] if absent else []
+    folded = _may_be_absent(changes, columns, key) if absent else []
     fields = [F.col(quoted(c)) for c in columns]
     if union:
         kind = F.col(KEPT_SET) if len(kept) > 1 else F.lit(0)
@@ -97,6 +97,30 @@ def last_change_per_key(
     return last.select(
         *picked, *ends, F.when(~logged & kind_read.isin(keeping), kind_read).alias(REREAD)
     )
+
+
+#: Spark types of PostgreSQL's fixed-length types, whose values are never TOASTed (only a
+#: varlena value can be sent as unchanged): their columns need no fold.
+_FIXED_LENGTH = (
+    "ByteType",
+    "ShortType",
+    "IntegerType",
+    "LongType",
+    "FloatType",
+    "DoubleType",
+    "BooleanType",
+    "DateType",
+    "TimestampType",
+    "TimestampNTZType",
+)
+
+
+def _may_be_absent(changes: Any, columns: Sequence[str], key: Sequence[str]) -> list[str]:
+    """The non-key ``columns`` an update can leave absent: those of a type that may be
+    TOASTed (text, bytea, jsonb, numeric, arrays...); each costs the reduction one more
+    aggregate, so integers and timestamps are left out."""
+    types = {f.name: type(f.dataType).__name__ for f in changes.schema.fields}
+    return [c for c in columns if c not in key and types.get(c) not in _FIXED_LENGTH]
 
 
 def _latest_values(folded: Sequence[str], rank: Any, order: Any) -> list[Any]:

@@ -301,8 +301,11 @@ class WalDecoder:
             return tag, [new]
         whole = old if old_kind == "O" else None
         if UNCHANGED in new:
-            if whole is None and old is None:  # the key stays: the values are absent
-                return _absent(captured, new)
+            if whole is None:
+                # an unchanged TOASTed key value comes with the old key ('K'), when logged
+                new = _key_filled(captured, new, old)
+                if old is None or _key(captured, old) == _key(captured, new):
+                    return _absent(captured, new)  # the key stays: the values are absent
             new = _unchanged_from(captured, new, whole)
         if old is None or (whole is not None and _key(captured, old) == _key(captured, new)):
             return _UPSERT, [new]
@@ -367,11 +370,27 @@ def _key(captured: _Table, row: Row) -> tuple[Any, ...]:
     return tuple(row[names.index(k)] for k in captured.table.primary_key)
 
 
+def _key_filled(captured: _Table, new: Row, old: Row | None) -> Row:
+    """``new`` with its unchanged key values taken from the old key ``old`` (a 'K' tuple:
+    the identity's columns, the others NULL), when there is one."""
+    if old is None:
+        return new
+    keys = captured.table.key_indexes
+    return tuple(old[i] if v is UNCHANGED and i in keys else v for i, v in enumerate(new))
+
+
 def _absent(captured: _Table, new: Row) -> tuple[Any, list[Row]]:
     """An upsert whose unchanged TOASTed values the WAL lacks: its kind names them, its
-    image holds None there."""
+    image holds None there. A key value is never absent (targets match rows by it)."""
     columns = captured.table.columns
     names = tuple(columns[i].name for i, v in enumerate(new) if v is UNCHANGED)
+    if set(names) & set(captured.table.primary_key):
+        raise SchemaError(
+            f"an UPDATE of {captured.table.table_id} left a TOASTed primary key value "
+            "unchanged, and the WAL lacks it under changelog-mode: upsert (targets match "
+            f"rows by it). Run ALTER TABLE {captured.table.sql_name} REPLICA IDENTITY FULL; "
+            "and start the stream again from a new checkpoint"
+        )
     return (_UPSERT, names), [tuple(None if v is UNCHANGED else v for v in new)]
 
 
