@@ -17,6 +17,7 @@ from typing import Any
 
 from sparkcdc.connectors.connector import Connector
 from sparkcdc.connectors.registry import connector
+from sparkcdc.core.comments import Comments
 from tests.support.random_writer import RandomWriter
 
 
@@ -27,6 +28,11 @@ class TypeCase:
     name: str
     definition: str  #: the column's type as the database writes it
     values: tuple[Any, ...]
+
+
+#: The comments of :meth:`ConnectorUnderTest.create_commented_table`'s table (a quote and a
+#: backslash in them are text).
+NOTED_COMMENTS = Comments("the 'noted' table", (("id", "the key"), ("note", "it's \\ a note")))
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,8 @@ class ConnectorUnderTest(ABC):
     #: Its changelog replays by key only (PostgreSQL's ``changelog-mode: upsert``: no old
     #: rows), not image by image (tests/support/changelog.py).
     by_key: bool = False
+    #: Its log says a column's comment where a DDL adds the column (MySQL's statements).
+    logs_comments: bool = False
 
     @property
     def connector(self) -> Connector[Any]:
@@ -86,6 +94,20 @@ class ConnectorUnderTest(ABC):
     @abstractmethod
     def type_cases(self) -> list[TypeCase]:
         """Column types to check: the snapshot path and the log path give equal values."""
+
+    @abstractmethod
+    def create_commented_table(self, namespace: str) -> None:
+        """``noted (id INT primary key, note VARCHAR(20), plain INT)`` with the comments
+        :data:`NOTED_COMMENTS` (each database's own syntax)."""
+
+    def add_commented_column(self, namespace: str) -> None:  # noqa: B027 (an optional step)
+        """``ALTER TABLE noted ADD COLUMN later INT`` with the comment ``'added later'``,
+        where the database's log tells the comment (:attr:`logs_comments`)."""
+
+    def option_type_cases(self) -> list[tuple[dict[str, str], list[TypeCase]]]:
+        """Source options that change how types are read, each with columns whose values
+        (as given: read back exactly) both paths must give under them; none by default."""
+        return []
 
     @abstractmethod
     def bad_options(self) -> list[BadOption]:

@@ -72,6 +72,30 @@ class MariaDbConnector(ConnectorUnderTest):
             TypeCase("c_choice", "ENUM('x','y')", ("x", "y")),
         ]
 
+    def create_commented_table(self, namespace: str) -> None:
+        self.create_table(
+            namespace,
+            "noted (id INT PRIMARY KEY COMMENT 'the key', "
+            "note VARCHAR(20) COMMENT 'it''s \\\\ a note', plain INT) "
+            "COMMENT='the ''noted'' table'",
+        )
+
+    logs_comments = True
+
+    def add_commented_column(self, namespace: str) -> None:
+        self.execute(namespace, "ALTER TABLE noted ADD COLUMN later INT COMMENT 'added later'")
+
+    def option_type_cases(self) -> list[tuple[dict[str, str], list[TypeCase]]]:
+        # Flink CDC's treat-tinyint1-as-boolean.enabled: false: TINYINT(1) and BOOLEAN
+        # are TINYINT numbers (unsigned: a short)
+        numbers = [
+            TypeCase("c_flag", "BOOLEAN", (1, 0, -128, 127)),
+            TypeCase("c_tiny1", "TINYINT(1)", (5, -3, 0, 1)),
+            TypeCase("c_tiny1u", "TINYINT(1) UNSIGNED", (0, 255, 2, 1)),
+            TypeCase("c_tiny", "TINYINT", (-128, 127, 1, 0)),
+        ]
+        return [({"treat-tinyint1-as-boolean.enabled": "false"}, numbers)]
+
     def bad_options(self) -> list[BadOption]:
         return [
             BadOption({"scan.startup.mode": "sometimes"}, r"'scan\.startup\.mode'.*initial"),

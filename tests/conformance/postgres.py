@@ -92,6 +92,12 @@ class PostgresConnector(ConnectorUnderTest):
         name = definition.split("(", 1)[0].strip()
         self.execute(namespace, f"ALTER TABLE {name} REPLICA IDENTITY {self.identity}")
 
+    def create_commented_table(self, namespace: str) -> None:
+        self.create_table(namespace, "noted (id INT PRIMARY KEY, note VARCHAR(20), plain INT)")
+        self.execute(namespace, "COMMENT ON TABLE noted IS 'the ''noted'' table'")
+        self.execute(namespace, "COMMENT ON COLUMN noted.id IS 'the key'")
+        self.execute(namespace, "COMMENT ON COLUMN noted.note IS 'it''s \\ a note'")
+
     def type_cases(self) -> list[TypeCase]:
         return [
             TypeCase("c_small", "SMALLINT", (-32768, 0, 32767)),

@@ -27,11 +27,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkcdc.connectors.registry import SOURCE_TYPES
+from sparkcdc.core.comments import NO_COMMENTS
 from sparkcdc.core.errors import OptionError
 from sparkcdc.snapshot.driver import IncrementalSource
+from sparkcdc.snapshot.offset import SourceOffset
 from sparkcdc.snapshot.signal_file import append_signal
 from tests.conformance.conftest import FIXTURES
-from tests.conformance.connector import ConnectorUnderTest
+from tests.conformance.connector import NOTED_COMMENTS, ConnectorUnderTest, TypeCase
 from tests.support.cdc_driver import drive
 from tests.support.changelog import ChangelogReplayer
 from tests.support.inprocess import run_batches
@@ -224,16 +226,41 @@ def read_all(source: IncrementalSource[Any, Any], specs: list[Any]) -> list[dict
 def test_every_type_reads_the_same_from_snapshot_and_log(
     db: ConnectorUnderTest, namespace: str
 ) -> None:
-    cases = db.type_cases()
+    same_from_snapshot_and_log(db, namespace, "types", db.type_cases(), {})
+
+
+def test_options_that_change_types_read_the_same_from_snapshot_and_log(
+    db: ConnectorUnderTest, namespace: str
+) -> None:
+    """Each option case: both paths give the values as written, under the option."""
+    variants = db.option_type_cases()
+    if not variants:
+        pytest.skip(f"{db.name} has no options that change how types are read")
+    for i, (extra, cases) in enumerate(variants):
+        rows = same_from_snapshot_and_log(db, namespace, f"typed{i}", cases, extra)
+        width = max(len(c.values) for c in cases)
+        expected = {n: tuple(c.values[n % len(c.values)] for c in cases) for n in range(width)}
+        assert {n: v for n, v in rows.items() if n in expected} == expected, extra
+
+
+def same_from_snapshot_and_log(
+    db: ConnectorUnderTest,
+    namespace: str,
+    table: str,
+    cases: list[TypeCase],
+    extra: dict[str, str],
+) -> dict[int, tuple[Any, ...]]:
+    """Rows of ``cases`` (and one of NULLs) read by a snapshot
+    and by the log under ``extra`` options: the values must be equal; returns them by row."""
     columns = ", ".join(f"{c.name} {c.definition}" for c in cases)
-    db.create_table(namespace, f"types (id INT PRIMARY KEY, {columns})")
+    db.create_table(namespace, f"{table} (id INT PRIMARY KEY, {columns})")
     width = max(len(c.values) for c in cases)
     rows = [tuple(c.values[i % len(c.values)] for c in cases) for i in range(width)]
     rows.append(tuple(None for _ in cases))
-    insert = f"INSERT INTO types VALUES (%s{', %s' * len(cases)})"
+    insert = f"INSERT INTO {table} VALUES (%s{', %s' * len(cases)})"
     for i, row in enumerate(rows):
         db.execute(namespace, insert, (i, *row))
-    options = db.options(namespace, "types")
+    options = {**db.options(namespace, table), **extra}
     snapshot = source(db, options)
     from_snapshot = read_all(snapshot, snapshot.snapshot_partitions())
     stream = source(db, {**options, "scan.startup.mode": "latest-offset"})
@@ -259,6 +286,38 @@ def test_every_type_reads_the_same_from_snapshot_and_log(
     assert logged == snapshotted
     assert len(values(from_snapshot)) == len(rows)
     assert all(v is not None for v in values(from_snapshot)[0])
+    return snapshotted
+
+
+def test_comments_are_read_for_the_targets_when_asked(
+    db: ConnectorUnderTest, namespace: str
+) -> None:
+    """``include-comments.enabled``: the table's and its columns' comments reach the
+    tables sinks see (none without it), also a column a later ALTER adds with one."""
+    db.create_commented_table(namespace)
+    options = db.options(namespace, "noted")
+    found = db.connector
+    (plain,) = found.handle(found.parse_config(options)).inspect()
+    assert plain.comments == NO_COMMENTS
+    asked = {**options, "include-comments.enabled": "true"}
+    (noted,) = found.handle(found.parse_config(asked)).inspect()
+    assert noted.comments == NOTED_COMMENTS
+    if not db.logs_comments:
+        return
+    # the envelope schema: rows may change columns without a restart, as in a pipeline
+    envelope = {"scan.startup.mode": "latest-offset", "scan.envelope.enabled": "true"}
+    stream = source(db, {**asked, **envelope})
+    start = stream.initial_offset()
+    db.add_commented_column(namespace)
+    db.execute(namespace, "INSERT INTO noted (id, later) VALUES (1, 2)")
+    end = run_batches(stream, start, lambda rows: None)
+    parsed = SourceOffset.parse(json.dumps(end))
+    (table_id,) = parsed.tables
+    schema = parsed.schema_of(table_id)
+    assert schema is not None
+    after = found.handle(found.parse_config(asked)).columns(schema.table)
+    assert after.comments.column("later") == "added later"
+    assert after.comments.only(("id", "note")) == NOTED_COMMENTS
 
 
 def comparable(value: Any) -> Any:

@@ -189,11 +189,12 @@ class TableEventApplier:
             event = by_table.get(table.source)
             if event is None:
                 continue
-            columns = self.probe.spark_columns(event.columns)
+            changed = self.probe.sink_table(table.source, event.columns)
+            columns = changed.schema
             if _fields(columns) == _fields(table.schema):
                 continue
             t = next(n for n, g in enumerate(targets) if target_holds(g, table.source))
-            found = OffsetColumns(columns, event.statement, event.moves)
+            found = OffsetColumns(columns, event.statement, event.moves, changed.comments)
             tables[i], targets[t] = follower.follow(table, targets[t], found)
         return Captured(tables, targets)
 

@@ -21,6 +21,7 @@ from sparkcdc.connectors.registry import SOURCE_TYPES, connector
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_duration, parse_int, parse_options
+from sparkcdc.core.secret import SecretSettings
 from sparkcdc.pipeline.before_images import (
     refuse_missing_before_images,
     refuse_transforms_needing_old_rows,
@@ -37,7 +38,7 @@ from sparkcdc.pipeline.options_flink import (
 )
 from sparkcdc.pipeline.rules import RouteRule, TransformRule, load_routes, load_transforms
 from sparkcdc.pipeline.yaml_file import PipelineFileError, YamlDocument, load_yaml
-from sparkcdc.sinks.registry import SINK_TYPES, validate_sink_options
+from sparkcdc.sinks.registry import SINK_TYPES, sink_capabilities, validate_sink_options
 from sparkcdc.snapshot.options import PAUSE_FILE, TRUNCATE_HANDLING
 
 BLOCKS = ("source", "sink", "pipeline")
@@ -116,12 +117,15 @@ class PipelineDefinition:
 
     path: Path
     source_type: str
-    #: The source's options as strings, ready for ``spark.readStream.options(...)``.
+    #: The source's options as strings, ready for ``spark.readStream.options(...)``
+    #: (:class:`SecretSettings`: a repr masks the password).
     source_options: Mapping[str, str]
     #: The connector's validated config (its engine-neutral part: snapshot/dialect.py).
     source_config: Any
     sink_type: str
-    #: Sink options as given (values as strings), validated by the sink type.
+    #: Sink options as given (values as strings), validated by the sink type
+    #: (:class:`SecretSettings`: a repr masks secrets such as ``storage-options.*`` keys,
+    #: ``properties.sasl.jaas.config`` or a JDBC ``password``).
     sink_options: Mapping[str, str]
     settings: PipelineSettings
     transforms: tuple[TransformRule, ...] = ()
@@ -205,6 +209,12 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     sink = without_change_options(sink)
     _checked(doc, "sink", lambda: validate_sink_options(sink_type, sink))
     _checked(doc, "source", lambda: refuse_missing_before_images(source_config, sink_type, sink))
+    keeps_comments = sink_capabilities(sink_type, sink).keeps_comments
+    if getattr(source_config, "include_comments", False) and not keeps_comments:
+        notes.append(
+            f"include-comments.enabled: the {sink_type} sink's targets take no comments; "
+            "they are left out"
+        )
     settings, pipeline_notes = _settings(doc, flink, source_options)
     transforms = load_transforms(doc)
     refuse_transforms_needing_old_rows(source_config, transforms)
@@ -218,10 +228,10 @@ def load_pipeline(path: str | Path) -> PipelineDefinition:
     return PipelineDefinition(
         path=doc.path,
         source_type=source_type,
-        source_options=source_options,
+        source_options=SecretSettings(source_options),
         source_config=source_config,
         sink_type=sink_type,
-        sink_options=sink,
+        sink_options=SecretSettings(sink),
         settings=settings,
         excluded_changes=excluded,
         transforms=transforms,

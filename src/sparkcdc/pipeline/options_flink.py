@@ -6,7 +6,9 @@ own options: those that mean something here and are translated into sparkcdc's o
 ``local-time-zone`` is Spark's session time zone), those that steer Flink's machinery and
 mean nothing in Spark (``scan.incremental.close-idle-reader.enabled``, ``operator.uid.prefix``),
 which are accepted with a one-line note, and values that ask for what sparkcdc does not do
-(``treat-tinyint1-as-boolean.enabled: false``), which are refused with the reason.
+(``scan.parse.online.schema.changes.enabled: true``), which are refused with the reason.
+Flink keys that sparkcdc implements under the same name (``treat-tinyint1-as-boolean.enabled``,
+``include-comments.enabled``) are the connectors' own options, not listed here.
 
 Each key is declared once, as an :class:`FlinkKey`: its spec (parser, default and the text of
 the documentation's tables, rendered like every other options table) and its effect. The
@@ -149,10 +151,6 @@ _CHUNK_META = (
 _UNBOUNDED_FIRST = (
     "scan.incremental.snapshot.unbounded-chunk-first.enabled: chunks are planned by "
     "sparkcdc's own order (docs/snapshot-reader.md)"
-)
-_COMMENTS = (
-    "include-comments.enabled: table and column comments are not copied to targets (not "
-    "done yet); targets are created without them"
 )
 _SERVER_ZONE_PG = (
     "server-time-zone: timestamp with time zone values are exact instants (UTC) and "
@@ -437,29 +435,6 @@ def _mysql_schema_keys() -> tuple[FlinkKey, ...]:
                 False,
                 "false; gh-ost / pt-online-schema-change migrations are not recognised (their "
                 "final RENAME TABLE of the shadow table is followed as a table change)",
-            ),
-        ),
-        FlinkKey(
-            _spec(
-                "include-comments.enabled",
-                parse_bool,
-                False,
-                doc="accepted; `true` gets a note: comments are not copied to targets (not "
-                "done yet)",
-            ),
-            _noted_unless(False, _COMMENTS),
-        ),
-        FlinkKey(
-            _spec(
-                "treat-tinyint1-as-boolean.enabled",
-                parse_bool,
-                True,
-                doc="`true` only: TINYINT(1) is read as BOOLEAN, as Flink CDC does by default",
-            ),
-            _refused_unless(
-                True,
-                "true; TINYINT(1) is read as BOOLEAN (Flink CDC's default); reading it as a "
-                "number is not supported yet",
             ),
         ),
         FlinkKey(

@@ -33,6 +33,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from sparkcdc.core.comments import Comments
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.core.table_events import ColumnMoves
@@ -122,7 +123,7 @@ class SchemaFollower:
     ) -> tuple[SinkTable, Target]:
         """``table`` with the columns ``found`` (the columns its rows are read with from
         now on), and its target after the change, applied to the sink."""
-        new_table = dataclasses.replace(table, schema=found.columns)
+        new_table = dataclasses.replace(table, schema=found.columns, comments=found.comments)
         if not is_plain(target):
             return new_table, self._follow_shaped(target, new_table, found)
         columns, statement, moves = found.columns, found.statement, found.moves
@@ -173,7 +174,11 @@ class SchemaFollower:
         )
         schema = change.schema
         if _fields(schema) != _fields(target.table.schema):
-            new_table = dataclasses.replace(target.table, schema=schema)
+            # a column the change adds keeps its comment (a target's own are kept)
+            old = target.table.comments
+            added = table.comments.only(n for n in schema.fieldNames() if not old.column(n))
+            comments = Comments(old.table, (*old.columns, *added.columns))
+            new_table = dataclasses.replace(target.table, schema=schema, comments=comments)
             try:
                 with self.applying(target.table.source, schema.json(), change.moves):
                     self.sink.evolve(self.spark, new_table, target.table, change.moves)

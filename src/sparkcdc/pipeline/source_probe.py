@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparkcdc.core.comments import NO_COMMENTS, Comments
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.metrics import LogHead
 from sparkcdc.pipeline.tables import sink_table
@@ -36,6 +37,8 @@ class OffsetColumns:
     columns: Any  #: Spark StructType
     statement: str  #: empty when the columns never changed while captured
     moves: ColumnMoves  #: the columns that change renamed and dropped
+    #: The table's comments as the offset has them (``include-comments.enabled``)
+    comments: Comments = NO_COMMENTS
 
 
 class SourceProbe:
@@ -58,8 +61,10 @@ class SourceProbe:
         for table_id in parsed.tables:
             schema = parsed.schema_of(table_id)
             if schema is not None:
-                columns = self.spark_columns(schema.table)
-                found[table_id] = OffsetColumns(columns, schema.change, schema.moves)
+                table = self.sink_table(TableId("", ""), schema.table)
+                found[table_id] = OffsetColumns(
+                    table.schema, schema.change, schema.moves, table.comments
+                )
         return found
 
     def spark_columns(self, table: Mapping[str, Any]) -> Any:

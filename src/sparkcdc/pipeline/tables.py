@@ -24,4 +24,5 @@ def sink_table(table: TableColumns) -> SinkTable:
 
     from sparkcdc.spark.schema import to_spark_schema
 
-    return SinkTable(table.table_id, to_spark_schema(pa.schema(table.fields)), table.primary_key)
+    schema = to_spark_schema(pa.schema(table.fields))
+    return SinkTable(table.table_id, schema, table.primary_key, comments=table.comments)

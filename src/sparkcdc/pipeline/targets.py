@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparkcdc.core.comments import Comments
 from sparkcdc.core.table import TableId
 from sparkcdc.pipeline.projection import IDENTITY, NAMESPACE, SCHEMA, TABLE
 from sparkcdc.pipeline.rules import RouteRule, TransformRule, first_transform, matching_routes
@@ -171,8 +172,22 @@ def _target(name: TableId, sources: list[TargetSource], namespace: str | None) -
             f"{_rules(sources)}: the tables written to {name} ask for different partition-keys"
         )
     schema = _merged_schema(name, sources)
-    table = SinkTable(name, schema, key, partitions.pop() if partitions else ())
+    table = SinkTable(
+        name, schema, key, partitions.pop() if partitions else (), _comments(sources, schema)
+    )
     return Target(table, tuple(sources))
+
+
+def _comments(sources: Sequence[TargetSource], schema: Any) -> Comments:
+    """A shaped or routed target's comments: its columns' that keep a source column's name
+    (the first source's that has one); the table's only when one table goes there."""
+    names = [f.name for f in schema.fields]
+    columns: dict[str, str] = {}
+    for source in sources:
+        for name, text in source.table.comments.only(names).columns:
+            columns.setdefault(name, text)
+    table = sources[0].table.comments.table if len(sources) == 1 else None
+    return Comments(table, tuple((n, columns[n]) for n in names if n in columns))
 
 
 def check_distinct_keys(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from sparkcdc.core.comments import NO_COMMENTS, Comments
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.options import OptionSpec
 from sparkcdc.core.table import TableId
@@ -42,6 +43,9 @@ class SinkTable:
     #: Columns a new target is partitioned by (a transform's ``partition-keys``; sinks
     #: that have no partitions ignore them).
     partition_keys: tuple[str, ...] = ()
+    #: The table's and its columns' comments (``include-comments.enabled``), for the
+    #: targets and columns a sink creates; sinks without tables ignore them.
+    comments: Comments = NO_COMMENTS
 
     @property
     def columns(self) -> tuple[str, ...]:

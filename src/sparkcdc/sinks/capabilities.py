@@ -55,6 +55,9 @@ class SinkCapabilities:
     #: whole row): a history or a changelog topic. A source that has no old rows
     #: (PostgreSQL's ``changelog-mode: upsert``) is refused with such a sink up front.
     needs_before_images: bool = False
+    #: Whether the targets it creates take the source's table and column comments
+    #: (``include-comments.enabled``, core/comments.py); a stream's messages have none.
+    keeps_comments: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.applies) - set(SCHEMA_CHANGE_TYPES)

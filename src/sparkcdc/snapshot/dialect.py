@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
+from sparkcdc.core.comments import NO_COMMENTS, Comments
 from sparkcdc.core.position import LogPosition
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
@@ -139,6 +140,11 @@ class Dialect(ABC, Generic[P, T]):
     @abstractmethod
     def arrow_fields(self, table: T) -> list[pa.Field]:
         """The table's columns as Arrow fields: the same types from snapshot and log."""
+
+    def comments(self, table: T) -> Comments:
+        """The table's and its columns' comments when the source reads them
+        (``include-comments.enabled``), for the targets sinks create; none by default."""
+        return NO_COMMENTS
 
     def table_metadata(self, table: T) -> Mapping[str, Any]:
         """Values of the ``metadata.list`` columns that are the same for every row of

@@ -21,6 +21,7 @@ from typing import Any, Generic
 
 import pyarrow as pa
 
+from sparkcdc.core.comments import NO_COMMENTS, Comments
 from sparkcdc.core.errors import PositionLostError
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.abilities import (
@@ -41,6 +42,8 @@ class TableColumns:
     table_id: TableId
     fields: tuple[pa.Field, ...]
     primary_key: tuple[str, ...]
+    #: The table's and its columns' comments (``include-comments.enabled``; else none).
+    comments: Comments = NO_COMMENTS
 
 
 class SourceHandle(Generic[P, T]):
@@ -156,4 +159,5 @@ class SourceHandle(Generic[P, T]):
 
     def _columns(self, table: T) -> TableColumns:
         fields = tuple(self._dialect.arrow_fields(table))
-        return TableColumns(table.table_id, fields, tuple(table.primary_key))
+        comments = self._dialect.comments(table)
+        return TableColumns(table.table_id, fields, tuple(table.primary_key), comments)

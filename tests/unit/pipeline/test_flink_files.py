@@ -160,7 +160,6 @@ def test_flink_machinery_keys_are_accepted_with_a_note(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("treat-tinyint1-as-boolean.enabled: false", "TINYINT\\(1\\) is read as BOOLEAN"),
         ("scan.parse.online.schema.changes.enabled: true", "gh-ost"),
         ("scan.startup.specific-offset.skip-events: 3", "skipping events or rows"),
         ("debezium.skipped.operations: d", "sparkcdc does not run Debezium"),
@@ -225,3 +224,38 @@ def test_a_missing_pipeline_block_takes_the_defaults(tmp_path: Path) -> None:
     text = BASE.split("pipeline:")[0]
     settings = load(tmp_path, text).settings
     assert settings.name == "sparkcdc-pipeline" and settings.trigger_seconds == 1.0
+
+
+def test_treat_tinyint1_as_boolean_is_the_sources_own_option(tmp_path: Path) -> None:
+    """Flink CDC's key is sparkcdc's MySQL option of the same name: it reaches the
+    source (docs/mysql.md), silently, as every option does."""
+    text = BASE.replace(
+        "  type: mysql", "  type: mysql\n  treat-tinyint1-as-boolean.enabled: false"
+    )
+    definition = load(tmp_path, text)
+    assert definition.source_config.tinyint1_boolean is False and not definition.notes
+    assert definition.source_options["treat-tinyint1-as-boolean.enabled"] == "false"
+
+
+def test_the_definitions_repr_shows_no_secret(tmp_path: Path) -> None:
+    text = BASE.replace("  username: cdc", "  username: cdc\n  password: hunter2-db").replace(
+        "sink:\n  type: console",
+        "sink:\n  type: delta\n  path: lake\n  writer: native\n"
+        "  storage-options.AWS_SECRET_ACCESS_KEY: hunter2-aws\n"
+        "  storage-options.AWS_REGION: eu-west-1",
+    )
+    definition = load(tmp_path, text)
+    assert definition.sink_options["storage-options.AWS_SECRET_ACCESS_KEY"] == "hunter2-aws"
+    shown = repr(definition) + str(definition.sink_options) + str(definition.source_options)
+    assert "hunter2" not in shown and "eu-west-1" in shown
+
+
+def test_include_comments_is_the_sources_own_option_and_noted_where_unkept(
+    tmp_path: Path,
+) -> None:
+    text = BASE.replace("  type: mysql", "  type: mysql\n  include-comments.enabled: true")
+    console = load(tmp_path, text)
+    assert console.source_config.include_comments is True
+    assert any("console sink's targets take no comments" in n for n in console.notes)
+    delta = load(tmp_path, text.replace("  type: console", "  type: delta\n  path: lake"))
+    assert not any("comments" in n for n in delta.notes)

@@ -16,7 +16,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkcdc.connectors.mysql.binlog.position import BinlogPosition
 from sparkcdc.core.errors import OptionError
-from sparkcdc.core.options import OptionSpec, build_config, parse_int, parse_options
+from sparkcdc.core.options import (
+    OptionSpec,
+    build_config,
+    parse_bool,
+    parse_int,
+    parse_options,
+)
 from sparkcdc.core.secret import Secret
 from sparkcdc.core.table import TableId
 from sparkcdc.core.tls import MYSQL_TLS
@@ -226,6 +232,24 @@ SPECS: tuple[OptionSpec, ...] = (
     ENVELOPE,
     TRUNCATE_HANDLING,
     OptionSpec(
+        "treat-tinyint1-as-boolean.enabled",
+        parse_bool,
+        True,
+        doc="`true` (Flink CDC's default): TINYINT(1) and BOOLEAN columns are BOOLEAN; "
+        "`false`: TINYINT numbers like any TINYINT (signed: byte, unsigned: short), in the "
+        "snapshot and the binlog alike. Fixed for a checkpoint: a restart with the other "
+        "value is refused for tables with such columns",
+        attr="tinyint1_boolean",
+    ),
+    OptionSpec(
+        "include-comments.enabled",
+        parse_bool,
+        False,
+        doc="`true` (Flink CDC's option): table and column comments are read and given to "
+        "the targets a sink creates and the columns it adds (Delta, JDBC; docs/pipelines.md)",
+        attr="include_comments",
+    ),
+    OptionSpec(
         "metadata.list",
         metadata_parser(METADATA_COLUMNS),
         (),
@@ -286,6 +310,10 @@ class MySqlSourceConfig(SourceConfig):
     snapshot_reader: str = "auto"
     snapshot_consistency: str = "auto"
     truncate_handling: str = "fail"
+    #: ``treat-tinyint1-as-boolean.enabled``: TINYINT(1) read as BOOLEAN (types.py)
+    tinyint1_boolean: bool = True
+    #: ``include-comments.enabled``: comments go to the targets (core/comments.py)
+    include_comments: bool = False
 
     @property
     def ssl(self) -> dict[str, str]:

@@ -47,11 +47,16 @@ from sparkcdc.connectors.mysql.server.discovery import (
     discover_tables,
 )
 from sparkcdc.connectors.mysql.server.flavor import flavor_of
-from sparkcdc.connectors.mysql.server.types import MySqlColumn, arrow_type
+from sparkcdc.connectors.mysql.server.types import (
+    MySqlColumn,
+    arrow_type,
+    reads_tinyint1_as_boolean,
+)
 from sparkcdc.connectors.mysql.server.validation import validate_server
 from sparkcdc.connectors.mysql.snapshot.chunk_ends import key_stats, next_chunk_end
 from sparkcdc.connectors.mysql.snapshot.keys import chunk_key_order
 from sparkcdc.connectors.mysql.snapshot.reader import read_chunks
+from sparkcdc.core.comments import NO_COMMENTS, Comments
 from sparkcdc.core.errors import SourceConfigurationError
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
@@ -157,6 +162,13 @@ class MySqlDialect(
 
     def arrow_fields(self, table: CapturedTable) -> list[pa.Field]:
         return [pa.field(c.name, arrow_type(c), nullable=c.nullable) for c in table.columns]
+
+    def comments(self, table: CapturedTable) -> Comments:
+        """TABLE_COMMENT and COLUMN_COMMENT as discovery read them, and a column's
+        ``COMMENT`` in the ALTER that added or changed it (``include-comments.enabled``)."""
+        if not self.config.include_comments:
+            return NO_COMMENTS
+        return Comments.of(table.comment, ((c.name, c.comment) for c in table.columns))
 
     # -- positions ----------------------------------------------------------------------
     def position_from_json(self, data: Mapping[str, Any]) -> BinlogPosition:
@@ -265,7 +277,16 @@ class MySqlDialect(
             mariadb,
             walked,
             to_capture,
-            lambda table: describe_table(self.conn, table.table_id, table.chunk_key),
+            lambda table: dataclasses.replace(
+                describe_table(
+                    self.conn,
+                    table.table_id,
+                    table.chunk_key,
+                    self.config.tinyint1_boolean,
+                    self.config.include_comments,
+                ),
+                comment=table.comment,
+            ),
         )
         stop = end if change is None else change.boundary
         self._walked = (start.key, stop.key, walked) if stop > start else None
@@ -289,16 +310,19 @@ class MySqlDialect(
             "columns": [list(dataclasses.astuple(c)) for c in table.columns],
             "primary_key": list(table.primary_key),
             "chunk_key": table.chunk_key,
+            **({"comment": table.comment} if table.comment else {}),
         }
 
     def table_from_json(self, data: Mapping[str, Any]) -> CapturedTable:
         names = data["fields"]
-        return CapturedTable(
+        table = CapturedTable(
             TableId.from_key(data["table"]),
             tuple(MySqlColumn(**dict(zip(names, c, strict=True))) for c in data["columns"]),
             tuple(data["primary_key"]),
             data["chunk_key"],
+            data.get("comment"),
         )
+        return with_tinyint1_option(table, self.config.tinyint1_boolean)
 
     def split_log(self, start: BinlogPosition, end: BinlogPosition) -> list[BinlogPosition]:
         """Large ranges are decoded by several Spark tasks in parallel
@@ -358,6 +382,33 @@ class MySqlDialect(
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["config"])  # type: ignore[misc]
+
+
+def with_tinyint1_option(table: CapturedTable, tinyint1_boolean: bool) -> CapturedTable:
+    """A table of the checkpoint with ``treat-tinyint1-as-boolean.enabled`` as configured
+    now. A checkpoint written before the option existed reads as ``true`` (the only
+    behaviour then). Refused when a TINYINT(1) column of it was captured with the other
+    value: its target column has that type and its rows were written so."""
+    if all(c.tinyint1_boolean == tinyint1_boolean for c in table.columns):
+        return table
+    columns = tuple(
+        dataclasses.replace(c, tinyint1_boolean=tinyint1_boolean) for c in table.columns
+    )
+    affected = [
+        old.name
+        for old, new in zip(table.columns, columns, strict=True)
+        if reads_tinyint1_as_boolean(old) != reads_tinyint1_as_boolean(new)
+    ]
+    if affected:
+        was = "true" if not tinyint1_boolean else "false"
+        raise SourceConfigurationError(
+            f"option 'treat-tinyint1-as-boolean.enabled' is "
+            f"'{'true' if tinyint1_boolean else 'false'}', but table {table.table_id} was "
+            f"captured with '{was}' (its TINYINT(1) columns {', '.join(affected)} have that "
+            f"type in the target): set it back to '{was}', or start a new checkpoint and "
+            "target to read them otherwise"
+        )
+    return dataclasses.replace(table, columns=columns)
 
 
 class BinlogStream:

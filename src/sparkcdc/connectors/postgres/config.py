@@ -16,6 +16,7 @@ from sparkcdc.core.changes import UNCHANGED
 from sparkcdc.core.options import (
     OptionSpec,
     build_config,
+    parse_bool,
     parse_duration,
     parse_int,
     parse_options,
@@ -240,6 +241,15 @@ SPECS: tuple[OptionSpec, ...] = (
         attr="decimal_mode",
     ),
     OptionSpec(
+        "include-comments.enabled",
+        parse_bool,
+        False,
+        doc="`true` (Flink CDC's option): COMMENT ON the tables and their columns is read "
+        "and given to the targets a sink creates and the columns it adds (Delta, JDBC; "
+        "docs/pipelines.md)",
+        attr="include_comments",
+    ),
+    OptionSpec(
         "metadata.list",
         metadata_parser(METADATA_COLUMNS),
         (),
@@ -290,6 +300,8 @@ class PostgresSourceConfig(SourceConfig):
     tls: Mapping[str, str] = field(default_factory=dict)
     truncate_handling: str = "fail"
     changelog_mode: str = "all"
+    #: ``include-comments.enabled``: comments go to the targets (core/comments.py)
+    include_comments: bool = False
 
     @property
     def upsert(self) -> bool:

@@ -45,6 +45,7 @@ from sparkcdc.connectors.postgres.wal.slot import (
     ensure_slot,
     slot_state,
 )
+from sparkcdc.core.comments import NO_COMMENTS, Comments
 from sparkcdc.core.rows import ChangeBlock
 from sparkcdc.core.table import TableId
 from sparkcdc.formats.changelog_arrow import ChunkRows
@@ -221,6 +222,13 @@ class PostgresDialect(
             )
             for c in table.columns
         ]
+
+    def comments(self, table: PgTable) -> Comments:
+        """COMMENT ON the table and its columns as read at discovery or at the table's
+        last column change (``include-comments.enabled``)."""
+        if not self.config.include_comments or table.comments is None:
+            return NO_COMMENTS
+        return table.comments
 
     def table_metadata(self, table: PgTable) -> Mapping[str, Any]:
         return {

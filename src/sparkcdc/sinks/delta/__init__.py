@@ -27,6 +27,7 @@ def capabilities(config: DeltaSinkConfig) -> SinkCapabilities:
         delivery=EXACTLY_ONCE,
         verifiable=True,
         needs_before_images=not upsert,
+        keeps_comments=True,
     )
 
 

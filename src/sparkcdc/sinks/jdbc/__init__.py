@@ -21,7 +21,11 @@ def capabilities(config: JdbcSinkConfig) -> SinkCapabilities:
     transaction."""
     del config
     return SinkCapabilities(
-        applies=ALL_CHANGES, write_mode=UPSERT, delivery=EXACTLY_ONCE, verifiable=True
+        applies=ALL_CHANGES,
+        write_mode=UPSERT,
+        delivery=EXACTLY_ONCE,
+        verifiable=True,
+        keeps_comments=True,
     )
 
 

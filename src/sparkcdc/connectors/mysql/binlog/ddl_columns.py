@@ -223,7 +223,12 @@ class _Altering:
             raise UnfollowableStatement(f"clause '{action.sql('mysql')[:80]}'")
 
     def _column(self, definition: Any, ordinal: int) -> MySqlColumn:
-        return column_from_definition(definition, ordinal, self.default_charset, self.mariadb)
+        column = column_from_definition(definition, ordinal, self.default_charset, self.mariadb)
+        # treat-tinyint1-as-boolean.enabled: every column of the table carries it
+        tinyint1_boolean = self.table.columns[0].tinyint1_boolean if self.table.columns else True
+        if column.tinyint1_boolean == tinyint1_boolean:
+            return column
+        return dataclasses.replace(column, tinyint1_boolean=tinyint1_boolean)
 
     def _key_column(self, index: int, what: str) -> None:
         """Refuse an action on a key column: the rows' identity would change."""
@@ -344,6 +349,11 @@ def column_from_definition(
     )
     if any(isinstance(c, exp.PrimaryKeyColumnConstraint) for c in constraints):
         raise UnfollowableStatement(f"column {definition.name} is declared PRIMARY KEY")
+    # COLUMN_COMMENT: not part of the column's shape (a comment alone changes nothing)
+    comment = next(
+        (str(c.this.name) for c in constraints if isinstance(c, exp.CommentColumnConstraint)),
+        None,
+    )
     return MySqlColumn(
         name=definition.name,
         ordinal=ordinal,
@@ -356,6 +366,7 @@ def column_from_definition(
         charset=charset,
         collation=collation,
         nullable=not not_null,
+        comment=comment or None,
     )
 
 

@@ -15,8 +15,8 @@ holds are filled or converted in place and never logged:
   (an unsigned one into a larger signed one), more digits on both sides of a decimal
   point while it stays a decimal128, longer VARCHAR / TEXT / BLOB, enum or set labels
   added at the end, finer DATETIME / TIMESTAMP. Not TIME (read as text with its
-  digits), nor anything to or from ``tinyint(1)`` (read as a boolean), nor FLOAT to
-  DOUBLE.
+  digits), nor anything to or from a ``tinyint(1)`` read as a boolean
+  (``treat-tinyint1-as-boolean.enabled``, the default), nor FLOAT to DOUBLE.
 
 The rules err on the side of a read: a type or clause not known to keep the values
 counts as one that changes them (``tests/unit/test_mysql_ddl_rewrites.py``).
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sparkcdc.connectors.mysql.server.types import MySqlColumn
+from sparkcdc.connectors.mysql.server.types import MySqlColumn, reads_tinyint1_as_boolean
 
 #: Constraints an added column may carry and still be NULL in every existing row.
 _NEUTRAL_CONSTRAINTS = frozenset(
@@ -107,7 +107,7 @@ def keeps_values(old: MySqlColumn, new: MySqlColumn) -> bool:
         return False  # text converted to another character set (what it lacks becomes '?')
     if old.column_type == new.column_type:  # enum labels by case too
         return True
-    if "tinyint(1)" in (old.column_type, new.column_type):
+    if reads_tinyint1_as_boolean(old) or reads_tinyint1_as_boolean(new):
         return False  # read as a boolean: numbers other than 0 and 1 read otherwise
     if "(" in new.column_type and new.data_type in _TEXTS + _BLOBS:
         return False  # TEXT(n): the server picks the smallest type that holds n

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
@@ -38,6 +38,8 @@ class CapturedTable(KeyedColumns):
     columns: tuple[MySqlColumn, ...]
     primary_key: tuple[str, ...]
     chunk_key: str
+    #: TABLE_COMMENT (None: none): not part of the table's shape (core/comments.py)
+    comment: str | None = field(default=None, compare=False)
 
     @property
     def chunk_column(self) -> MySqlColumn:
@@ -53,14 +55,15 @@ def discover_tables(
     given for them, otherwise left out with a warning and added to ``left_out``."""
     rows = query(
         conn,
-        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+        "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "
         "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
     )
-    ids = [
-        TableId(db, name)
-        for db, name in rows
+    comments = {
+        TableId(db, name): (comment or None) if config.include_comments else None
+        for db, name, comment in rows
         if db.lower() not in SYSTEM_DATABASES and config.matches(db, name)
-    ]
+    }
+    ids = list(comments)
     if not ids:
         raise SourceConfigurationError(
             f"no table matches {config.tables.label} (both are regular expressions matched "
@@ -71,7 +74,10 @@ def discover_tables(
     for table_id in ids:
         chunk_key_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
         try:
-            tables.append(describe_table(conn, table_id, chunk_key_column))
+            table = describe_table(
+                conn, table_id, chunk_key_column, config.tinyint1_boolean, config.include_comments
+            )
+            tables.append(replace(table, comment=comments[table_id]))
         except KeylessTableError:
             keyless.append(table_id)
         except SchemaError as exc:
@@ -84,9 +90,19 @@ def discover_tables(
     return tables
 
 
-def describe_table(conn: Any, table_id: TableId, chunk_key_column: str | None) -> CapturedTable:
+def describe_table(
+    conn: Any,
+    table_id: TableId,
+    chunk_key_column: str | None,
+    tinyint1_boolean: bool = True,
+    comments: bool = False,
+) -> CapturedTable:
+    """``table_id`` as the server describes it now; its TINYINT(1) columns are read as
+    BOOLEAN when ``tinyint1_boolean`` (``treat-tinyint1-as-boolean.enabled``), its
+    columns' comments kept when ``comments`` (``include-comments.enabled``: offsets
+    carry them then)."""
     columns = tuple(
-        MySqlColumn.from_information_schema(row)
+        MySqlColumn.from_information_schema(row, tinyint1_boolean, comments)
         for row in query_dicts(
             conn,
             "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from typing import Any
@@ -66,10 +66,19 @@ class MySqlColumn:
     collation: str | None = None
     nullable: bool = True
     primary_key: bool = False
+    #: ``treat-tinyint1-as-boolean.enabled`` as the column was captured with (every column
+    #: of a table carries it, so a column a later ALTER adds takes it from its neighbours;
+    #: it only matters to a TINYINT(1)): its values are BOOLEAN, or TINYINT numbers.
+    tinyint1_boolean: bool = True
+    #: COLUMN_COMMENT (None: none): not part of the column's shape (core/comments.py)
+    comment: str | None = field(default=None, compare=False)
 
     @classmethod
-    def from_information_schema(cls, row: Mapping[str, Any]) -> MySqlColumn:
-        """Build from one information_schema.COLUMNS row (a dict cursor row)."""
+    def from_information_schema(
+        cls, row: Mapping[str, Any], tinyint1_boolean: bool = True, comment: bool = False
+    ) -> MySqlColumn:
+        """Build from one information_schema.COLUMNS row (a dict cursor row); its
+        COLUMN_COMMENT kept when ``comment``."""
         column_type = _text(row["COLUMN_TYPE"])
         return cls(
             name=_text(row["COLUMN_NAME"]),
@@ -84,6 +93,8 @@ class MySqlColumn:
             collation=_text_or_none(row.get("COLLATION_NAME")),
             nullable=_text(row.get("IS_NULLABLE", "YES")).upper() == "YES",
             primary_key=_text(row.get("COLUMN_KEY") or "") == "PRI",
+            tinyint1_boolean=tinyint1_boolean,
+            comment=(_text(row.get("COLUMN_COMMENT") or "") or None) if comment else None,
         )
 
     @property
@@ -167,9 +178,23 @@ def value_family(col: MySqlColumn) -> str:
     return _family(col)
 
 
+def reads_tinyint1_as_boolean(col: MySqlColumn) -> bool:
+    """Whether ``col`` is a TINYINT(1) (what BOOLEAN is in MySQL) read as BOOLEAN: Flink
+    CDC's default; ``treat-tinyint1-as-boolean.enabled: false`` reads it as a TINYINT
+    number like any other (signed: a byte, unsigned: a short). The one place that decides
+    it: every reader, decoder, chunk key and DDL check goes through :func:`value_family`.
+    MySQL 8.0.19+ drops integer display widths from COLUMN_TYPE but keeps tinyint(1);
+    MariaDB and MySQL 5.7 / 8.0.17 and older keep them all."""
+    if col.data_type in ("bool", "boolean"):
+        return col.tinyint1_boolean
+    return col.data_type == "tinyint" and col.width == 1 and col.tinyint1_boolean
+
+
 def _family(col: MySqlColumn) -> str:
     t = col.data_type
-    if t in ("bool", "boolean") or (t == "tinyint" and col.width == 1):
+    if t in ("bool", "boolean") and not col.tinyint1_boolean:
+        return "int"
+    if reads_tinyint1_as_boolean(col):
         return "bool"  # BOOLEAN is TINYINT(1); Flink CDC maps it to BOOLEAN
     if t in _INTEGERS:
         return "uint64" if t == "bigint" and col.unsigned else "int"
@@ -199,7 +224,8 @@ def arrow_type(col: MySqlColumn) -> pa.DataType:
     """The Arrow type a column's values are delivered as (Spark maps it later)."""
     family = _family(col)
     if family == "int":
-        signed, unsigned = _INTEGERS[col.data_type]
+        # BOOL / BOOLEAN read as numbers are TINYINT(1)s
+        signed, unsigned = _INTEGERS.get(col.data_type, _INTEGERS["tinyint"])
         return unsigned if col.unsigned else signed
     if family == "decimal":
         return pa.decimal128(_decimal_precision(col), col.scale or 0)

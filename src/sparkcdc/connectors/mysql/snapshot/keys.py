@@ -40,7 +40,12 @@ def chunk_key_order(table: CapturedTable, config: MySqlSourceConfig) -> KeyOrder
         raise _unorderable(table, column, "SET sorts by bit mask but compares as text")
     kind = value_family(column)
     if kind == "bool":  # TINYINT(1)/BIT(1) become booleans: 1..127 would all be True
-        raise _unorderable(table, column, "its values are mapped to booleans")
+        numbers = (
+            ""
+            if column.data_type == "bit"
+            else " (treat-tinyint1-as-boolean.enabled: false reads TINYINT(1) as numbers)"
+        )
+        raise _unorderable(table, column, "its values are mapped to booleans" + numbers)
     if kind == "decimal_text":  # DECIMAL beyond 38 digits travels as exact text
         return KeyOrder(Decimal)
     if kind == "time":  # TIME travels as text ('-12:30:00.5'); order by signed duration

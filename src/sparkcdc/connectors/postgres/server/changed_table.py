@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.connectors.postgres.server.connection import query
-from sparkcdc.connectors.postgres.server.discovery import PgTable, primary_key
+from sparkcdc.connectors.postgres.server.discovery import PgTable, primary_key, read_comments
 from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, column_from_row
 from sparkcdc.connectors.postgres.wal.column_change import (
     Attribute,
@@ -94,6 +94,8 @@ def table_after(
         tuple(c.type for c in described),
         change.attnums,
     )
+    if table.comments is not None:  # include-comments.enabled: as the catalog has them now
+        after = dataclasses.replace(after, comments=read_comments(conn, [after])[after.oid])
     return after, change
 
 

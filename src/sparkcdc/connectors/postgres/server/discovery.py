@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
@@ -11,6 +12,7 @@ from sparkcdc.connectors.postgres.server.connection import query
 from sparkcdc.connectors.postgres.server.keyless import keyless_help
 from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, column_from_row
+from sparkcdc.core.comments import Comments
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.keyless import KeylessHelp, leave_out_keyless
@@ -44,6 +46,12 @@ WHERE attrelid = ANY(%s::oid[]) AND attnum > 0 AND NOT attisdropped
 ORDER BY attrelid, attnum
 """
 
+#: Tables' (``objsubid`` 0) and columns' (their attnum) comments (COMMENT ON).
+_COMMENTS = """
+SELECT objoid, objsubid, description FROM pg_description
+WHERE classoid = 'pg_catalog.pg_class'::regclass AND objoid = ANY(%s::oid[])
+"""
+
 #: pg_class.relreplident: what the WAL carries of an updated or deleted row's old values.
 REPLICA_IDENTITIES = {"d": "DEFAULT", "n": "NOTHING", "f": "FULL", "i": "USING INDEX"}
 
@@ -65,6 +73,9 @@ class PgTable(KeyedColumns):
     #: pg_attribute.attnum per column: tells a renamed column from a dropped one at a
     #: change (wal/column_change.py); empty in offsets written before they were kept
     attnums: tuple[int, ...] = ()
+    #: COMMENT ON the table and its columns, read with ``include-comments.enabled`` (None:
+    #: not read); not part of the table's shape (core/comments.py)
+    comments: Comments | None = field(default=None, compare=False)
 
     @property
     def chunk_column(self) -> PgColumn:
@@ -150,7 +161,31 @@ def discover_tables(
             )
         )
     leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
-    return tables
+    return _with_comments(conn, tables) if config.include_comments else tables
+
+
+def _with_comments(conn: Any, tables: list[PgTable]) -> list[PgTable]:
+    """``tables`` with their comments (``include-comments.enabled``)."""
+    comments = read_comments(conn, tables)
+    return [dataclasses.replace(t, comments=comments[t.oid]) for t in tables]
+
+
+def read_comments(conn: Any, tables: list[PgTable]) -> dict[int, Comments]:
+    """Each table's comment and its columns' (COMMENT ON), by the table's OID."""
+    found: dict[int, tuple[str | None, dict[int, str]]] = {t.oid: (None, {}) for t in tables}
+    for oid, number, text in query(conn, _COMMENTS, ([t.oid for t in tables],)):
+        columns = found[int(oid)][1]
+        if int(number) == 0:
+            found[int(oid)] = (str(text), columns)
+        else:
+            columns[int(number)] = str(text)
+    return {
+        t.oid: Comments.of(
+            found[t.oid][0],
+            ((c.name, found[t.oid][1].get(n)) for c, n in zip(t.columns, t.attnums, strict=True)),
+        )
+        for t in tables
+    }
 
 
 def _chunk_key(table_id: TableId, columns: list[PgColumn], chunk_key: str) -> str:

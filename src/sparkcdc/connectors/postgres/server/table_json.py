@@ -12,6 +12,7 @@ from typing import Any
 
 from sparkcdc.connectors.postgres.server.discovery import PgTable
 from sparkcdc.connectors.postgres.server.types import PgColumn, PgType
+from sparkcdc.core.comments import Comments
 from sparkcdc.core.table import TableId
 
 
@@ -28,6 +29,7 @@ def table_to_json(table: PgTable) -> dict[str, Any]:
         "replica_identity": table.replica_identity,
         "column_types": [list(t) for t in table.column_types],
         "attnums": list(table.attnums),
+        **({} if table.comments is None else {"comments": _comments_to_json(table.comments)}),
     }
 
 
@@ -44,7 +46,16 @@ def table_from_json(data: Mapping[str, Any]) -> PgTable:
         data["replica_identity"],
         tuple((int(oid), int(typmod)) for oid, typmod in data["column_types"]),
         tuple(int(n) for n in data.get("attnums", ())),
+        _comments_from_json(data["comments"]) if "comments" in data else None,
     )
+
+
+def _comments_to_json(comments: Comments) -> dict[str, Any]:
+    return {"table": comments.table, "columns": [list(c) for c in comments.columns]}
+
+
+def _comments_from_json(data: Mapping[str, Any]) -> Comments:
+    return Comments(data.get("table"), tuple((str(n), str(t)) for n, t in data["columns"]))
 
 
 def _type_to_json(kind: PgType) -> dict[str, Any]:
