@@ -10,6 +10,7 @@ as it declares them. A new sink adds a subclass here and an entry in ``SINK_FIXT
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,18 @@ class SinkUnderTest(ABC):
         """Whether the target exists (None: the sink's targets are streams, which a drop
         leaves)."""
         return None
+
+    def check_created(  # noqa: B027 (most sinks create nothing to check)
+        self, spark: Any, sink: Sink, table: SinkTable, options: dict[str, str]
+    ) -> None:
+        """What the sink's options asked of a target it created holds (Delta: its
+        clustering and table properties); nothing by default."""
+
+    def check_comments(  # noqa: B027 (sinks without tables keep no comments)
+        self, spark: Any, sink: Sink, table: SinkTable, columns: Sequence[str]
+    ) -> None:
+        """The target's ``columns`` have ``table``'s comments for them (and the table its
+        own, where the sink keeps it); nothing by default."""
 
     @abstractmethod
     def bad_options(self) -> list[BadOption]:

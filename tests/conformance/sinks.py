@@ -6,9 +6,11 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.sinks.base import Sink, SinkTable
 from sparkcdc.sinks.console.config import ConsoleSinkConfig
@@ -32,15 +34,53 @@ class DeltaUnderTest(SinkUnderTest):
             + ("-catalog" if catalog else "")
         )
 
+    #: The columns Spark-written upsert targets are clustered by (``cluster.key``).
+    CLUSTERED = ("id",)
+
     def options(self, scratch: Path, stem: str) -> dict[str, str]:
+        # Spark-written upsert targets are created clustered (liquid clustering): every
+        # test of the suite then writes clustered targets too
+        clustered = self.writer == "spark" and self.mode == "upsert"
+        cluster = {"cluster.key": f"conf.{stem}:{','.join(self.CLUSTERED)}"} if clustered else {}
         if self.catalog:
             return {
                 "table-name": f"spark_catalog.{stem}.{{table}}",
                 "location": str(scratch / "external"),
                 "changelog-mode": self.mode,
                 "table.properties.owner.team": "conformance",
+                "table.properties.note": "it's a \\ 'quoted' value",
+                **cluster,
             }
-        return {"path": str(scratch / "lake"), "changelog-mode": self.mode, "writer": self.writer}
+        return {
+            "path": str(scratch / "lake"),
+            "changelog-mode": self.mode,
+            "writer": self.writer,
+            **cluster,
+        }
+
+    def check_created(
+        self, spark: Any, sink: Sink, table: SinkTable, options: dict[str, str]
+    ) -> None:
+        """A target created with ``cluster.key`` is clustered by its columns; table
+        properties arrive as given (quotes and backslashes are values, not SQL)."""
+        path = sink.target_path(table.source)  # type: ignore[attr-defined]
+        detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted(path)}").first()
+        expected = list(self.CLUSTERED) if "cluster.key" in options else []
+        assert list(detail["clusteringColumns"] or []) == expected
+        if "table.properties.note" in options:
+            assert detail["properties"]["note"] == options["table.properties.note"]
+
+    def check_comments(
+        self, spark: Any, sink: Sink, table: SinkTable, columns: Sequence[str]
+    ) -> None:
+        """Column comments in the schema's field metadata, the table's as its description."""
+        path = sink.target_path(table.source)  # type: ignore[attr-defined]
+        fields = {f.name: f for f in spark.read.format("delta").load(path).schema}
+        assert {c: fields[c].metadata.get("comment") for c in columns} == {
+            c: table.comments.column(c) for c in columns
+        }
+        detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted(path)}").first()
+        assert detail["description"] == table.comments.table
 
     def exists(self, spark: Any, sink: Sink, table: SinkTable) -> bool | None:
         if self.catalog:
@@ -61,6 +101,11 @@ class DeltaUnderTest(SinkUnderTest):
                 {"path": "x", "writer": "spark", "storage-options.AWS_REGION": "eu-west-1"},
                 r"storage-options.*spark-conf",
             ),
+            BadOption(
+                {"path": "x", "writer": "native", "cluster.key": "db.t:id"},
+                r"'cluster\.key'.*'writer: spark'",
+            ),
+            BadOption({"cluster.key": "db.t"}, r"'cluster\.key'.*'db\.table:col1,col2'"),
         ]
 
 
@@ -105,6 +150,32 @@ class JdbcUnderTest(SinkUnderTest):
         else:
             rows = self.server.execute(sql, (qualifier, target), database=self.database)
         return bool(rows[0][0])
+
+    def check_comments(
+        self, spark: Any, sink: Sink, table: SinkTable, columns: Sequence[str]
+    ) -> None:
+        """Column comments as the catalog has them (the table's comment is the sink's
+        mark, not the source's)."""
+        name = sink.target_of(table)
+        assert name is not None
+        qualifier, _, target = name.partition(".")
+        if isinstance(self.server, EmbeddedPostgres):
+            rows = self.server.execute(
+                "SELECT a.attname, col_description(a.attrelid, a.attnum) FROM pg_attribute a "
+                "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON "
+                "n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0",
+                (qualifier or "public", target),
+                dbname=self.database,
+            )
+        else:
+            rows = self.server.execute(
+                "SELECT COLUMN_NAME, COLUMN_COMMENT FROM information_schema.COLUMNS WHERE "
+                "TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                (qualifier or self.database, target),
+                database=self.database,
+            )
+        found = {str(n): c for n, c in rows}
+        assert {c: found[c] for c in columns} == {c: table.comments.column(c) for c in columns}
 
     def bad_options(self) -> list[BadOption]:
         return [

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.core.changes import CHANGE_COLUMNS
+from sparkcdc.core.comments import Comments
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.core.table_events import (
@@ -45,6 +46,9 @@ from tests.conformance.sink import SinkUnderTest
 PIPELINE = "conformance:0"
 SCHEMA = "id BIGINT, a INT, b STRING, c STRING"
 AT = dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+#: include-comments.enabled: what sinks with tables give the tables and columns they make
+#: (quotes, a backslash and a percent sign are text, never SQL)
+COMMENTS = Comments("the 'orders' \\ 100%", (("a", "a's \\ count"), ("b", "b: %s")))
 
 
 def schema_of(ddl: str) -> Any:
@@ -131,7 +135,7 @@ def opened(
 ) -> Iterator[tuple[Sink, SinkTable, dict[str, str]]]:
     """The sink under test, opened on one new table (``id`` its key)."""
     options = sut.options(scratch, stem)
-    table = SinkTable(sut.table(stem), schema_of(SCHEMA), ("id",))
+    table = SinkTable(sut.table(stem), schema_of(SCHEMA), ("id",), comments=COMMENTS)
     sink = sut.create(options, PIPELINE)
     sink.open(spark, [table])
     try:
@@ -161,6 +165,8 @@ def test_a_batch_written_twice_lands_once_or_is_declared_at_least_once(
         sink.write(plan(spark, table, 0, FIRST))  # an older batch: no rows come back
     read = sut.read_back(spark, sink, table)
     assert read.rows == AFTER_SECOND
+    sut.check_created(spark, sink, table, options)
+    sut.check_comments(spark, sink, table, ("a", "b"))
     if exactly_once:
         assert read.repeated == 0
     else:  # a sink that skips replays declares exactly-once
@@ -212,9 +218,13 @@ def test_the_column_changes_it_declares_reach_the_target_before_the_new_rows(
     ]
     columns += [] if drop else ["c STRING"]
     columns += ["d STRING"] if add else []
-    after = SinkTable(table.source, schema_of(", ".join(columns)), ("id",))
+    added = (("d", "added, with a comment"),) if add else ()
+    comments = Comments(COMMENTS.table, (*COMMENTS.columns, *added))
+    after = SinkTable(table.source, schema_of(", ".join(columns)), ("id",), comments=comments)
     moves = ColumnMoves({"b": "b2"} if rename else {}, ("c",) if drop else ())
     sink.evolve(spark, after, table, moves)
+    if add:  # the added column has its comment, where the sink keeps comments
+        sut.check_comments(spark, sink, after, ("d",))
     big = 2**40 if widen else 11
     new_row: tuple[Any, ...] = (1, big, "x2", *([] if drop else ["c1"]), *(["d1"] if add else []))
     rows: list[tuple[Any, ...]] = [

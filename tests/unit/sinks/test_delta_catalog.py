@@ -5,6 +5,7 @@ Hive metastore end to end: tests/integration/test_delta_catalog.py."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkcdc.core.errors import OptionError
-from sparkcdc.sinks.delta.catalog import SESSION_CATALOG, split_name, sql_name, table_parts
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.delta.catalog import (
+    SESSION_CATALOG,
+    literal,
+    split_name,
+    sql_name,
+    table_parts,
+    target_name,
+)
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
+from sparkcdc.sinks.delta.sink import external_folder, shared_folder
 
 
 @pytest.mark.parametrize(
@@ -94,3 +104,77 @@ def test_catalog_options_that_cannot_work_are_refused_with_the_fix(
 ) -> None:
     with pytest.raises(OptionError, match=message):
         DeltaSinkConfig.from_options(options)
+
+
+@pytest.mark.parametrize(
+    ("source", "parts"),
+    [
+        # a source database or schema with a dot or a backtick is one part
+        (TableId("shop.eu", "orders"), (SESSION_CATALOG, "shop.eu", "orders")),
+        (TableId("sh`op", "orders"), (SESSION_CATALOG, "sh`op", "orders")),
+        (TableId("shop", "ord`ers"), (SESSION_CATALOG, "shop", "ord`ers")),
+        # a table name's dots stay separators: a route's sink-table names a catalog so
+        (TableId("spark_catalog", "lake.orders"), (SESSION_CATALOG, "lake", "orders")),
+        (TableId("", "orders"), (SESSION_CATALOG, "default", "orders")),
+    ],
+)
+def test_source_names_become_catalog_names_part_by_part(
+    source: TableId, parts: tuple[str, str, str]
+) -> None:
+    assert table_parts(target_name("{database}.{table}", source), "t") == parts
+
+
+def test_external_folders_of_two_catalogs_or_nested_ones_are_refused() -> None:
+    a, b, c = TableId("a", "t"), TableId("b", "t"), TableId("c", "t")
+    session = external_folder("/lake", (SESSION_CATALOG, "s", "t"))
+    other = external_folder("/lake", ("uc", "s", "t"))
+    assert session == str(Path("/lake/s/t").resolve()) and other.endswith("/uc/s/t")
+    assert shared_folder({a: session, b: other}) is None
+    assert "share the external folder" in (shared_folder({a: session, b: session}) or "")
+    # catalog s's schema t's table z lies inside the session table s.t's folder
+    nested = external_folder("/lake", ("s", "t", "z"))
+    problem = shared_folder({a: session, c: nested}) or ""
+    assert str(a) in problem and str(c) in problem
+
+
+@pytest.mark.parametrize(
+    "value", ["plain", "it's", 'say "hi"', "back\\slash\\'", "\\u0041", "x'); DROP TABLE y; --"]
+)
+def test_property_values_are_literals_in_either_parser_mode(value: str) -> None:
+    escaped = literal(value)
+    assert escaped.startswith("'") and escaped.endswith("'")
+    inner = escaped[1:-1]
+    # no quote ends the literal early: every quote and backslash inside is escaped
+    assert re.fullmatch(r"(?:[^'\\]|\\.)*", inner, re.S)
+    if "'" in value and '"' in value:
+        with pytest.raises(OptionError, match="both quote characters"):
+            literal(value, raw=True)
+    else:
+        raw = literal(value, raw=True)
+        assert raw[1:-1] == value and raw[0] not in value
+
+
+def test_clustering_is_parsed_per_table_and_refused_with_the_native_writer() -> None:
+    config = DeltaSinkConfig.from_options(
+        {"path": "lake", "cluster.key": "app.orders: region , day ; users:country"}
+    )
+    assert config.cluster_columns(TableId("app", "orders").key) == ("region", "day")
+    assert config.cluster_columns(TableId("", "users").key) == ("country",)
+    assert config.cluster_columns(TableId("app", "other").key) == ()
+    for options, message in [
+        ({"cluster.key": "app.orders"}, "'db.table:col1,col2'"),
+        ({"cluster.key": "a.t:x;a.t:y"}, "one entry per table"),
+        ({"cluster.key": "a.t:p,q,r,s,u"}, "at most 4"),
+        ({"path": "l", "writer": "native", "cluster.key": "a.t:x"}, "'writer: spark'"),
+    ]:
+        with pytest.raises(OptionError, match=message):
+            DeltaSinkConfig.from_options(options)
+
+
+def test_storage_option_errors_of_catalog_sinks_name_the_spark_writer_only() -> None:
+    options = {"storage-options.AWS_REGION": "eu-west-1"}
+    with pytest.raises(OptionError) as refused:
+        DeltaSinkConfig.from_options(options)
+    assert "writer: native" not in str(refused.value)
+    with pytest.raises(OptionError, match="or set 'writer: native'"):
+        DeltaSinkConfig.from_options({**options, "path": "lake"})

@@ -20,6 +20,8 @@ from typing import Any
 
 from sparkcdc.core.errors import OptionError, SparkCdcError
 from sparkcdc.core.identifiers import quoted, sql_string
+from sparkcdc.core.table import TableId
+from sparkcdc.sinks.names import fill_name
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,63 @@ SESSION_CATALOG = "spark_catalog"
 DEFAULT_SCHEMA = "default"
 #: The Spark setting that says whether the session catalog is a Hive metastore.
 CATALOG_IMPLEMENTATION = "spark.sql.catalogImplementation"
+#: The Spark setting under which string literals take no backslash escapes.
+ESCAPED_LITERALS = "spark.sql.parser.escapedStringLiterals"
+
+
+def target_name(pattern: str, source: TableId) -> str:
+    """The catalog name ``pattern`` (``table-name``) gives ``source``'s target, as SQL
+    text. A source database or schema with a dot or a backtick is one part, quoted; so is
+    a table name with a backtick. A table name's dots stay separators: a route's
+    ``sink-table: spark_catalog.lake.orders`` names its target's catalog and schema that
+    way (a source table named with a dot is refused by :func:`check_catalogs` unless its
+    first part names a catalog)."""
+
+    def database(name: str) -> str:
+        return quoted(name) if "." in name or "`" in name else name
+
+    def table(name: str) -> str:
+        return quoted(name) if "`" in name else name
+
+    return fill_name(pattern, database(source.database), table(source.table))
+
+
+def check_catalogs(spark: Any, names: Mapping[TableId, Sequence[str]]) -> None:
+    """Every target's catalog is one the session has (``spark_catalog`` or one set up by
+    ``spark.sql.catalog.<name>``): a source table whose name has dots would otherwise
+    name a catalog by accident."""
+    for source, parts in names.items():
+        session = parts[0].lower() == SESSION_CATALOG
+        if session or spark.conf.get(f"spark.sql.catalog.{parts[0]}", ""):
+            continue
+        raise SparkCdcError(
+            f"the Delta sink's target of {source} is {sql_name(parts)}, in catalog "
+            f"'{parts[0]}', which this Spark session does not have (spark-conf "
+            f"'spark.sql.catalog.{parts[0]}'). A source table whose name has dots gives its "
+            "target's name more parts: route it to a name of its own (a route's sink-table), "
+            "or set up that catalog"
+        )
+
+
+def raw_literals(spark: Any) -> bool:
+    """Whether the session's SQL parser reads string literals without backslash escapes
+    (``spark.sql.parser.escapedStringLiterals: true``)."""
+    return str(spark.conf.get(ESCAPED_LITERALS, "false")).strip().lower() == "true"
+
+
+def literal(value: str, raw: bool = False) -> str:
+    """``value`` as a SQL string literal: with backslash escapes (Spark's default), or,
+    where the parser takes literals ``raw`` (:func:`raw_literals`), as it is between
+    quotes it does not hold (a value with both quote characters is refused there)."""
+    if not raw:
+        return sql_string(value)
+    for quote in ("'", '"'):
+        if quote not in value:
+            return f"{quote}{value}{quote}"
+    raise OptionError(
+        f"delta sink: the value {value!r} has both quote characters, which a SQL string "
+        f"cannot hold under '{ESCAPED_LITERALS}: true': change the value or that setting"
+    )
 
 
 def split_name(name: str) -> tuple[str, ...]:
@@ -143,31 +202,56 @@ def create(
     partitions: Sequence[str],
     properties: Mapping[str, str],
     location: str | None,
+    clustering: Sequence[str] = (),
+    comment: str | None = None,
 ) -> None:
     """Creates the Delta table ``parts`` with ``schema`` (a Spark ``StructType``): managed,
-    or external at ``location``. By SQL: Delta's ``DeltaTable.create().tableName`` takes
-    two-part names only. Not ``IF NOT EXISTS``: a table another process made meanwhile
-    is not this pipeline's."""
+    or external at ``location``, partitioned or clustered by the columns given, with the
+    table's ``comment``. By SQL: Delta's ``DeltaTable.create().tableName`` takes two-part
+    names only. Not ``IF NOT EXISTS``: a table another process made meanwhile is not this
+    pipeline's."""
     ensure_schema(spark, parts)
     jvm = spark.sparkContext._jvm
-    columns = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+    raw = raw_literals(spark)
+    if any("comment" in f.metadata for f in schema.fields):
+        columns = ", ".join(_column_ddl(jvm, field, raw) for field in schema.fields)
+    else:
+        columns = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
     sql = f"CREATE TABLE {sql_name(parts)} ({columns}) USING delta"
     if partitions:
         sql += f" PARTITIONED BY ({', '.join(quoted(c) for c in partitions)})"
+    if clustering:  # liquid clustering (the sink's cluster.key)
+        sql += f" CLUSTER BY ({', '.join(quoted(c) for c in clustering)})"
+    if comment is not None:  # the table's (its columns' are in the DDL of the schema)
+        sql += f" COMMENT {literal(comment, raw)}"
     if location is not None:
-        sql += f" LOCATION {sql_string(location)}"
+        sql += f" LOCATION {literal(location, raw)}"
     if properties:
-        pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
+        # quoted as the session's parser reads literals: a value is never SQL
+        pairs = ", ".join(f"{literal(k, raw)} = {literal(v, raw)}" for k, v in properties.items())
         sql += f" TBLPROPERTIES ({pairs})"
     log.info("delta sink: creating %s", sql_name(parts))
     spark.sql(sql)
+
+
+def _column_ddl(jvm: Any, field: Any, raw: bool) -> str:
+    """One column of CREATE TABLE: Spark's own DDL of its name and type, and its comment
+    as a literal of ours (Spark's DDL escapes quotes in a comment but not backslashes)."""
+    from pyspark.sql.types import StructField, StructType
+
+    text = field.metadata.get("comment")
+    metadata = {k: v for k, v in field.metadata.items() if k != "comment"}
+    bare = StructType([StructField(field.name, field.dataType, field.nullable, metadata)])
+    ddl = str(jvm.org.apache.spark.sql.types.DataType.fromJson(bare.json()).toDDL())
+    return ddl if text is None else f"{ddl} COMMENT {literal(str(text), raw)}"
 
 
 def register(spark: Any, parts: Sequence[str], location: str) -> None:
     """Registers the Delta table already at ``location`` under the name (its schema and
     properties are the table's own, from its log)."""
     log.info("delta sink: registering the Delta table at %s as %s", location, sql_name(parts))
-    spark.sql(f"CREATE TABLE {sql_name(parts)} USING delta LOCATION {sql_string(location)}")
+    where = literal(location, raw_literals(spark))
+    spark.sql(f"CREATE TABLE {sql_name(parts)} USING delta LOCATION {where}")
 
 
 def drop(spark: Any, parts: Sequence[str]) -> None:

@@ -3,11 +3,11 @@
 
 Renames and drops go through Delta's column mapping, turned on in ``name`` mode the first
 time: they change metadata only, the data files stay. New columns are added (nullable;
-where a column is not the last one, at its position), NOT NULL is dropped where the
-columns allow NULL now, and changed types are widened with Delta's type widening (enabled
-on the table when first needed); Delta refuses what it cannot widen, and the error says
-how to go on. Everything is compared with the table as it is, so a replay applies nothing
-twice.
+where a column is not the last one, at its position; with their source comment), NOT
+NULL is dropped where the columns allow NULL now, and changed types are widened with
+Delta's type widening (enabled on the table when first needed); Delta refuses what it
+cannot widen, and the error says how to go on. Everything is compared with the table as
+it is, so a replay applies nothing twice.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table_events import ColumnMoves
 from sparkcdc.sinks.base import SinkTable
+from sparkcdc.sinks.delta.catalog import literal, raw_literals
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +39,11 @@ def evolve_columns(
         where = ""
         if field.name != last and index < len(table.schema.fields):
             where = " FIRST" if index == 0 else f" AFTER {quoted(wanted.fields[index - 1].name)}"
+        text = table.comments.column(field.name)  # include-comments.enabled
+        comment = "" if text is None else f" COMMENT {literal(text, raw_literals(spark))}"
         spark.sql(
             f"ALTER TABLE {name} ADD COLUMNS "
-            f"({quoted(field.name)} {field.dataType.simpleString()}{where})"
+            f"({quoted(field.name)} {field.dataType.simpleString()}{comment}{where})"
         )
         existing[field.name] = field
         log.info("delta sink: added %s to %s", field.name, path)

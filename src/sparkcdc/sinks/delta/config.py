@@ -39,6 +39,37 @@ FOLDER_TABLE_NAME = "{database}/{table}"
 TABLE_PROPERTIES = "table.properties."
 #: A table property the sink keeps itself (sinks/delta/sink.py: ``APPENDS_FOR``).
 RESERVED_PROPERTIES = ("sparkcdc.appends-for",)
+#: The option naming each new target's liquid clustering columns, written as Flink CDC's
+#: Paimon and Iceberg sinks write ``partition.key``.
+CLUSTER_KEY = "cluster.key"
+
+
+def parse_cluster_keys(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``db.table:col1,col2;db.other:col``: per target table (its key as ``TableId.key``
+    spells it, as the sink sees the table: a route's sink-table when routed), the columns
+    it is clustered by."""
+    from sparkcdc.core.table import TableId
+
+    found: dict[str, tuple[str, ...]] = {}
+    for entry in (e.strip() for e in text.split(";")):
+        if not entry:
+            continue
+        table, colon, columns = entry.rpartition(":")
+        names = tuple(c.strip() for c in columns.split(","))
+        if not colon or not table.strip() or not all(names):
+            raise ValueError(
+                "entries 'db.table:col1,col2' separated by ';' "
+                "(e.g. 'app_db.orders:region,day;app_db.users:country')"
+            )
+        try:
+            key = TableId.from_key(table.strip()).key
+        except ValueError:
+            key = TableId("", table.strip()).key  # a one-part target (the default namespace)
+        if key in found:
+            raise ValueError(f"one entry per table; '{table.strip()}' has two")
+        found[key] = names
+    return tuple(found.items())
+
 
 SPECS = (
     OptionSpec(
@@ -71,6 +102,18 @@ SPECS = (
         doc="`table.properties.<key>: <value>`: a table property of every target the sink "
         "creates (`table.properties.delta.logRetentionDuration: interval 30 days`); an "
         "existing target keeps its own",
+    ),
+    OptionSpec(
+        CLUSTER_KEY,
+        parse_cluster_keys,
+        (),
+        doc="liquid clustering of the targets the sink creates: `db.table:col1,col2;"
+        "db.other:col` (Flink CDC's `partition.key` form; the table as the sink sees it, "
+        "a route's `sink-table` when routed), each created with Delta's `CLUSTER BY` "
+        "(up to 4 columns); not with a transform's `partition-keys` for the same table, "
+        "nor with `writer: native` (delta-rs cannot write clustered tables); an existing "
+        "target keeps its layout",
+        default_doc="(none)",
     ),
     OptionSpec(
         "changelog-mode",
@@ -150,9 +193,16 @@ class DeltaSinkConfig:
     location: str | None = None
     #: ``table.properties.*``: properties of the targets the sink creates.
     table_properties: tuple[tuple[str, str], ...] = ()
+    #: ``cluster.key``: per target (``TableId.key``), the columns a new one is clustered by.
+    cluster_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     #: delta-rs's object store settings (``storage-options.*``), for ``writer: native``.
     storage_options: Mapping[str, str] = field(default_factory=SecretSettings)
+
+    def cluster_columns(self, target: str) -> tuple[str, ...]:
+        """The columns ``cluster.key`` clusters the target of key ``target`` by (empty:
+        none)."""
+        return dict(self.cluster_keys).get(target, ())
 
     @property
     def catalog(self) -> bool:
@@ -181,6 +231,12 @@ class DeltaSinkConfig:
             from sparkcdc.sinks.delta.catalog import table_parts
 
             table_parts(sample, "option 'table-name'")
+        for _, columns in opts[CLUSTER_KEY]:
+            if len(columns) > 4:
+                raise OptionError(
+                    f"delta sink: option '{CLUSTER_KEY}' gives {len(columns)} columns "
+                    f"({', '.join(columns)}); Delta clusters by at most 4"
+                )
         properties = opts.groups.get(TABLE_PROPERTIES, {})
         reserved = [k for k in properties if k.lower() in RESERVED_PROPERTIES]
         if reserved:
@@ -201,19 +257,27 @@ class DeltaSinkConfig:
             writer,
             location,
             tuple(properties.items()),
+            cluster_keys=opts[CLUSTER_KEY],
             storage_options=SecretSettings(opts.groups.get("storage-options.", {})),
         )
 
     def __post_init__(self) -> None:
         if self.writer != "native":
             if self.storage_options:
+                # catalog tables are written by Spark's writer alone
+                other = "" if self.path is None else ", or set 'writer: native' (targets by 'path')"
                 raise OptionError(
                     "delta sink: options 'storage-options.*' configure the native writer "
                     "(delta-rs); Spark's writer ('writer: spark') takes its storage settings "
-                    "from spark-conf (spark.hadoop.fs.*): move them there, or set "
-                    "'writer: native'"
+                    f"from spark-conf (spark.hadoop.fs.*): move them there{other}"
                 )
             return
+        if self.cluster_keys:
+            raise OptionError(
+                f"delta sink: option '{CLUSTER_KEY}' asks for clustered targets, which the "
+                "native writer (delta-rs) cannot write: set 'writer: spark', or remove "
+                f"'{CLUSTER_KEY}'"
+            )
         if self.path is None:
             raise OptionError(
                 "delta sink: option 'writer' has value 'native', which writes targets by "

@@ -117,10 +117,7 @@ class DeltaSink(Sink):
         if self.config.path is None:
             self.names = _catalog_names(tables, self.config.table_name)
             self.paths = {}
-            for parts in self.names.values():
-                problem = catalog.forgets_on_restart(spark, parts, self.config.location is not None)
-                if problem:
-                    raise SparkCdcError(problem)
+            _check_catalog_targets(spark, self.names, self.config.location)
         else:
             names = target_names(tables, self.config.table_name, folder_name)
             self.paths = {
@@ -469,8 +466,12 @@ def _catalog_names(
 ) -> dict[TableId, tuple[str, str, str]]:
     """Each table's catalog name (``table-name`` without ``path``), split as Spark SQL
     splits it: a route's ``sink-table: spark_catalog.lake.orders`` names a catalog."""
-    names = target_names(tables, pattern)
-    return {t: catalog.table_parts(name, f"the target of {t}") for t, name in names.items()}
+    return {
+        t.source: catalog.table_parts(
+            catalog.target_name(pattern, t.source), f"the target of {t.source}"
+        )
+        for t in tables
+    }
 
 
 def _qualified(spark: Any, location: str) -> str:
@@ -484,14 +485,63 @@ def _qualified(spark: Any, location: str) -> str:
     return str(fs.makeQualified(path).toString())
 
 
+def _check_catalog_targets(
+    spark: Any, names: dict[TableId, tuple[str, str, str]], location: str | None
+) -> None:
+    """Catalog targets that cannot work are refused before anything is written: a catalog
+    the session lacks, a managed table an in-memory catalog would forget, two external
+    targets in one folder."""
+    catalog.check_catalogs(spark, names)
+    for parts in names.values():
+        problem = catalog.forgets_on_restart(spark, parts, location is not None)
+        if problem:
+            raise SparkCdcError(problem)
+    if location is not None:
+        problem = shared_folder({t: external_folder(location, p) for t, p in names.items()})
+        if problem:
+            raise SparkCdcError(problem)
+
+
+def external_folder(location: str, parts: tuple[str, str, str]) -> str:
+    """The folder of an external catalog target under the sink's ``location``:
+    ``<schema>/<table>`` for the session catalog's tables, ``<catalog>/<schema>/<table>``
+    for another catalog's (two catalogs' tables of one name are two tables)."""
+    names = parts[1:] if parts[0] == catalog.SESSION_CATALOG else parts
+    return location_join(location, "/".join(folder_name(n) for n in names))
+
+
+def shared_folder(folders: dict[TableId, str]) -> str | None:
+    """Why two external targets cannot have the folders ``folders`` gives them (one
+    folder, or one inside the other: a name that becomes another's folder, a schema named
+    like another catalog), or None."""
+    owner: dict[str, TableId] = {}
+    for table, folder in folders.items():
+        other = owner.setdefault(folder.rstrip("/"), table)
+        if other != table:
+            return _shared(other, table, folder)
+    for table, folder in folders.items():
+        parent = folder.rstrip("/")
+        while "/" in parent:
+            parent = parent.rsplit("/", 1)[0]
+            if parent in owner:
+                return _shared(owner[parent], table, parent)
+    return None
+
+
+def _shared(a: TableId, b: TableId, folder: str) -> str:
+    return (
+        f"the Delta sink's targets of {a} and {b} would share the external folder {folder} "
+        "('location'; one inside the other's is shared too): route one of them to another "
+        "name, or give the tables of different catalogs sinks of their own"
+    )
+
+
 def _external_folder(spark: Any, location: str | None, parts: tuple[str, str, str]) -> str | None:
     """The folder of an external catalog target (the sink's ``location``), None for a
     managed one."""
     if location is None:
         return None
-    return _qualified(
-        spark, location_join(location, f"{folder_name(parts[1])}/{folder_name(parts[2])}")
-    )
+    return _qualified(spark, external_folder(location, parts))
 
 
 def _catalog_location(spark: Any, parts: tuple[str, str, str], location: str | None) -> str | None:

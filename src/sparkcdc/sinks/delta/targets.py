@@ -92,9 +92,14 @@ def create(
     from delta.tables import DeltaTable
 
     schema = target_schema(table, config.changelog_mode == "upsert")
-    builder = DeltaTable.create(spark).location(path).addColumns(schema)
+    builder = DeltaTable.create(spark).location(path).addColumns(commented(schema, table))
+    if table.comments.table is not None:
+        builder = builder.comment(table.comments.table)
     if table.partition_keys:
         builder = builder.partitionedBy(*table.partition_keys)
+    clustering = cluster_columns(table, config)
+    if clustering:
+        builder = builder.clusterBy(*clustering)
     for key, value in table_properties(schema, config, pipeline_id).items():
         builder = builder.property(key, value)
     builder.execute()
@@ -112,7 +117,55 @@ def create_in_catalog(
     (sinks/delta/catalog.py)."""
     schema = target_schema(table, config.changelog_mode == "upsert")
     properties = table_properties(schema, config, pipeline_id)
-    catalog.create(spark, parts, schema, table.partition_keys, properties, external)
+    clustering = cluster_columns(table, config)
+    catalog.create(
+        spark,
+        parts,
+        commented(schema, table),
+        table.partition_keys,
+        properties,
+        external,
+        clustering,
+        table.comments.table,
+    )
+
+
+def commented(schema: Any, table: SinkTable) -> Any:
+    """``schema`` with ``table``'s column comments (``include-comments.enabled``) as Spark
+    keeps them: the field's ``comment`` metadata, which Delta stores with the column."""
+    if not table.comments.columns:
+        return schema
+    from pyspark.sql.types import StructField, StructType
+
+    def field(f: Any) -> Any:
+        text = table.comments.column(f.name)
+        if text is None:
+            return f
+        return StructField(f.name, f.dataType, f.nullable, {**f.metadata, "comment": text})
+
+    return StructType([field(f) for f in schema.fields])
+
+
+def cluster_columns(table: SinkTable, config: DeltaSinkConfig) -> tuple[str, ...]:
+    """The columns ``cluster.key`` clusters a new target of ``table`` by; refused with a
+    transform's ``partition-keys`` (Delta takes one layout) or a column it lacks."""
+    columns = config.cluster_columns(table.source.key)
+    if not columns:
+        return ()
+    if table.partition_keys:
+        raise SparkCdcError(
+            f"the Delta sink's option 'cluster.key' clusters the target of {table.source}, "
+            f"which a transform's partition-keys ({', '.join(table.partition_keys)}) "
+            "partitions: Delta takes one of the two; remove one"
+        )
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise SparkCdcError(
+            f"the Delta sink's option 'cluster.key' clusters the target of {table.source} "
+            f"by {', '.join(missing)}, which it does not have (columns: "
+            f"{', '.join(table.columns)})"
+        )
+    return columns
 
 
 def check_backticks(

@@ -70,6 +70,8 @@ def alter_columns(
                 f"ALTER TABLE {table_sql} ADD COLUMN {dialect.quote(field.name)} {column}",
                 (),
             )
+            if target.comments.column(field.name) is not None:  # include-comments.enabled
+                dialect.comment_column(cur, target, field.name, column)
             log.info("jdbc sink: added column %s to %s", field.name, target)
         elif field.name in before and before[field.name].dataType != field.dataType:
             cur.execute(dialect.widen_column_sql(table_sql, field, column), ())

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
+from sparkcdc.core.comments import NO_COMMENTS, Comments
 from sparkcdc.core.errors import SchemaError, SparkCdcError
 from sparkcdc.core.identifiers import quoted
 from sparkcdc.core.table import TableId
@@ -96,6 +97,9 @@ class Target:
     name: str
     schema: Any  #: Spark StructType of the source columns
     key: tuple[str, ...]
+    #: The source's column comments (``include-comments.enabled``) for the columns the
+    #: sink creates; the table's own comment holds the sink's mark (:data:`TARGET_MARK`)
+    comments: Comments = NO_COMMENTS
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -224,14 +228,22 @@ class TargetDialect(ABC):
         del target
         return {}
 
+    def column_definition(self, target: Target, field: Any, shares: Mapping[str, int]) -> str:
+        """A column of a new target as CREATE TABLE writes it (its name apart)."""
+        is_key = field.name in target.key
+        not_null = " NOT NULL" if is_key else ""
+        return f"{self.column_type(field, is_key, shares.get(field.name, 0))}{not_null}"
+
+    @abstractmethod
+    def comment_column(self, cur: Any, target: Target, name: str, definition: str) -> None:
+        """Give column ``name`` (as ``definition`` says it is) its source comment."""
+
     def create_table_sql(self, target: Target) -> str:
         shares = self.key_shares(target)
         lines = []
         for field in target.schema.fields:
-            is_key = field.name in target.key
-            not_null = " NOT NULL" if is_key else ""
-            column_type = self.column_type(field, is_key, shares.get(field.name, 0))
-            lines.append(f"{self.quote(field.name)} {column_type}{not_null}")
+            definition = self.column_definition(target, field, shares)
+            lines.append(f"{self.quote(field.name)} {definition}")
         lines.append(f"PRIMARY KEY ({', '.join(self.quote(k) for k in target.key)})")
         body = ",\n  ".join(lines)
         return f"CREATE TABLE {self.table_sql(target.qualifier, target.name)} (\n  {body}\n)"
@@ -565,6 +577,18 @@ class PostgresTarget(TargetDialect):
         )
         cur.execute(statement)
 
+    def comment_column(self, cur: Any, target: Target, name: str, definition: str) -> None:
+        from psycopg import sql
+
+        del definition  # COMMENT ON needs none
+        statement = sql.SQL("COMMENT ON COLUMN {}.{}.{} IS {}").format(
+            sql.Identifier(str(target.qualifier)),
+            sql.Identifier(target.name),
+            sql.Identifier(name),
+            sql.Literal(target.comments.column(name)),
+        )
+        cur.execute(statement)
+
     def update_offsets_sql(self, table_sql: str) -> str:
         return (
             f"UPDATE {table_sql} SET batch_id = %s, source_offset = %s, updated_at = now() "
@@ -734,6 +758,14 @@ class MySqlTarget(TargetDialect):
     def mark_target(self, cur: Any, target: Target) -> None:
         table = self.table_sql(target.qualifier, target.name)
         cur.execute(f"ALTER TABLE {table} COMMENT = %s", (TARGET_MARK,))
+
+    def comment_column(self, cur: Any, target: Target, name: str, definition: str) -> None:
+        # MySQL has no COMMENT ON: the column is redefined as it is, with the comment
+        table = self.table_sql(target.qualifier, target.name)
+        cur.execute(
+            f"ALTER TABLE {table} MODIFY {self.quote(name)} {definition} COMMENT %s",
+            (target.comments.column(name),),
+        )
 
     def key_shares(self, target: Target) -> dict[str, int]:
         variable = [

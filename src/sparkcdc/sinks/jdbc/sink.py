@@ -379,7 +379,9 @@ class JdbcSink(Sink):
         self.dialect.check_identifier("target table", name)
         if qualifier is not None:
             self.dialect.check_identifier("target schema/database", qualifier)
-        return Target(table.source, qualifier or default, name, table.schema, table.key)
+        return Target(
+            table.source, qualifier or default, name, table.schema, table.key, table.comments
+        )
 
     def _offsets_table(self, default: str) -> str:
         offsets = self.config.offsets_table

@@ -21,6 +21,11 @@ def prepare_target(dialect: TargetDialect, cur: Any, target: Target, adopt_exist
         dialect.ensure_qualifier(cur, qualifier)
         cur.execute(dialect.create_table_sql(target), ())
         dialect.mark_target(cur, target)
+        shares = dialect.key_shares(target)
+        for field in target.schema.fields:  # include-comments.enabled
+            if target.comments.column(field.name) is not None:
+                definition = dialect.column_definition(target, field, shares)
+                dialect.comment_column(cur, target, field.name, definition)
         log.info("jdbc sink: created target table %s for %s", target, target.source)
         return
     check_columns(dialect, f"target table {target}", existing, target.columns)
