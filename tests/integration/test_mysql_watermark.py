@@ -46,9 +46,9 @@ def test_a_watermark_is_the_binlog_end_after_the_snapshot_opened(
         mariadb.execute("INSERT INTO t VALUES (1), (2)", database=mysql_db)
         end = binlog_end(conn)
         assert end > exact
-        assert placed(conn, configs["auto"], exact) == exact
-        assert placed(conn, configs["exact"], exact) == exact
-        assert placed(conn, configs["watermark"], exact) == end
+        assert placed(conn, configs["auto"], exact) == (exact, True)
+        assert placed(conn, configs["exact"], exact) == (exact, True)
+        assert placed(conn, configs["watermark"], exact) == (end, False)
         # a batch planned beyond the binlog's end was planned on another server
         beyond = BinlogPosition(end.file, end.pos + 1_000_000)
         with pytest.raises(SparkCdcError, match=r"before the batch's position .*new checkpoint"):
@@ -57,7 +57,7 @@ def test_a_watermark_is_the_binlog_end_after_the_snapshot_opened(
         # exact refuses
         with monkeypatch.context() as patched:
             patched.setattr(consistent, "snapshot_position", lambda conn: None)
-            assert placed(conn, configs["auto"], exact) == end
+            assert placed(conn, configs["auto"], exact) == (end, False)
             with pytest.raises(SourceConfigurationError, match=r"'auto' or 'watermark'"):
                 placed(conn, configs["exact"], exact)
         with conn.cursor() as cur:

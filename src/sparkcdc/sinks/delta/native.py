@@ -136,13 +136,6 @@ def unsupported(features: set[str]) -> list[str]:
     return sorted(features - WRITABLE_FEATURES)
 
 
-def committed_version(
-    location: str, app_id: str, storage: Mapping[str, str] | None = None
-) -> int | None:
-    """The last version Delta recorded for ``app_id`` in the target (its ``txn``), or None."""
-    return _recorded(open_table(location, storage), app_id)
-
-
 def _recorded(target: Any, app_id: str) -> int | None:
     version = target.transaction_version(app_id)
     return None if version is None else int(version)
@@ -345,20 +338,56 @@ def _without_absent_deletes(
     if target.metadata().configuration.get("delta.enableChangeDataFeed") != "true":
         return last
     held = _held_keys(target, last.filter(flags), key)
-    marked = last.append_column("_sparkcdc_row", pa.array(range(last.num_rows), pa.int64()))
-    found = marked.filter(flags).join(held, list(key), join_type="left semi")
-    held_rows = found.column("_sparkcdc_row")
-    keep = pc.or_(pc.invert(flags), pc.is_in(marked.column("_sparkcdc_row"), value_set=held_rows))
+    keep = pc.or_(pc.invert(flags), _holds(held, last, key, flags))
     dropped = last.num_rows - int(pc.sum(keep.cast(pa.int64())).as_py() or 0)
     if dropped:
         log.debug("delta native writer: %d delete(s) of keys the target lacks dropped", dropped)
     return last.filter(keep)
 
 
+def _holds(held: Any, rows: Any, key: Sequence[str], among: Any) -> Any:
+    """Whether ``held`` (the target's key columns) has each row's key, for the rows
+    ``among`` marks (False elsewhere), as the merge matches keys: NULL matches NULL (a
+    unique key may hold NULL, and the merge compares it null-safe). Arrow's join never
+    matches NULL, so keys with a NULL part are looked up in Python: few rows, the
+    target's keys with a NULL part only."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    marked = rows.append_column(_ROW, pa.array(range(rows.num_rows), pa.int64()))
+    asked = marked.filter(among)
+    found = asked.join(held, list(key), join_type="left semi").column(_ROW)
+    holds = pc.is_in(marked.column(_ROW), value_set=found)
+    nulls = asked.filter(_null_part(asked, key))
+    if nulls.num_rows == 0:
+        return holds
+    partial = held.filter(_null_part(held, key))
+    keys = set(zip(*(partial.column(k).to_pylist() for k in key), strict=True))
+    rows_of = nulls.column(_ROW).to_pylist()
+    asked_keys = zip(*(nulls.column(k).to_pylist() for k in key), strict=True)
+    also = [row for row, value in zip(rows_of, asked_keys, strict=True) if value in keys]
+    return pc.or_(holds, pc.is_in(marked.column(_ROW), value_set=pa.array(also, pa.int64())))
+
+
+def _null_part(rows: Any, key: Sequence[str]) -> Any:
+    """Whether each row's key has a NULL part."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    flags = pa.array([False] * rows.num_rows, pa.bool_())
+    for name in key:
+        flags = pc.or_(flags, pc.is_null(rows.column(name)))
+    return flags
+
+
+#: A column numbering a batch's rows while its keys are looked up.
+_ROW = "_sparkcdc_row"
+
+
 def _held_keys(target: Any, deletes: Any, key: Sequence[str]) -> Any:
     """The target's key columns (Arrow), read with delta-rs's query engine (it honours
-    deletion vectors), bounded by the deleted keys' range where the first key is an
-    integer."""
+    deletion vectors), bounded by the deleted keys' range (and NULL, where one of them
+    has it) where the first key is an integer."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from deltalake import QueryBuilder
@@ -370,6 +399,8 @@ def _held_keys(target: Any, deletes: Any, key: Sequence[str]) -> Any:
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
         if low is not None and high is not None:
             where = f" WHERE {sql_name(first)} BETWEEN {int(low)} AND {int(high)}"
+            if deletes.column(first).null_count:  # a NULL part matches NULL
+                where += f" OR {sql_name(first)} IS NULL"
     select = ", ".join(sql_name(k) for k in key)
     reader = QueryBuilder().register("t", target).execute(f"SELECT {select} FROM t{where}")
     held = pa.table(reader.read_all())

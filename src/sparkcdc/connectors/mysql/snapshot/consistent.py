@@ -94,7 +94,7 @@ def consistent_snapshot(
     with conn.cursor() as cur:
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-    snapshot_at, exact = _placed(conn, config, target)
+    snapshot_at, exact = placed(conn, config, target)
     window = window_overrides(
         config, table, snapshot_at, target, server_id, keys.key_of, keys.in_partition, exact
     )
@@ -131,9 +131,12 @@ def timed_out(waited: Any) -> bool:
     return waited is None or int(waited) != 0
 
 
-def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> BinlogPosition:
+def placed(
+    conn: Any, config: MySqlSourceConfig, target: BinlogPosition
+) -> tuple[BinlogPosition, bool]:
     """Where the snapshot just opened on ``conn`` stands in the binlog, as far as the
-    window to ``target`` must reach: its exact position, or a high watermark.
+    window to ``target`` must reach, and whether that is the snapshot's exact position
+    (else a high watermark).
 
     A watermark is the binlog's end read after the snapshot opened. A transaction is
     written to the binlog before its engine commit makes it visible, so the snapshot sees
@@ -141,13 +144,6 @@ def placed(conn: Any, config: MySqlSourceConfig, target: BinlogPosition) -> Binl
     at ``target`` is the before-image of its first change in the window, or the snapshot's
     row where the window has none (docs/design.md, "Watermark chunks").
     """
-    return _placed(conn, config, target)[0]
-
-
-def _placed(
-    conn: Any, config: MySqlSourceConfig, target: BinlogPosition
-) -> tuple[BinlogPosition, bool]:
-    """:func:`placed`, and whether that is the snapshot's exact position."""
     mode = config.snapshot_consistency
     exact = None if mode == "watermark" else snapshot_position(conn)
     if exact is not None:
