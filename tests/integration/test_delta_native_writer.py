@@ -22,6 +22,7 @@ import pytest
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import SinkTable
+from sparkcdc.sinks.delta import native_targets
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.write_plan import WritePlan, plan_of
@@ -242,3 +243,48 @@ def test_a_batch_of_many_targets_is_one_spark_job_and_one_commit_each(
         one.write(_plan(spark, batch_id, rows))
     assert _rows(spark, sink.target_path(sources[-1])) == _rows(spark, one.target_path(SOURCE))
 
+
+def _detail(spark: Any, path: str) -> tuple[Any, ...]:
+    """What Spark says of the target's protocol, properties and columns."""
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    features = sorted(detail["tableFeatures"])
+    schema = spark.read.format("delta").load(path).schema
+    return (
+        detail["minReaderVersion"],
+        detail["minWriterVersion"],
+        features,
+        detail["properties"],
+        detail["partitionColumns"],
+        schema,
+    )
+
+
+def _creator(spark: Any, path: str) -> str:
+    first = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").where("version = 0").first()
+    return str(first["engineInfo"])
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"change-data-feed": "false", "deletion-vectors": "false"}]
+)
+def test_a_target_delta_rs_creates_is_the_one_spark_creates(
+    spark: Any, tmp_path: Path, options: dict[str, str]
+) -> None:
+    """Issue 62: the native writer creates folder targets by their first commit (no Spark call
+    per table), with Spark's protocol, features, properties and columns; a column name
+    Delta stores only with column mapping leaves the creation to Spark."""
+    from pyspark.sql.types import StructType
+
+    made = {}
+    for writer in ("spark", "native"):
+        config = {"path": str(tmp_path / writer), "writer": writer, **options}
+        sink = DeltaSink(DeltaSinkConfig.from_options(config), PIPELINE)
+        odd = SinkTable(TableId("db", "odd"), StructType.fromDDL("id BIGINT, `a b` INT"), ("id",))
+        sink.open(spark, [SinkTable(SOURCE, StructType.fromDDL(SCHEMA), ("id",)), odd])
+        made[writer] = sink
+    path = made["native"].target_path(SOURCE)
+    assert _creator(spark, path) == native_targets.ENGINE
+    assert _detail(spark, path) == _detail(spark, made["spark"].target_path(SOURCE))
+    odd_path = made["native"].target_path(TableId("db", "odd"))
+    assert _creator(spark, odd_path).startswith("Apache-Spark")
+    # the native writer's own test above writes, reads and feeds such targets

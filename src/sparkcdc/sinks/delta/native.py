@@ -120,7 +120,12 @@ def require() -> None:
 def table_features(location: str, storage: Mapping[str, str] | None = None) -> set[str]:
     """The target's table features: the named ones of a version-7 writer protocol, else
     those its writer version implies."""
-    protocol = open_table(location, storage).protocol()
+    return features_of(open_table(location, storage))
+
+
+def features_of(target: Any) -> set[str]:
+    """:func:`table_features` of ``target``, a delta-rs ``DeltaTable``."""
+    protocol = target.protocol()
     named = set(protocol.writer_features or ()) | set(protocol.reader_features or ())
     if protocol.min_writer_version >= 7:
         return named

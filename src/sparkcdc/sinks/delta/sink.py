@@ -41,7 +41,7 @@ from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.capabilities import SinkCapabilities
-from sparkcdc.sinks.delta import catalog, native, targets
+from sparkcdc.sinks.delta import catalog, native, native_targets, targets
 from sparkcdc.sinks.delta.appended import (
     snapshot_appended,
 )
@@ -133,6 +133,8 @@ class DeltaSink(Sink):
         """Checks the table's existing target, or creates it."""
         from delta.tables import DeltaTable
 
+        if self._open_native(spark, table):
+            return
         path = self._locate(spark, table.source)
         exists = path is not None and DeltaTable.isDeltaTable(spark, path)
         if exists:
@@ -155,6 +157,36 @@ class DeltaSink(Sink):
                 self._appends[table.source] = True
                 self._appended[table.source] = -1
         self._check_native(table.source)
+
+    def _open_native(self, spark: Any, table: SinkTable) -> bool:
+        """A folder target of the native writer checked, or created, through delta-rs
+        (sinks/delta/native_targets.py): no Spark call unless delta-rs cannot create it
+        as Spark would. False for any other target."""
+        location = None if self.names else self.native_location(table.source)
+        if location is None:
+            return False
+        path, storage = self.paths[table.source], self.config.storage_options
+        schema = targets.target_schema(table, self.upsert)
+        found = native_targets.existing(location, storage)
+        if found is not None:
+            targets.check_columns(table, path, native_targets.columns(found), schema)
+            targets.check_backticks(spark, table, path, self.config)
+            owner = found.metadata().configuration.get(APPENDS_FOR)
+            if owner is not None and owner == self.pipeline_id:
+                self._appends[table.source] = True
+            self._check_native(table.source, native.features_of(found))
+            return True
+        targets.check_backticks(spark, table, None, self.config)
+        properties = targets.table_properties(schema, self.config, self.pipeline_id)
+        if native_targets.creatable(location, schema, properties):
+            native_targets.create(location, schema, table.partition_keys, properties)
+        else:
+            targets.create(spark, path, table, self.config, self.pipeline_id)
+            self._check_native(table.source)
+        if self.pipeline_id is not None:
+            self._appends[table.source] = True
+            self._appended[table.source] = -1
+        return True
 
     def _locate(self, spark: Any, target: TableId) -> str | None:
         """Where the target's Delta table is, None when a catalog target does not exist yet.
@@ -183,15 +215,16 @@ class DeltaSink(Sink):
         column), its appends ask the target's history instead."""
         self._appended.pop(target, None)
 
-    def _check_native(self, target: TableId) -> None:
-        """Whether delta-rs can write the target (its table features): a feature sparkcdc's
-        own schema evolution adds moves the target to Spark's writer, loudly; any other
-        it cannot write is refused, naming it and the way out."""
+    def _check_native(self, target: TableId, features: set[str] | None = None) -> None:
+        """Whether delta-rs can write the target (its table ``features``, read when not
+        given): a feature sparkcdc's own schema evolution adds moves the target to Spark's
+        writer, loudly; any other it cannot write is refused, naming it and the way out."""
         location = self.native_location(target)
         if location is None:
             return
-        storage = self.config.storage_options
-        cannot = native.unsupported(native.table_features(location, storage))
+        if features is None:
+            features = native.table_features(location, self.config.storage_options)
+        cannot = native.unsupported(features)
         if not cannot:
             return
         if set(cannot) <= native.SPARK_ONLY_AFTER_EVOLUTION:

@@ -11,6 +11,7 @@ known.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
@@ -194,6 +195,12 @@ def check_backticks(
 def check_existing(spark: Any, table: SinkTable, path: str, schema: Any) -> None:
     """The existing target at ``path`` has every column of ``schema``, with its type."""
     existing = {f.name: f.dataType for f in spark.read.format("delta").load(path).schema}
+    check_columns(table, path, existing, schema)
+
+
+def check_columns(table: SinkTable, path: str, existing: Mapping[str, Any], schema: Any) -> None:
+    """The target at ``path``, whose columns and their Spark types are ``existing``, has
+    every column of ``schema``, with its type."""
     missing = [f.name for f in schema.fields if f.name not in existing]
     wrong = [
         f"{f.name} ({existing[f.name].simpleString()} instead of {f.dataType.simpleString()})"

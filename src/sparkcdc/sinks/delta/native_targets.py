@@ -1,0 +1,198 @@
+"""The native writer's targets by folder (``writer: native`` with ``path``): checked
+through delta-rs, and created by writing their first commit, without a Spark call per
+target.
+
+Creating a target with Spark's Delta API costs the driver ~0.1 s a table (a Spark
+transaction, its log written, its snapshot loaded) and checking an existing one about as
+much (``isDeltaTable``, its schema read through a Delta snapshot): a pipeline of 1000
+tables paid ~120 s before its first batch, and ~45 s at every restart (issue 62). Opening
+one with delta-rs takes milliseconds, outside Python's lock.
+
+A target created here must be the one Spark would have made, so Spark, Databricks and
+Spark's writer (which takes a widened target over) read and write it alike: the same
+columns (the schema is Spark's own JSON, which is Delta's), partition columns, properties
+and protocol (:func:`spark_features`, Delta 4's for those properties; a test compares
+them with a target Spark created). delta-rs's own ``DeltaTable.create`` cannot give that
+protocol: 1.6.6 adds ``variantType`` to every table-features protocol it creates (a
+feature older readers refuse) and keeps ``delta.feature.*`` keys among the properties. So
+the first commit (``commitInfo``, ``protocol``, ``metaData``: Delta's protocol
+specification) is written here, into local folders only, the way Delta's local log store
+commits (a whole file linked into place, failing where one is there). Targets on object
+stores, and what was not verified (:func:`creatable` says False: column mapping for odd
+column names, other protocol properties, ``timestamp_ntz`` and types outside the common
+ones), are created by Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.core.errors import SparkCdcError
+
+#: ``delta.`` properties a natively created target may carry: the two sparkcdc sets, and
+#: settings that change no protocol (retention, checkpoints, statistics).
+NATIVE_PROPERTIES = frozenset(
+    {
+        "delta.enableChangeDataFeed",
+        "delta.enableDeletionVectors",
+        "delta.logRetentionDuration",
+        "delta.deletedFileRetentionDuration",
+        "delta.checkpointInterval",
+        "delta.dataSkippingNumIndexedCols",
+        "delta.dataSkippingStatsColumns",
+        "delta.targetFileSize",
+    }
+)
+#: Spark type names (as its schema JSON spells them) a native target was verified with.
+_SIMPLE_TYPES = frozenset(
+    {
+        "boolean",
+        "byte",
+        "short",
+        "integer",
+        "long",
+        "float",
+        "double",
+        "string",
+        "binary",
+        "date",
+        "timestamp",
+    }
+)
+#: The first commit's file in a table's ``_delta_log``.
+FIRST_COMMIT = "00000000000000000000.json"
+#: ``engineInfo`` of the commit that creates a target (Spark's says ``Apache-Spark/...``).
+ENGINE = "sparkcdc"
+#: The features every table Spark's Delta 4 creates at writer version 7 lists, whatever
+#: its properties (the legacy writer version 2's).
+_BASE_WRITER_FEATURES = ("appendOnly", "invariants")
+
+
+def creatable(location: str, schema: Any, properties: Mapping[str, str]) -> bool:
+    """Whether :func:`create` makes the target of ``schema`` (a Spark StructType) with
+    ``properties`` at ``location`` (delta-rs's name for it) as Spark would: a local
+    folder, every type among the verified ones, and no ``delta.`` property outside
+    :data:`NATIVE_PROPERTIES`."""
+    if "://" in location:
+        return False
+    if any(k.startswith("delta.") and k not in NATIVE_PROPERTIES for k in properties):
+        return False
+    return all(_verified(f["type"]) for f in schema.jsonValue()["fields"])
+
+
+def _verified(kind: Any) -> bool:
+    if isinstance(kind, str):
+        return kind in _SIMPLE_TYPES or kind.startswith("decimal(")
+    if kind.get("type") == "struct":
+        return all(_verified(f["type"]) for f in kind["fields"])
+    if kind.get("type") == "array":
+        return _verified(kind["elementType"])
+    if kind.get("type") == "map":
+        return _verified(kind["keyType"]) and _verified(kind["valueType"])
+    return False
+
+
+def spark_features(properties: Mapping[str, str]) -> tuple[int, int, set[str], set[str]]:
+    """The protocol Spark's Delta 4 gives a new table with ``properties`` (those
+    :func:`creatable` allows): reader and writer versions, reader and writer features."""
+    deletion_vectors = properties.get("delta.enableDeletionVectors") == "true"
+    feed = properties.get("delta.enableChangeDataFeed") == "true"
+    if not (deletion_vectors or feed):
+        return 1, 2, set(), set()
+    writer = set(_BASE_WRITER_FEATURES)
+    reader: set[str] = set()
+    if feed:
+        writer.add("changeDataFeed")
+    if deletion_vectors:
+        writer.add("deletionVectors")
+        reader.add("deletionVectors")
+    return (3 if reader else 1), 7, reader, writer
+
+
+def create(
+    folder: str, schema: Any, partition_keys: Sequence[str], properties: Mapping[str, str]
+) -> None:
+    """Creates the target in the local ``folder`` as Spark would (see the module): its
+    first commit, written whole and then linked into place, so it appears complete or not
+    at all, and fails where a commit 0 is there already (another process made the
+    table: not ours), as Delta's own local log store does."""
+    reader_version, writer_version, reader, writer = spark_features(properties)
+    protocol: dict[str, Any] = {
+        "minReaderVersion": reader_version,
+        "minWriterVersion": writer_version,
+    }
+    if reader_version >= 3:
+        protocol["readerFeatures"] = sorted(reader)
+    if writer_version >= 7:
+        protocol["writerFeatures"] = sorted(writer)
+    now = int(time.time() * 1000)
+    actions = [
+        {
+            "commitInfo": {
+                "timestamp": now,
+                "operation": "CREATE TABLE",
+                "operationParameters": {
+                    "partitionBy": json.dumps(list(partition_keys)),
+                    "clusterBy": "[]",
+                    "description": None,
+                    "isManaged": "false",
+                    "properties": json.dumps(dict(properties)),
+                },
+                "isolationLevel": "Serializable",
+                "isBlindAppend": True,
+                "operationMetrics": {},
+                "engineInfo": ENGINE,
+                "txnId": str(uuid.uuid4()),
+            }
+        },
+        {"protocol": protocol},
+        {
+            "metaData": {
+                "id": str(uuid.uuid4()),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": schema.json(),
+                "partitionColumns": list(partition_keys),
+                "configuration": dict(properties),
+                "createdTime": now,
+            }
+        },
+    ]
+    log_folder = Path(folder) / "_delta_log"
+    log_folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(action) + "\n" for action in actions)
+    staged = log_folder / f".{uuid.uuid4()}.json.tmp"
+    staged.write_text(text, encoding="utf-8")
+    try:
+        os.link(staged, log_folder / FIRST_COMMIT)
+    except FileExistsError:
+        raise SparkCdcError(
+            f"a Delta table appeared at {folder} while the sink created it there: another "
+            "process writes that folder; give each pipeline its own targets"
+        ) from None
+    finally:
+        staged.unlink()
+
+
+def existing(location: str, storage: Mapping[str, str] | None = None) -> Any | None:
+    """The delta-rs table at ``location``, None when there is none."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(location, storage_options=dict(storage) if storage else None)
+    except TableNotFoundError:
+        return None
+
+
+def columns(target: Any) -> dict[str, Any]:
+    """The target's columns and their Spark types, from its Delta schema (Spark's JSON)."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson(json.loads(target.schema().to_json()))
+    return {f.name: f.dataType for f in schema.fields}
