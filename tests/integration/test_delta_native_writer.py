@@ -280,11 +280,14 @@ def test_a_target_delta_rs_creates_is_the_one_spark_creates(
         config = {"path": str(tmp_path / writer), "writer": writer, **options}
         sink = DeltaSink(DeltaSinkConfig.from_options(config), PIPELINE)
         odd = SinkTable(TableId("db", "odd"), StructType.fromDDL("id BIGINT, `a b` INT"), ("id",))
-        sink.open(spark, [SinkTable(SOURCE, StructType.fromDDL(SCHEMA), ("id",)), odd])
+        naive = StructType.fromDDL("id BIGINT NOT NULL, at TIMESTAMP_NTZ, d DECIMAL(10, 2)")
+        ntz = SinkTable(TableId("db", "ntz"), naive, ("id",))  # MySQL's DATETIME
+        sink.open(spark, [SinkTable(SOURCE, StructType.fromDDL(SCHEMA), ("id",)), odd, ntz])
         made[writer] = sink
-    path = made["native"].target_path(SOURCE)
-    assert _creator(spark, path) == native_targets.ENGINE
-    assert _detail(spark, path) == _detail(spark, made["spark"].target_path(SOURCE))
+    for source in (SOURCE, TableId("db", "ntz")):
+        path = made["native"].target_path(source)
+        assert _creator(spark, path) == native_targets.ENGINE
+        assert _detail(spark, path) == _detail(spark, made["spark"].target_path(source))
     odd_path = made["native"].target_path(TableId("db", "odd"))
     assert _creator(spark, odd_path).startswith("Apache-Spark")
     # the native writer's own test above writes, reads and feeds such targets

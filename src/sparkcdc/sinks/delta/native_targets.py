@@ -19,8 +19,8 @@ the first commit (``commitInfo``, ``protocol``, ``metaData``: Delta's protocol
 specification) is written here, into local folders only, the way Delta's local log store
 commits (a whole file linked into place, failing where one is there). Targets on object
 stores, and what was not verified (:func:`creatable` says False: column mapping for odd
-column names, other protocol properties, ``timestamp_ntz`` and types outside the common
-ones), are created by Spark.
+column names, other protocol properties, types outside the common ones), are created
+by Spark.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ _SIMPLE_TYPES = frozenset(
         "binary",
         "date",
         "timestamp",
+        "timestamp_ntz",
     }
 )
 #: The first commit's file in a table's ``_delta_log``.
@@ -98,21 +99,37 @@ def _verified(kind: Any) -> bool:
     return False
 
 
-def spark_features(properties: Mapping[str, str]) -> tuple[int, int, set[str], set[str]]:
-    """The protocol Spark's Delta 4 gives a new table with ``properties`` (those
-    :func:`creatable` allows): reader and writer versions, reader and writer features."""
-    deletion_vectors = properties.get("delta.enableDeletionVectors") == "true"
-    feed = properties.get("delta.enableChangeDataFeed") == "true"
-    if not (deletion_vectors or feed):
-        return 1, 2, set(), set()
-    writer = set(_BASE_WRITER_FEATURES)
+def spark_features(
+    properties: Mapping[str, str], schema: Any
+) -> tuple[int, int, set[str], set[str]]:
+    """The protocol Spark's Delta 4 gives a new table of ``schema`` with ``properties``
+    (those :func:`creatable` allows): reader and writer versions, reader and writer
+    features (a ``timestamp_ntz`` column anywhere adds ``timestampNtz`` to both)."""
     reader: set[str] = set()
-    if feed:
+    writer: set[str] = set()
+    if properties.get("delta.enableChangeDataFeed") == "true":
         writer.add("changeDataFeed")
-    if deletion_vectors:
-        writer.add("deletionVectors")
+    if properties.get("delta.enableDeletionVectors") == "true":
         reader.add("deletionVectors")
+    if any(_has_ntz(f["type"]) for f in schema.jsonValue()["fields"]):
+        reader.add("timestampNtz")
+    writer |= reader
+    if not writer:
+        return 1, 2, set(), set()
+    writer.update(_BASE_WRITER_FEATURES)
     return (3 if reader else 1), 7, reader, writer
+
+
+def _has_ntz(kind: Any) -> bool:
+    if isinstance(kind, str):
+        return kind == "timestamp_ntz"
+    if kind.get("type") == "struct":
+        return any(_has_ntz(f["type"]) for f in kind["fields"])
+    if kind.get("type") == "array":
+        return _has_ntz(kind["elementType"])
+    if kind.get("type") == "map":
+        return _has_ntz(kind["keyType"]) or _has_ntz(kind["valueType"])
+    return False
 
 
 def create(
@@ -122,7 +139,7 @@ def create(
     first commit, written whole and then linked into place, so it appears complete or not
     at all, and fails where a commit 0 is there already (another process made the
     table: not ours), as Delta's own local log store does."""
-    reader_version, writer_version, reader, writer = spark_features(properties)
+    reader_version, writer_version, reader, writer = spark_features(properties, schema)
     protocol: dict[str, Any] = {
         "minReaderVersion": reader_version,
         "minWriterVersion": writer_version,
