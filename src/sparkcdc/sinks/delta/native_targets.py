@@ -133,12 +133,17 @@ def _has_ntz(kind: Any) -> bool:
 
 
 def create(
-    folder: str, schema: Any, partition_keys: Sequence[str], properties: Mapping[str, str]
+    folder: str,
+    schema: Any,
+    partition_keys: Sequence[str],
+    properties: Mapping[str, str],
+    description: str | None = None,
 ) -> None:
     """Creates the target in the local ``folder`` as Spark would (see the module): its
     first commit, written whole and then linked into place, so it appears complete or not
     at all, and fails where a commit 0 is there already (another process made the
-    table: not ours), as Delta's own local log store does."""
+    table: not ours), as Delta's own local log store does. Column comments travel in
+    ``schema``'s field metadata, the table's as ``description``, where Spark keeps them."""
     reader_version, writer_version, reader, writer = spark_features(properties, schema)
     protocol: dict[str, Any] = {
         "minReaderVersion": reader_version,
@@ -157,7 +162,7 @@ def create(
                 "operationParameters": {
                     "partitionBy": json.dumps(list(partition_keys)),
                     "clusterBy": "[]",
-                    "description": None,
+                    "description": description,
                     "isManaged": "false",
                     "properties": json.dumps(dict(properties)),
                 },
@@ -173,6 +178,7 @@ def create(
             "metaData": {
                 "id": str(uuid.uuid4()),
                 "format": {"provider": "parquet", "options": {}},
+                **({"description": description} if description is not None else {}),
                 "schemaString": schema.json(),
                 "partitionColumns": list(partition_keys),
                 "configuration": dict(properties),

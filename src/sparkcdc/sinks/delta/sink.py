@@ -179,7 +179,10 @@ class DeltaSink(Sink):
         targets.check_backticks(spark, table, None, self.config)
         properties = targets.table_properties(schema, self.config, self.pipeline_id)
         if native_targets.creatable(location, schema, properties):
-            native_targets.create(location, schema, table.partition_keys, properties)
+            commented = targets.commented(schema, table)
+            native_targets.create(
+                location, commented, table.partition_keys, properties, table.comments.table
+            )
         else:
             targets.create(spark, path, table, self.config, self.pipeline_id)
             self._check_native(table.source)
