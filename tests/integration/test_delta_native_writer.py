@@ -265,7 +265,12 @@ def _creator(spark: Any, path: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "options", [{}, {"change-data-feed": "false", "deletion-vectors": "false"}]
+    "options",
+    [
+        {},
+        {"change-data-feed": "false", "deletion-vectors": "false"},
+        {"deletion-vectors": "false"},  # the change data feed alone: writer 7 too
+    ],
 )
 def test_a_target_delta_rs_creates_is_the_one_spark_creates(
     spark: Any, tmp_path: Path, options: dict[str, str]

@@ -138,7 +138,17 @@ def test_external_folders_of_two_catalogs_or_nested_ones_are_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["plain", "it's", 'say "hi"', "back\\slash\\'", "\\u0041", "x'); DROP TABLE y; --"]
+    "value",
+    [
+        "plain",
+        "it's",
+        'say "hi"',
+        "back\\slash\\'",
+        "\\u0041",
+        "x'); DROP TABLE y; --",
+        "ends\\",  # would take the closing quote in raw mode (review)
+        "ends\\\\",
+    ],
 )
 def test_property_values_are_literals_in_either_parser_mode(value: str) -> None:
     escaped = literal(value)
@@ -146,12 +156,18 @@ def test_property_values_are_literals_in_either_parser_mode(value: str) -> None:
     inner = escaped[1:-1]
     # no quote ends the literal early: every quote and backslash inside is escaped
     assert re.fullmatch(r"(?:[^'\\]|\\.)*", inner, re.S)
+    trailing = len(value) - len(value.rstrip("\\"))
     if "'" in value and '"' in value:
         with pytest.raises(OptionError, match="both quote characters"):
+            literal(value, raw=True)
+    elif trailing % 2:
+        with pytest.raises(OptionError, match="ends in a backslash"):
             literal(value, raw=True)
     else:
         raw = literal(value, raw=True)
         assert raw[1:-1] == value and raw[0] not in value
+        # Spark's lexer pairs a backslash with the next character in either mode
+        assert re.fullmatch(r"(?:[^\\" + raw[0] + r"]|\\.)*", raw[1:-1], re.S)
 
 
 def test_clustering_is_parsed_per_table_and_refused_with_the_native_writer() -> None:

@@ -230,3 +230,25 @@ def test_deletes_of_keys_with_a_null_part_are_dropped_only_where_absent(
         assert left == order  # nothing to trip the bug: kept whole
     else:
         assert left == [k for k in order if not changes[k] or k in held]
+
+
+def test_native_creation_only_where_spark_would_make_the_same_table() -> None:
+    """A property Spark checks or normalises (any other ``delta.`` key, in any case, or a
+    sparkcdc one in another spelling) and the session's Delta defaults for new tables
+    leave the creation to Spark (review)."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from sparkcdc.sinks.delta import native_targets
+
+    schema = StructType([StructField("id", LongType()), StructField("v", StringType())])
+    ours = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "false"}
+    assert native_targets.creatable("/lake/t", schema, ours)
+    assert not native_targets.creatable("/lake/t", schema, ours, session_defaults=True)
+    assert not native_targets.creatable("s3://bucket/t", schema, ours)
+    for odd in (
+        {"delta.enableChangeDataFeed": "TRUE"},
+        {"Delta.enableChangeDataFeed": "true"},
+        {"delta.logRetentionDuration": "30 days"},
+    ):
+        assert not native_targets.creatable("/lake/t", schema, {**ours, **odd}), odd
+    assert native_targets.creatable("/lake/t", schema, {**ours, "sparkcdc.appends-for": "p"})

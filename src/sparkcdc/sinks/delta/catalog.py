@@ -78,9 +78,17 @@ def raw_literals(spark: Any) -> bool:
 def literal(value: str, raw: bool = False) -> str:
     """``value`` as a SQL string literal: with backslash escapes (Spark's default), or,
     where the parser takes literals ``raw`` (:func:`raw_literals`), as it is between
-    quotes it does not hold (a value with both quote characters is refused there)."""
+    quotes it does not hold (a value with both quote characters is refused there, as is
+    one ending in an odd run of backslashes: Spark's lexer pairs a backslash with the next
+    character in either mode, so it would take the closing quote)."""
     if not raw:
         return sql_string(value)
+    if (len(value) - len(value.rstrip("\\"))) % 2:
+        raise OptionError(
+            f"delta sink: the value {value!r} ends in a backslash, which would escape the "
+            f"closing quote of its SQL string under '{ESCAPED_LITERALS}: true': change the "
+            "value or that setting"
+        )
     for quote in ("'", '"'):
         if quote not in value:
             return f"{quote}{value}{quote}"

@@ -35,20 +35,16 @@ from typing import Any
 
 from sparkcdc.core.errors import SparkCdcError
 
-#: ``delta.`` properties a natively created target may carry: the two sparkcdc sets, and
-#: settings that change no protocol (retention, checkpoints, statistics).
-NATIVE_PROPERTIES = frozenset(
-    {
-        "delta.enableChangeDataFeed",
-        "delta.enableDeletionVectors",
-        "delta.logRetentionDuration",
-        "delta.deletedFileRetentionDuration",
-        "delta.checkpointInterval",
-        "delta.dataSkippingNumIndexedCols",
-        "delta.dataSkippingStatsColumns",
-        "delta.targetFileSize",
-    }
-)
+#: ``delta.`` properties a natively created target may carry, with the values it may
+#: have: the two sparkcdc sets, in the spelling Spark would store. Any other (a user's
+#: ``table.properties.delta.*``: Spark checks and normalises their values) leaves the
+#: creation to Spark.
+NATIVE_PROPERTIES = {
+    "delta.enableChangeDataFeed": ("true", "false"),
+    "delta.enableDeletionVectors": ("true", "false"),
+}
+#: Session settings whose values Spark's Delta gives every table it creates.
+SESSION_DEFAULTS = "spark.databricks.delta.properties.defaults."
 #: Spark type names (as its schema JSON spells them) a native target was verified with.
 _SIMPLE_TYPES = frozenset(
     {
@@ -75,16 +71,27 @@ ENGINE = "sparkcdc"
 _BASE_WRITER_FEATURES = ("appendOnly", "invariants")
 
 
-def creatable(location: str, schema: Any, properties: Mapping[str, str]) -> bool:
+def creatable(
+    location: str, schema: Any, properties: Mapping[str, str], session_defaults: bool = False
+) -> bool:
     """Whether :func:`create` makes the target of ``schema`` (a Spark StructType) with
     ``properties`` at ``location`` (delta-rs's name for it) as Spark would: a local
-    folder, every type among the verified ones, and no ``delta.`` property outside
-    :data:`NATIVE_PROPERTIES`."""
-    if "://" in location:
+    folder, every type among the verified ones, no ``delta.`` property (in any case)
+    outside :data:`NATIVE_PROPERTIES` and its values, and no Delta default set in the
+    session (``session_defaults``, :func:`has_session_defaults`)."""
+    if "://" in location or session_defaults:
         return False
-    if any(k.startswith("delta.") and k not in NATIVE_PROPERTIES for k in properties):
-        return False
+    for key, value in properties.items():
+        if key.lower().startswith("delta.") and value not in NATIVE_PROPERTIES.get(key, ()):
+            return False
     return all(_verified(f["type"]) for f in schema.jsonValue()["fields"])
+
+
+def has_session_defaults(spark: Any) -> bool:
+    """Whether the session sets Delta defaults for new tables (:data:`SESSION_DEFAULTS`:
+    a column mapping, a protocol version, row tracking...), which Spark's create applies
+    and :func:`create` does not: one call per sink, not per target."""
+    return any(k.startswith(SESSION_DEFAULTS) for k in spark.conf.getAll)
 
 
 def _verified(kind: Any) -> bool:
@@ -144,48 +151,7 @@ def create(
     at all, and fails where a commit 0 is there already (another process made the
     table: not ours), as Delta's own local log store does. Column comments travel in
     ``schema``'s field metadata, the table's as ``description``, where Spark keeps them."""
-    reader_version, writer_version, reader, writer = spark_features(properties, schema)
-    protocol: dict[str, Any] = {
-        "minReaderVersion": reader_version,
-        "minWriterVersion": writer_version,
-    }
-    if reader_version >= 3:
-        protocol["readerFeatures"] = sorted(reader)
-    if writer_version >= 7:
-        protocol["writerFeatures"] = sorted(writer)
-    now = int(time.time() * 1000)
-    actions = [
-        {
-            "commitInfo": {
-                "timestamp": now,
-                "operation": "CREATE TABLE",
-                "operationParameters": {
-                    "partitionBy": json.dumps(list(partition_keys)),
-                    "clusterBy": "[]",
-                    "description": description,
-                    "isManaged": "false",
-                    "properties": json.dumps(dict(properties)),
-                },
-                "isolationLevel": "Serializable",
-                "isBlindAppend": True,
-                "operationMetrics": {},
-                "engineInfo": ENGINE,
-                "txnId": str(uuid.uuid4()),
-            }
-        },
-        {"protocol": protocol},
-        {
-            "metaData": {
-                "id": str(uuid.uuid4()),
-                "format": {"provider": "parquet", "options": {}},
-                **({"description": description} if description is not None else {}),
-                "schemaString": schema.json(),
-                "partitionColumns": list(partition_keys),
-                "configuration": dict(properties),
-                "createdTime": now,
-            }
-        },
-    ]
+    actions = first_commit(schema, partition_keys, properties, description)
     log_folder = Path(folder) / "_delta_log"
     log_folder.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(action) + "\n" for action in actions)
@@ -200,6 +166,53 @@ def create(
         ) from None
     finally:
         staged.unlink()
+
+
+def first_commit(
+    schema: Any,
+    partition_keys: Sequence[str],
+    properties: Mapping[str, str],
+    description: str | None,
+) -> list[dict[str, Any]]:
+    """The actions of a new target's first commit (``commitInfo``, ``protocol``,
+    ``metaData``), as Spark's Delta 4 writes them for a ``CREATE TABLE``."""
+    reader_version, writer_version, reader, writer = spark_features(properties, schema)
+    protocol: dict[str, Any] = {
+        "minReaderVersion": reader_version,
+        "minWriterVersion": writer_version,
+    }
+    if reader_version >= 3:
+        protocol["readerFeatures"] = sorted(reader)
+    if writer_version >= 7:
+        protocol["writerFeatures"] = sorted(writer)
+    now = int(time.time() * 1000)
+    parameters = {
+        "partitionBy": json.dumps(list(partition_keys)),
+        "clusterBy": "[]",
+        "description": description,
+        "isManaged": "false",
+        "properties": json.dumps(dict(properties)),
+    }
+    info = {
+        "timestamp": now,
+        "operation": "CREATE TABLE",
+        "operationParameters": parameters,
+        "isolationLevel": "Serializable",
+        "isBlindAppend": True,
+        "operationMetrics": {},
+        "engineInfo": ENGINE,
+        "txnId": str(uuid.uuid4()),
+    }
+    metadata = {
+        "id": str(uuid.uuid4()),
+        "format": {"provider": "parquet", "options": {}},
+        **({"description": description} if description is not None else {}),
+        "schemaString": schema.json(),
+        "partitionColumns": list(partition_keys),
+        "configuration": dict(properties),
+        "createdTime": now,
+    }
+    return [{"commitInfo": info}, {"protocol": protocol}, {"metaData": metadata}]
 
 
 def existing(location: str, storage: Mapping[str, str] | None = None) -> Any | None:

@@ -31,7 +31,7 @@ write (type widening) is written with Spark's writer from then on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_COLUMNS
@@ -87,6 +87,7 @@ class DeltaSink(Sink):
         #: Targets of ``writer: native`` that Spark's writer writes all the same: sparkcdc's
         #: own schema evolution gave them a feature delta-rs cannot write.
         self._spark_written: set[TableId] = set()
+        self._session_defaults = False  #: the session sets Delta defaults for new tables
 
     @property
     def capabilities(self) -> SinkCapabilities:
@@ -112,6 +113,7 @@ class DeltaSink(Sink):
             ensure_writable(self.config.local_folder, "sink.path")
         if self.config.writer == "native":
             native.require()
+            self._session_defaults = native_targets.has_session_defaults(spark)
 
         self.tables = {t.source: t for t in tables}
         if self.config.path is None:
@@ -153,9 +155,7 @@ class DeltaSink(Sink):
             else:
                 assert path is not None
                 targets.create(spark, path, table, self.config, self.pipeline_id)
-            if self.pipeline_id is not None:
-                self._appends[table.source] = True
-                self._appended[table.source] = -1
+            self._created(table.source)
         self._check_native(table.source)
 
     def _open_native(self, spark: Any, table: SinkTable) -> bool:
@@ -178,7 +178,7 @@ class DeltaSink(Sink):
             return True
         targets.check_backticks(spark, table, None, self.config)
         properties = targets.table_properties(schema, self.config, self.pipeline_id)
-        if native_targets.creatable(location, schema, properties):
+        if native_targets.creatable(location, schema, properties, self._session_defaults):
             commented = targets.commented(schema, table)
             native_targets.create(
                 location, commented, table.partition_keys, properties, table.comments.table
@@ -186,9 +186,7 @@ class DeltaSink(Sink):
         else:
             targets.create(spark, path, table, self.config, self.pipeline_id)
             self._check_native(table.source)
-        if self.pipeline_id is not None:
-            self._appends[table.source] = True
-            self._appended[table.source] = -1
+        self._created(table.source)
         return True
 
     def _locate(self, spark: Any, target: TableId) -> str | None:
@@ -219,27 +217,17 @@ class DeltaSink(Sink):
         self._appended.pop(target, None)
 
     def _check_native(self, target: TableId, features: set[str] | None = None) -> None:
-        """Whether delta-rs can write the target (its table ``features``, read when not
-        given): a feature sparkcdc's own schema evolution adds moves the target to Spark's
-        writer, loudly; any other it cannot write is refused, naming it and the way out."""
+        """Whether delta-rs can write the target (:func:`_native_writable`)."""
         location = self.native_location(target)
-        if location is None:
-            return
-        if features is None:
-            features = native.table_features(location, self.config.storage_options)
-        cannot = native.unsupported(features)
-        if not cannot:
-            return
-        if set(cannot) <= native.SPARK_ONLY_AFTER_EVOLUTION:
-            log.warning(
-                "delta sink: %s has table feature(s) %s (a widened column type), which the "
-                "native writer cannot write: Spark's Delta writer writes it from now on",
-                location,
-                ", ".join(cannot),
-            )
+        storage = self.config.storage_options
+        if location is not None and not _native_writable(location, storage, target, features):
             self._spark_written.add(target)
-            return
-        raise native.refusal(location, target, cannot)
+
+    def _created(self, target: TableId) -> None:
+        """A target this sink created is its pipeline's to append snapshot rows to."""
+        if self.pipeline_id is not None:
+            self._appends[target] = True
+            self._appended[target] = -1
 
     def evolve(
         self,
@@ -427,24 +415,8 @@ class DeltaSink(Sink):
         known = self._appends.get(table.source)
         if known is not None:
             return known
-        path = self.target_path(table.source)
-        # the table's properties alone come from its metadata; DESCRIBE DETAIL's file
-        # count computes the table's state (3 Spark jobs), needed only when not marked
-        properties = dict(spark.sql(f"SHOW TBLPROPERTIES delta.{quoted(path)}").collect())
-        owner = properties.get(APPENDS_FOR)
-        if owner == pipeline:
-            self._appends[table.source] = True
-            return True
-        detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted(path)}")
-        ((files,),) = detail.select("numFiles").collect()
-        if files == 0:
-            spark.sql(
-                f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES "
-                f"({sql_string(APPENDS_FOR)} = {sql_string(pipeline)})"
-            )
-            owner = pipeline
-        self._appends[table.source] = owner == pipeline
-        return owner == pipeline
+        self._appends[table.source] = _claimed(spark, self.target_path(table.source), pipeline)
+        return self._appends[table.source]
 
     def _merge(
         self,
@@ -495,6 +467,49 @@ class DeltaSink(Sink):
         commit (sinks/delta/history.py)."""
         path = self.target_path(table.source)
         return read_back(spark, path, table, self.upsert, self.pipeline_id)
+
+
+def _claimed(spark: Any, path: str, pipeline: str) -> bool:
+    """Whether the target at ``path`` is ``pipeline``'s (marked for it), or empty and now
+    marked for it (see :meth:`DeltaSink.appendable`)."""
+    # the table's properties alone come from its metadata; DESCRIBE DETAIL's file
+    # count computes the table's state (3 Spark jobs), needed only when not marked
+    properties = dict(spark.sql(f"SHOW TBLPROPERTIES delta.{quoted(path)}").collect())
+    owner = properties.get(APPENDS_FOR)
+    if owner == pipeline:
+        return True
+    detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted(path)}")
+    ((files,),) = detail.select("numFiles").collect()
+    if files == 0:
+        spark.sql(
+            f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES "
+            f"({sql_string(APPENDS_FOR)} = {sql_string(pipeline)})"
+        )
+        owner = pipeline
+    return owner == pipeline
+
+
+def _native_writable(
+    location: str, storage: Mapping[str, str] | None, target: TableId, features: set[str] | None
+) -> bool:
+    """Whether delta-rs can write the target at ``location`` (its table ``features``, read
+    when not given): a feature sparkcdc's own schema evolution adds moves the target to
+    Spark's writer, loudly (False); any other it cannot write is refused, naming it and the
+    way out."""
+    if features is None:
+        features = native.table_features(location, storage)
+    cannot = native.unsupported(features)
+    if not cannot:
+        return True
+    if set(cannot) <= native.SPARK_ONLY_AFTER_EVOLUTION:
+        log.warning(
+            "delta sink: %s has table feature(s) %s (a widened column type), which the "
+            "native writer cannot write: Spark's Delta writer writes it from now on",
+            location,
+            ", ".join(cannot),
+        )
+        return False
+    raise native.refusal(location, target, cannot)
 
 
 def _catalog_names(
