@@ -9,6 +9,7 @@ already running), which reports what the JVM's command line held and what it was
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,12 +51,17 @@ spark.stop()
 
 
 def test_spark_conf_values_stay_off_the_jvm_command_line(tmp_path: Path) -> None:
+    # a temp folder of its own: another test process starting a JVM at the same moment
+    # has its own properties folder in the shared one for a moment
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
     done = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps(SECRET)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(own_tmp)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])

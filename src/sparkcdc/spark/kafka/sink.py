@@ -218,8 +218,8 @@ def inserted_records(df: Any, format: str, key: Sequence[str], options: RecordOp
     return df.selectExpr(
         f"{topic_sql(df, options.topic, options.topic_pattern)} AS topic",
         f"{_key_sql(schema, key)} AS key",
-        f"{value} AS value",
         f"{_partition_sql(key)} AS partition",
+        f"{value} AS value",
     )
 
 
