@@ -75,12 +75,18 @@ class KafkaSink(Sink):
         return self.config.topic_of(table.source)
 
     def writer(
-        self, table: TableId, read_version: int | None = None, inserts_only: bool = False
+        self,
+        table: TableId,
+        read_version: int | None = None,
+        inserts_only: bool = False,
+        partition: bool = False,
     ) -> Any:
         """``read_version``: the batch end's version, of the rows its snapshot and re-reads
         emitted (debezium-json writes them as ``r``, Debezium's snapshot reads).
         ``inserts_only``: the batch holds only snapshot rows of the table (distinct keys):
-        its records need no shuffle (:func:`~sparkcdc.spark.kafka.sink.kafka_records`)."""
+        its records need no shuffle (:func:`~sparkcdc.spark.kafka.sink.kafka_records`).
+        ``partition``: a keyless table is written with it, so its records carry Kafka's
+        ``partition`` column too (:class:`~sparkcdc.spark.kafka.sink.RecordOptions`)."""
         from sparkcdc.spark.kafka.sink import KafkaChangelogWriter
 
         return KafkaChangelogWriter(
@@ -93,6 +99,7 @@ class KafkaSink(Sink):
             kafka_options=self.config.producer,
             read_version=read_version,
             inserts_only=inserts_only,
+            partition=partition,
         )
 
     def evolve(
@@ -134,13 +141,15 @@ class KafkaSink(Sink):
         inserted: dict[TableId, TargetWrite] = {}
         records: list[Any] = []
         stages: list[Any] = []
-        for write in batch.with_changes():
+        writes = list(batch.with_changes())
+        keyless = any(not self.tables[w.target].key for w in writes)
+        for write in writes:
             # records carry every column: not the marker of merged rows' kept columns
             changes = write.changes.drop(KEPT_SET)
             if batch.unchanged:  # a record is a whole row: absent values cannot be kept
                 changes = without_absent_values(changes, write.target, "Kafka sink")
             only_inserts = write.snapshot_only and batch.snapshot_version is not None
-            writer = self.writer(write.target, batch.snapshot_version, only_inserts)
+            writer = self.writer(write.target, batch.snapshot_version, only_inserts, keyless)
             if only_inserts:
                 inserted[write.target] = write
                 records.append(writer.records(changes))

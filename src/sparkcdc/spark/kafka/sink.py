@@ -59,14 +59,17 @@ def topic_sql(df: Any, topic: str | None, topic_pattern: str | None) -> str:
 class RecordOptions:
     """What a table's records need besides its rows: their topic (``topic``, or
     ``topic_pattern`` with ``{column}`` placeholders), debezium's ``source`` database and
-    table where the rows lack ``database_name``/``table_name``, and the ``read_version``
-    of snapshot rows (see :func:`kafka_records`)."""
+    table where the rows lack ``database_name``/``table_name``, the ``read_version``
+    of snapshot rows (see :func:`kafka_records`), and whether they carry Kafka's
+    ``partition`` column (``partition``, see :func:`_carries_partition`)."""
 
     topic: str | None = None
     topic_pattern: str | None = None
     database: str | None = None
     table: str | None = None
     read_version: int | None = None
+    #: Records written together with a keyless table's carry the ``partition`` column.
+    partition: bool = False
 
 
 def kafka_records(
@@ -137,7 +140,7 @@ def staged_changes(
         # a string one beside it, so tables of one shape share their compiled code
         f"'{int(index)}' AS _t",
         f"{_key_sql(schema, key)} AS _k",
-        f"{_partition_sql(key)} AS _p",
+        *([f"{_partition_sql(key)} AS _p"] if _carries_partition(key, options) else []),
         f"{quoted(CHANGE_TYPE)} AS _ct",
         f"CAST({quoted(COMMIT_VERSION)} AS BIGINT) AS _version",
         f"CASE WHEN {sets} THEN 1 ELSE 0 END AS _rank",
@@ -157,16 +160,17 @@ def records_of_staged(staged: Any, format: str) -> Any:
     order = ["_t", "_k", "_version", "_rank"]
     if format == "changelog-json":
         out = staged.repartition("_t", "_k").sortWithinPartitions(*order)
-        return out.selectExpr(*_RECORD, "_data AS value")
+        return out.selectExpr(*_record(staged), "_data AS value")
     window = "OVER (PARTITION BY _t, _k ORDER BY _version, _rank)"
     paired_pre = (  # lead/lag are null at a key's edges: not paired
         f"coalesce(_ct = 'update_preimage' AND lead(_ct) {window} = 'update_postimage' "
         f"AND lead(_version) {window} = _version, false)"
     )
     if format == "upsert":
-        out = staged.selectExpr("_topic", "_p", *order, "_data", f"{paired_pre} AS _drop")
+        kept = ["_topic", *_partition_of(staged), *order, "_data"]
+        out = staged.selectExpr(*kept, f"{paired_pre} AS _drop")
         out = out.where("NOT _drop").sortWithinPartitions(*order)
-        return out.selectExpr(*_RECORD, "_data AS value")
+        return out.selectExpr(*_record(staged), "_data AS value")
     paired_post = (
         f"coalesce(_ct = 'update_postimage' AND lag(_ct) {window} = 'update_preimage' "
         f"AND lag(_version) {window} = _version, false)"
@@ -182,7 +186,7 @@ def records_of_staged(staged: Any, format: str) -> Any:
     )
     out = staged.selectExpr(
         "_topic",
-        "_p",
+        *_partition_of(staged),
         *order,
         "_source",
         "_ts",
@@ -192,7 +196,7 @@ def records_of_staged(staged: Any, format: str) -> Any:
         f"{paired_post} AS _drop",
     )
     out = out.where("NOT _drop").sortWithinPartitions(*order)
-    return out.selectExpr(*_RECORD, f"{message} AS value")
+    return out.selectExpr(*_record(staged), f"{message} AS value")
 
 
 def inserted_records(df: Any, format: str, key: Sequence[str], options: RecordOptions) -> Any:
@@ -218,7 +222,7 @@ def inserted_records(df: Any, format: str, key: Sequence[str], options: RecordOp
     return df.selectExpr(
         f"{topic_sql(df, options.topic, options.topic_pattern)} AS topic",
         f"{_key_sql(schema, key)} AS key",
-        f"{_partition_sql(key)} AS partition",
+        *([f"{_partition_sql(key)} AS partition"] if _carries_partition(key, options) else []),
         f"{value} AS value",
     )
 
@@ -226,8 +230,23 @@ def inserted_records(df: Any, format: str, key: Sequence[str], options: RecordOp
 #: An image that sets its key's row (the others remove it), as Spark SQL text.
 _SETS = f"{quoted(CHANGE_TYPE)} IN ('insert', 'update_postimage')"
 
-#: A record's columns besides its value, from the staged columns.
-_RECORD = ("_topic AS topic", "_k AS key", "_p AS partition")
+
+def _partition_of(staged: Any) -> list[str]:
+    """``_p`` where the staged changes carry it (:func:`_carries_partition`)."""
+    return ["_p"] if "_p" in staged.columns else []
+
+
+def _record(staged: Any) -> list[str]:
+    """A record's columns besides its value, from the staged columns."""
+    return ["_topic AS topic", "_k AS key", *(f"{p} AS partition" for p in _partition_of(staged))]
+
+
+def _carries_partition(key: Sequence[str], options: RecordOptions) -> bool:
+    """Whether a table's records carry Kafka's ``partition`` column: a keyless table's
+    do (0, see the module doc), and so do those written with one (a union needs one shape;
+    null there: the producer's choice by key). Other writes leave the column out: it cost
+    ~8 % of a 200-table write into Kafka (benchmarks.many_tables, 2026-12-05)."""
+    return options.partition or not key
 
 
 def _key_sql(schema: Any, key: Sequence[str]) -> str:
@@ -314,6 +333,8 @@ class KafkaChangelogWriter:
     read_version: int | None = None
     #: See :func:`kafka_records`.
     inserts_only: bool = False
+    #: See :class:`RecordOptions`.
+    partition: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -324,7 +345,12 @@ class KafkaChangelogWriter:
     @property
     def options(self) -> RecordOptions:
         return RecordOptions(
-            self.topic, self.topic_pattern, self.database, self.table, self.read_version
+            self.topic,
+            self.topic_pattern,
+            self.database,
+            self.table,
+            self.read_version,
+            self.partition,
         )
 
     def records(self, df: Any) -> Any:
