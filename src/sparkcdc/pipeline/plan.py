@@ -2,8 +2,8 @@
 
 ``prepare`` plans a run this way before it opens the sink; ``sparkcdc validate`` plans one
 and stops there, so everything a run would refuse up front (a server not set up for CDC, a
-transform expression Spark rejects, two tables into one target) it refuses too, without
-writing anything anywhere.
+transform expression Spark rejects, two tables into one target, a sink option's entry that
+names no target) it refuses too, without writing anything anywhere.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.pipeline.checkpoint import last_committed_offset
 from sparkcdc.pipeline.definition import PipelineDefinition
 from sparkcdc.pipeline.keyless_targets import refuse_keyless_upserts
+from sparkcdc.pipeline.named_tables import check_named_tables, created_later
 from sparkcdc.pipeline.run_state import RunState, load_run_state
 from sparkcdc.pipeline.schema_follow import restore_targets
 from sparkcdc.pipeline.shaping import shaped_schema
@@ -86,6 +87,13 @@ def plan(
     refuse_keyless_upserts(sink.capabilities.write_mode, targets)
     state = load_run_state(definition.settings.checkpoint)
     targets = restore_targets(targets, state, definition.settings.schema_change_behavior)
+    config = definition.source_config
+    check_named_tables(
+        definition.sink_type,
+        sink.named_tables(),
+        targets,
+        created_later(config.newly_added_tables, config.tables, definition.routes),
+    )
     shared = shared_targets(sink, [t.table for t in targets])
     if shared:
         target, sources = next(iter(shared.items()))

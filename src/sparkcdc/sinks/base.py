@@ -161,6 +161,13 @@ class Sink(ABC):
         (Delta would skip the second as a replay of the first)."""
         return None
 
+    def named_tables(self) -> Mapping[str, Mapping[TableId, str]]:
+        """Per option of this sink that names target tables (Flink CDC's
+        ``db.table:...;...`` form, e.g. the Delta sink's ``cluster.key``), each table it
+        names with the entry that names it. The pipeline refuses, before anything runs, an
+        entry that names no target (pipeline/named_tables.py): a typo is never silent."""
+        return {}
+
     def snapshot(self, spark: Any, table: SinkTable) -> TargetSnapshot:
         """The target's current rows and the source offset they are at (for ``verify``)."""
         raise NotImplementedError(f"{type(self).__name__} cannot be verified")

@@ -13,6 +13,7 @@ from sparkcdc.core.errors import OptionError
 from sparkcdc.core.folders import is_uri
 from sparkcdc.core.options import OptionSpec, parse_bool, parse_int, parse_options
 from sparkcdc.core.secret import SecretSettings
+from sparkcdc.core.table import TableId
 
 CHANGELOG_MODES = ("upsert", "append")
 #: Who writes the targets' rows: Spark's Delta writer, or delta-rs (sinks/delta/native.py).
@@ -48,8 +49,6 @@ def parse_cluster_keys(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``db.table:col1,col2;db.other:col``: per target table (its key as ``TableId.key``
     spells it, as the sink sees the table: a route's sink-table when routed), the columns
     it is clustered by."""
-    from sparkcdc.core.table import TableId
-
     found: dict[str, tuple[str, ...]] = {}
     for entry in (e.strip() for e in text.split(";")):
         if not entry:
@@ -110,9 +109,10 @@ SPECS = (
         doc="liquid clustering of the targets the sink creates: `db.table:col1,col2;"
         "db.other:col` (Flink CDC's `partition.key` form; the table as the sink sees it, "
         "a route's `sink-table` when routed), each created with Delta's `CLUSTER BY` "
-        "(up to 4 columns); not with a transform's `partition-keys` for the same table, "
-        "nor with `writer: native` (delta-rs cannot write clustered tables); an existing "
-        "target keeps its layout",
+        "(up to 4 columns); an entry naming no target is refused at the start (with "
+        "`scan.newly-added-table.enabled`, not one a table created later may become); not "
+        "with a transform's `partition-keys` for the same table, nor with `writer: native` "
+        "(delta-rs cannot write clustered tables); an existing target keeps its layout",
         default_doc="(none)",
     ),
     OptionSpec(
@@ -203,6 +203,15 @@ class DeltaSinkConfig:
         """The columns ``cluster.key`` clusters the target of key ``target`` by (empty:
         none)."""
         return dict(self.cluster_keys).get(target, ())
+
+    def cluster_entries(self) -> dict[TableId, str]:
+        """Each table ``cluster.key`` names, with its entry as the option spells it
+        (``db.table:col1,col2``), for messages."""
+        found = {}
+        for key, columns in self.cluster_keys:
+            table = TableId.from_key(key)
+            found[table] = f"{table}:{','.join(columns)}"
+        return found
 
     @property
     def catalog(self) -> bool:

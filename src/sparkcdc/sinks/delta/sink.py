@@ -108,6 +108,9 @@ class DeltaSink(Sink):
         (name,) = target_names([table], self.config.table_name, folder_name).values()
         return location_join(self.config.path, name)
 
+    def named_tables(self) -> Mapping[str, Mapping[TableId, str]]:
+        return {"cluster.key": self.config.cluster_entries()} if self.config.cluster_keys else {}
+
     def open(self, spark: Any, tables: Sequence[SinkTable]) -> None:
         if self.config.local_folder is not None:
             ensure_writable(self.config.local_folder, "sink.path")
@@ -190,11 +193,8 @@ class DeltaSink(Sink):
         return True
 
     def _locate(self, spark: Any, target: TableId) -> str | None:
-        """Where the target's Delta table is, None when a catalog target does not exist yet.
-        The one place a catalog name becomes a location (sinks/delta/catalog.py): every
-        write, check and ``verify`` after it goes by that location, as for a folder. An
-        external target the catalog forgot (an in-memory catalog after a restart) is
-        registered again from its folder."""
+        """Where the target is (None: a catalog target not made yet), as writes, checks and
+        ``verify`` use it: a catalog name's location (a forgotten one registered again)."""
         parts = self.names.get(target)
         if parts is None:
             return self.paths[target]
