@@ -168,5 +168,32 @@ def test_external_tables_are_registered_again_and_managed_ones_refused_in_memory
         managed = DeltaSinkConfig.from_options(options)
         with pytest.raises(SparkCdcError, match="in-memory session catalog"):
             DeltaSink(managed, "p:1").open(spark, [table])
+        # the session catalog named in another case is the session catalog all the same
+        shouted = {**options, "table-name": f"SPARK_CATALOG.{schema_name}.{{table}}"}
+        with pytest.raises(SparkCdcError, match="in-memory session catalog"):
+            DeltaSink(DeltaSinkConfig.from_options(shouted), "p:1").open(spark, [table])
     finally:
         spark.sql(f"DROP SCHEMA IF EXISTS spark_catalog.{schema_name} CASCADE")
+
+
+def test_another_catalogs_target_in_its_earlier_folder_is_taken_back_or_refused(
+    spark: Any, scratch: Path
+) -> None:
+    """Earlier versions kept a non-session catalog's external target in
+    ``<location>/<schema>/<table>``; when its catalog forgot it, the folder of now is
+    empty: the table there is this pipeline's (taken back), another pipeline's (left
+    alone: the target is created in its own folder), or cannot be told (refused, not an
+    empty target beside it; sinks/delta/moved_folders.py)."""
+    from sparkcdc.sinks.delta.moved_folders import moved_target
+
+    parts = ("uc", "s", "t")
+    earlier, folder = str(scratch / "ext" / "s" / "t"), str(scratch / "ext" / "uc" / "s" / "t")
+    assert moved_target(spark, parts, earlier, folder, "p:1") is None  # nothing there
+    spark.range(3).write.format("delta").save(earlier)
+    with pytest.raises(SparkCdcError, match=r"neither in catalog 'uc'.*move that folder to"):
+        moved_target(spark, parts, earlier, folder, "p:1")
+    spark.sql(f"ALTER TABLE delta.`{earlier}` SET TBLPROPERTIES ('sparkcdc.appends-for' = 'p:2')")
+    assert moved_target(spark, parts, earlier, folder, "p:1") is None  # another pipeline's
+    assert moved_target(spark, parts, earlier, folder, "p:2") == earlier
+    with pytest.raises(SparkCdcError, match="not marked as this pipeline's"):
+        moved_target(spark, parts, earlier, folder, None)  # whose cannot be told

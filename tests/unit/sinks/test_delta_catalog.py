@@ -23,6 +23,7 @@ from sparkcdc.sinks.delta.catalog import (
     target_name,
 )
 from sparkcdc.sinks.delta.config import DeltaSinkConfig
+from sparkcdc.sinks.delta.moved_folders import earlier_folder
 from sparkcdc.sinks.delta.sink import external_folder, shared_folder
 
 
@@ -59,6 +60,29 @@ def test_one_or_two_parts_are_in_the_session_catalog_and_more_than_three_refused
     for name in ("a.b.c.d", "a.b.c.d.e"):
         with pytest.raises(OptionError, match="expected 'catalog\\.schema\\.table'"):
             table_parts(name, "t")
+
+
+@pytest.mark.parametrize("spelt", ["SPARK_CATALOG", "Spark_Catalog", "spark_catalog"])
+def test_the_session_catalog_is_named_in_any_case(spelt: str) -> None:
+    """Spark's CatalogManager finds its session catalog by name ignoring case: the target
+    is the session catalog's table, its external folder the session catalog's, one target
+    with ``lake.orders``, and an in-memory session catalog would forget it."""
+    parts = table_parts(f"{spelt}.lake.orders", "t")
+    assert parts == table_parts("lake.orders", "t") == (SESSION_CATALOG, "lake", "orders")
+    assert external_folder("/x", parts) == str(Path("/x/lake/orders").resolve())
+    assert table_parts("UC.lake.orders", "t")[0] == "UC"  # other catalogs: as configured
+
+
+def test_the_earlier_folder_of_another_catalogs_target() -> None:
+    """Before folders per catalog, another catalog's external target was in
+    ``<location>/<schema>/<table>``: looked at when its catalog forgot it, unless that is
+    a session catalog target's folder now (sinks/delta/moved_folders.py)."""
+    uc = ("uc", "s", "t")
+    earlier = earlier_folder("/lake", uc, ())
+    assert earlier == str(Path("/lake/s/t").resolve())
+    assert earlier_folder("/lake", (SESSION_CATALOG, "s", "t"), ()) is None
+    taken = {external_folder("/lake", (SESSION_CATALOG, "s", "t"))}
+    assert earlier_folder("/lake", uc, taken) is None
 
 
 def test_without_path_the_targets_are_catalog_tables_written_by_spark() -> None:

@@ -142,9 +142,10 @@ def sql_name(parts: Sequence[str]) -> str:
 
 def table_parts(name: str, what: str) -> tuple[str, str, str]:
     """``(catalog, schema, table)`` of a target's name: ``schema.table`` is in the session
-    catalog, and a one-part name (a route's ``sink-table: orders``, the sink's default
-    namespace, sinks/names.py) in its ``default`` schema; OptionError naming ``what`` (the
-    source table, the option) otherwise."""
+    catalog (so is ``SPARK_CATALOG.schema.table``: its name in any case is
+    :data:`SESSION_CATALOG`), and a one-part name (a route's ``sink-table: orders``, the
+    sink's default namespace, sinks/names.py) in its ``default`` schema; OptionError
+    naming ``what`` (the source table, the option) otherwise."""
     try:
         parts = split_name(name)
     except ValueError as exc:
@@ -154,7 +155,10 @@ def table_parts(name: str, what: str) -> tuple[str, str, str]:
     if len(parts) == 2:
         return (SESSION_CATALOG, parts[0], parts[1])
     if len(parts) == 3:
-        return (parts[0], parts[1], parts[2])
+        # Spark finds its session catalog by name in any case (`SPARK_CATALOG.db.t`), as
+        # CatalogManager does; other catalogs' names are as configured
+        session = parts[0].lower() == SESSION_CATALOG
+        return (SESSION_CATALOG if session else parts[0], parts[1], parts[2])
     raise OptionError(
         f"delta sink: the catalog name of {what} is '{name}', which has {len(parts)} part(s); "
         "expected 'catalog.schema.table' or 'schema.table' (a part with dots in backticks), "

@@ -41,7 +41,7 @@ from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.core.table import TableId
 from sparkcdc.sinks.base import Sink, SinkTable, TargetSnapshot, target_names
 from sparkcdc.sinks.capabilities import SinkCapabilities
-from sparkcdc.sinks.delta import catalog, native, native_targets, targets
+from sparkcdc.sinks.delta import catalog, moved_folders, native, native_targets, targets
 from sparkcdc.sinks.delta.appended import (
     snapshot_appended,
 )
@@ -198,10 +198,10 @@ class DeltaSink(Sink):
         parts = self.names.get(target)
         if parts is None:
             return self.paths[target]
-        location = _catalog_location(spark, parts, self.config.location)
-        if location is not None:
-            self.paths[target] = location
-        return location
+        found = _catalog_location(spark, parts, self.config.location, self.pipeline_id, self.names)
+        if found is not None:
+            self.paths[target] = found
+        return found
 
     def native_location(self, target: TableId) -> str | None:
         """The target's location as delta-rs names it when delta-rs writes it, else None
@@ -595,16 +595,32 @@ def _external_folder(spark: Any, location: str | None, parts: tuple[str, str, st
     return _qualified(spark, external_folder(location, parts))
 
 
-def _catalog_location(spark: Any, parts: tuple[str, str, str], location: str | None) -> str | None:
+def _catalog_location(
+    spark: Any,
+    parts: tuple[str, str, str],
+    location: str | None,
+    pipeline_id: str | None = None,
+    names: Mapping[TableId, tuple[str, str, str]] | None = None,
+) -> str | None:
     """Where the catalog keeps the table ``parts``, None when it does not exist; an
     external table (the sink's ``location``) the catalog forgot is registered again from
-    its folder first."""
+    its folder first, or from the folder earlier versions gave it when this pipeline's
+    table is there (sinks/delta/moved_folders.py; ``names``: the sink's targets)."""
     found = catalog.location_of(spark, parts)
     if found is None and location is not None:
         from delta.tables import DeltaTable
 
-        folder = _external_folder(spark, location, parts)
-        if folder is not None and DeltaTable.isDeltaTable(spark, folder):
+        folder: str | None = _external_folder(spark, location, parts)
+        assert folder is not None
+        if not DeltaTable.isDeltaTable(spark, folder):
+            taken = {external_folder(location, p) for p in (names or {}).values()}
+            earlier = moved_folders.earlier_folder(location, parts, taken)
+            if earlier is not None:
+                earlier = _qualified(spark, earlier)
+                folder = moved_folders.moved_target(spark, parts, earlier, folder, pipeline_id)
+            else:
+                folder = None
+        if folder is not None:
             catalog.register(spark, parts, folder)
             found = catalog.location_of(spark, parts)
     return found
