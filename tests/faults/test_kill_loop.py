@@ -28,8 +28,8 @@ import pytest
 
 from sparkcdc.cli.commands import verify_pipeline
 from sparkcdc.cli.main import main
+from sparkcdc.core.crash_points import CRASH_AT, SCHEMA_ALTERED, SCHEMA_APPLIED
 from sparkcdc.embedded import EmbeddedKafka, EmbeddedMariaDB, EmbeddedPostgres
-from sparkcdc.pipeline.crash_points import CRASH_AT, SCHEMA_ALTERED, SCHEMA_APPLIED
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.spark.kafka.source import read_kafka
 from tests.integration.test_mysql_source import orders
@@ -331,7 +331,7 @@ def test_sigkill_right_after_a_schema_change_reached_the_target_applies_it_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The kills aimed where random ones seldom land (``SPARKCDC_CRASH_AT``,
-    pipeline/crash_points.py): after the sink applied a schema change to the target,
+    core/crash_points.py): after the sink applied a schema change to the target,
     before the batch carrying it is committed. One run dies at an ALTER adding two
     columns (then filled), once the run state recorded it; the next dies at an ALTER
     renaming the first and dropping the second, before the run state recorded it (the

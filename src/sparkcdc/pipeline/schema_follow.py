@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.core.comments import Comments
+from sparkcdc.core.crash_points import SCHEMA_ALTERED, SCHEMA_APPLIED, crash_point
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.core.table_events import ColumnMoves
-from sparkcdc.pipeline.crash_points import SCHEMA_ALTERED, SCHEMA_APPLIED, crash_point
 from sparkcdc.pipeline.evolution import MIRRORING, change_types, evolution, evolved_target
 from sparkcdc.pipeline.run_state import RunState
 from sparkcdc.pipeline.shaped_evolution import (
@@ -157,7 +157,7 @@ class SchemaFollower:
         )
         keep = self.behavior in MIRRORING or not new_target.as_captured
         self.applied(table.source, table.source, schema.json() if keep else None)
-        crash_point(SCHEMA_APPLIED)  # the fault suite's kill (pipeline/crash_points.py)
+        crash_point(SCHEMA_APPLIED)  # the fault suite's kill (core/crash_points.py)
         return new_table, new_target
 
     def _follow_shaped(self, target: Target, table: SinkTable, found: OffsetColumns) -> Target:

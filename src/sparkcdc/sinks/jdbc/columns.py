@@ -66,12 +66,7 @@ def alter_columns(
         present = any(dialect.same_column(field.name, e) for e in existing)
         column = dialect.column_type(field, False, 0)
         if not present:
-            cur.execute(
-                f"ALTER TABLE {table_sql} ADD COLUMN {dialect.quote(field.name)} {column}",
-                (),
-            )
-            if target.comments.column(field.name) is not None:  # include-comments.enabled
-                dialect.comment_column(cur, target, field.name, column)
+            dialect.add_column(cur, target, field, column)  # with its comment
             log.info("jdbc sink: added column %s to %s", field.name, target)
         elif field.name in before and before[field.name].dataType != field.dataType:
             cur.execute(dialect.widen_column_sql(table_sql, field, column), ())

@@ -234,16 +234,39 @@ class TargetDialect(ABC):
         not_null = " NOT NULL" if is_key else ""
         return f"{self.column_type(field, is_key, shares.get(field.name, 0))}{not_null}"
 
-    @abstractmethod
-    def comment_column(self, cur: Any, target: Target, name: str, definition: str) -> None:
-        """Give column ``name`` (as ``definition`` says it is) its source comment."""
+    def comment_column(self, cur: Any, target: Target, name: str) -> None:
+        """Give column ``name`` its source comment by a statement of its own (PostgreSQL's
+        ``COMMENT ON``); a dialect without one writes comments where it defines columns
+        (:meth:`create_target`, :meth:`add_column`)."""
+        raise NotImplementedError(f"{type(self).__name__} comments columns where it defines them")
+
+    def create_target(self, cur: Any, target: Target) -> None:
+        """Create ``target`` with its columns' comments (``include-comments.enabled``),
+        then mark it as a sink's target (:meth:`mark_target`): a marked table is taken back
+        as it is, so nothing may come after the mark. One transaction here (PostgreSQL's
+        DDL is transactional; the sink's ``open`` commits it): a crash keeps none of it."""
+        cur.execute(self.create_table_sql(target), ())
+        for field in target.schema.fields:
+            if target.comments.column(field.name) is not None:
+                self.comment_column(cur, target, field.name)
+        self.mark_target(cur, target)
+
+    def add_column(self, cur: Any, target: Target, field: Any, column_type: str) -> None:
+        """Add ``field`` as a nullable column of ``column_type``, with its comment."""
+        table_sql = self.table_sql(target.qualifier, target.name)
+        cur.execute(
+            f"ALTER TABLE {table_sql} ADD COLUMN {self.quote(field.name)} {column_type}", ()
+        )
+        if target.comments.column(field.name) is not None:  # include-comments.enabled
+            self.comment_column(cur, target, field.name)
+
+    def column_sql(self, target: Target, field: Any, shares: Mapping[str, int]) -> str:
+        """A column of CREATE TABLE: its name and definition."""
+        return f"{self.quote(field.name)} {self.column_definition(target, field, shares)}"
 
     def create_table_sql(self, target: Target) -> str:
         shares = self.key_shares(target)
-        lines = []
-        for field in target.schema.fields:
-            definition = self.column_definition(target, field, shares)
-            lines.append(f"{self.quote(field.name)} {definition}")
+        lines = [self.column_sql(target, field, shares) for field in target.schema.fields]
         lines.append(f"PRIMARY KEY ({', '.join(self.quote(k) for k in target.key)})")
         body = ",\n  ".join(lines)
         return f"CREATE TABLE {self.table_sql(target.qualifier, target.name)} (\n  {body}\n)"
@@ -577,10 +600,9 @@ class PostgresTarget(TargetDialect):
         )
         cur.execute(statement)
 
-    def comment_column(self, cur: Any, target: Target, name: str, definition: str) -> None:
+    def comment_column(self, cur: Any, target: Target, name: str) -> None:
         from psycopg import sql
 
-        del definition  # COMMENT ON needs none
         statement = sql.SQL("COMMENT ON COLUMN {}.{}.{} IS {}").format(
             sql.Identifier(str(target.qualifier)),
             sql.Identifier(target.name),
@@ -759,13 +781,28 @@ class MySqlTarget(TargetDialect):
         table = self.table_sql(target.qualifier, target.name)
         cur.execute(f"ALTER TABLE {table} COMMENT = %s", (TARGET_MARK,))
 
-    def comment_column(self, cur: Any, target: Target, name: str, definition: str) -> None:
-        # MySQL has no COMMENT ON: the column is redefined as it is, with the comment
-        table = self.table_sql(target.qualifier, target.name)
-        cur.execute(
-            f"ALTER TABLE {table} MODIFY {self.quote(name)} {definition} COMMENT %s",
-            (target.comments.column(name),),
-        )
+    def create_target(self, cur: Any, target: Target) -> None:
+        """One CREATE TABLE with the columns' comments and the table's mark: MySQL commits
+        each DDL statement at once, so comments or a mark set after it would be lost to a
+        crash between them (the table taken back, or adopted while empty, without them)."""
+        comments = [target.comments.column(f.name) for f in target.schema.fields]
+        ddl = f"{self.create_table_sql(target)} COMMENT = %s"
+        cur.execute(ddl, (*(c for c in comments if c is not None), TARGET_MARK))
+
+    def add_column(self, cur: Any, target: Target, field: Any, column_type: str) -> None:
+        """``ADD COLUMN`` with its comment in the one statement (MySQL has no COMMENT ON,
+        and commits each DDL statement: a comment set after it could be lost)."""
+        table_sql = self.table_sql(target.qualifier, target.name)
+        comment = target.comments.column(field.name)
+        sql = f"ALTER TABLE {table_sql} ADD COLUMN {self.quote(field.name)} {column_type}"
+        if comment is None:
+            cur.execute(sql, ())
+        else:
+            cur.execute(f"{sql} COMMENT %s", (comment,))
+
+    def column_sql(self, target: Target, field: Any, shares: Mapping[str, int]) -> str:
+        sql = super().column_sql(target, field, shares)
+        return sql if target.comments.column(field.name) is None else f"{sql} COMMENT %s"
 
     def key_shares(self, target: Target) -> dict[str, int]:
         variable = [

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from sparkcdc.core.crash_points import JDBC_TARGET_CREATED, crash_point
 from sparkcdc.sinks.jdbc.dialects import SinkError, Target, TargetDialect
 
 log = logging.getLogger("sparkcdc.sinks.jdbc.sink")  # the sink's messages, as before
@@ -19,13 +20,8 @@ def prepare_target(dialect: TargetDialect, cur: Any, target: Target, adopt_exist
     existing = dialect.existing_columns(cur, qualifier, target.name)
     if existing is None:
         dialect.ensure_qualifier(cur, qualifier)
-        cur.execute(dialect.create_table_sql(target), ())
-        dialect.mark_target(cur, target)
-        shares = dialect.key_shares(target)
-        for field in target.schema.fields:  # include-comments.enabled
-            if target.comments.column(field.name) is not None:
-                definition = dialect.column_definition(target, field, shares)
-                dialect.comment_column(cur, target, field.name, definition)
+        dialect.create_target(cur, target)  # with its comments, marked last
+        crash_point(JDBC_TARGET_CREATED)  # the tests' kill (core/crash_points.py)
         log.info("jdbc sink: created target table %s for %s", target, target.source)
         return
     check_columns(dialect, f"target table {target}", existing, target.columns)

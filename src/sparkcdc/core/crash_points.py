@@ -1,4 +1,5 @@
-"""Named points where ``sparkcdc run`` can be made to die by SIGKILL, for the fault suite.
+"""Named points where ``sparkcdc run`` (or any process of sparkcdc's) can be made to die by
+SIGKILL, for the tests of what a crash there leaves behind.
 
 A kill at a random moment seldom lands in the few milliseconds that matter most, e.g.
 after the sink applied a schema change to the target and before Spark committed the
@@ -24,7 +25,13 @@ SCHEMA_ALTERED = "schema-altered"
 #: After the sink applied a schema change and the run state recorded it, before the batch
 #: is written and committed.
 SCHEMA_APPLIED = "schema-applied"
-POINTS = (SCHEMA_ALTERED, SCHEMA_APPLIED)
+#: After a JDBC sink's CREATE TABLE of a new target (its open transaction not committed:
+#: on PostgreSQL nothing is kept; MySQL commits each DDL statement at once).
+JDBC_TARGET_CREATED = "jdbc-target-created"
+#: After the native writer staged a new Delta target's first commit in a temporary file,
+#: before linking it into place as commit 0.
+DELTA_COMMIT_STAGED = "delta-commit-staged"
+POINTS = (SCHEMA_ALTERED, SCHEMA_APPLIED, JDBC_TARGET_CREATED, DELTA_COMMIT_STAGED)
 
 
 def crash_point(name: str) -> None:
