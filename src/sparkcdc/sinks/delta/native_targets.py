@@ -25,14 +25,17 @@ by Spark.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.core.crash_points import DELTA_COMMIT_STAGED, crash_point
 from sparkcdc.core.errors import SparkCdcError
 
 #: ``delta.`` properties a natively created target may carry, with the values it may
@@ -64,6 +67,11 @@ _SIMPLE_TYPES = frozenset(
 )
 #: The first commit's file in a table's ``_delta_log``.
 FIRST_COMMIT = "00000000000000000000.json"
+#: The end of the name of the file :func:`create` stages the first commit in
+#: (``.<uuid4>.json.tmp``: hidden, and no version's name, so Delta readers skip it).
+STAGED = ".json.tmp"
+_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_STAGED_NAME = re.compile(rf"\.{_UUID}\.json\.tmp")
 #: ``engineInfo`` of the commit that creates a target (Spark's says ``Apache-Spark/...``).
 ENGINE = "sparkcdc"
 #: The features every table Spark's Delta 4 creates at writer version 7 lists, whatever
@@ -150,22 +158,64 @@ def create(
     first commit, written whole and then linked into place, so it appears complete or not
     at all, and fails where a commit 0 is there already (another process made the
     table: not ours), as Delta's own local log store does. Column comments travel in
-    ``schema``'s field metadata, the table's as ``description``, where Spark keeps them."""
+    ``schema``'s field metadata, the table's as ``description``, where Spark keeps them.
+    Crash-safe: the staged file and the folders are synced before the link and the link
+    after it (a power loss keeps the commit whole or leaves none), and a staged file a
+    crash left behind is removed by the next create (:func:`staged_files`)."""
     actions = first_commit(schema, partition_keys, properties, description)
     log_folder = Path(folder) / "_delta_log"
-    log_folder.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(action) + "\n" for action in actions)
-    staged = log_folder / f".{uuid.uuid4()}.json.tmp"
-    staged.write_text(text, encoding="utf-8")
+    durable_folder(log_folder)
+    for leftover in staged_files(log_folder):  # a create a crash cut short
+        leftover.unlink(missing_ok=True)
+    staged = log_folder / f".{uuid.uuid4()}{STAGED}"
+    with staged.open("x", encoding="utf-8") as out:
+        out.write("".join(json.dumps(action) + "\n" for action in actions))
+        out.flush()
+        os.fsync(out.fileno())
+    crash_point(DELTA_COMMIT_STAGED)  # the tests' kill (core/crash_points.py)
     try:
         os.link(staged, log_folder / FIRST_COMMIT)
-    except FileExistsError:
+    except (FileExistsError, FileNotFoundError):  # its commit 0, or it removed our file
         raise SparkCdcError(
             f"a Delta table appeared at {folder} while the sink created it there: another "
             "process writes that folder; give each pipeline its own targets"
         ) from None
     finally:
-        staged.unlink()
+        staged.unlink(missing_ok=True)
+        fsync_folder(log_folder)  # the link (and the unlink) survive a power loss
+
+
+def staged_files(log_folder: Path) -> list[Path]:
+    """The first commits :func:`create` staged in ``log_folder`` and a crash left there
+    (never linked, or linked and not yet removed: commit 0 is its own file then). Delta
+    readers skip them (hidden, no version's name); the next create removes them."""
+    return [p for p in log_folder.iterdir() if _STAGED_NAME.fullmatch(p.name)]
+
+
+def durable_folder(folder: Path) -> None:
+    """``folder`` made with its missing parents, each new one synced into its parent, so
+    the commit later written in it cannot be lost with the folder's own entry."""
+    missing = []
+    at = folder
+    while not at.is_dir():
+        missing.append(at)
+        at = at.parent
+    for made in reversed(missing):
+        made.mkdir(exist_ok=True)
+        fsync_folder(made.parent)
+
+
+def fsync_folder(folder: Path) -> None:
+    """The folder's entries (files made, linked or removed in it) written to the disk; a
+    file system that cannot sync a folder (EINVAL) keeps them as it does."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(descriptor)
 
 
 def first_commit(
