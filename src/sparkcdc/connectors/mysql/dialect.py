@@ -290,6 +290,12 @@ class MySqlDialect(
         )
         stop = end if change is None else change.boundary
         self._walked = (start.key, stop.key, walked) if stop > start else None
+        if change is not None and change.table is not None and not self.config.include_comments:
+            # an ALTER's COMMENT '...' is read only when asked, as discovery reads them
+            columns = tuple(dataclasses.replace(c, comment=None) for c in change.table.columns)
+            change = dataclasses.replace(
+                change, table=dataclasses.replace(change.table, columns=columns)
+            )
         return change
 
     def _default_charset(self, table: TableId) -> str | None:
