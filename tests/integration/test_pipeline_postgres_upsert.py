@@ -1,7 +1,7 @@
 """PostgreSQL tables without REPLICA IDENTITY FULL through ``changelog-mode: upsert`` into
-upsert targets (Delta with Spark's and with the native writer, JDBC PostgreSQL): random
-writes during the snapshot and the stream, a stop while writes go on and a restart with
-the backlog, then ``sparkcdc verify``.
+upsert targets (Delta with Spark's and with the native writer, JDBC PostgreSQL and
+MariaDB): random writes during the snapshot and the stream, a stop while writes go on and
+a restart with the backlog, then ``sparkcdc verify``.
 
 ``shop.docs`` holds large TOASTed text and jsonb values (random, so stored out of line)
 that most of its random writes leave unchanged (they update other columns): the WAL then
@@ -19,7 +19,7 @@ import pytest
 
 from sparkcdc.cli.commands import verify_pipeline
 from sparkcdc.connectors.postgres.wal.pgoutput import lsn_from_text
-from sparkcdc.embedded import EmbeddedPostgres
+from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.runner import prepare
 from tests.integration.test_pipeline_postgres import (
@@ -32,6 +32,7 @@ from tests.integration.test_pipeline_postgres import (
 )
 from tests.support.pipelines import (
     committed_offsets,
+    mariadb_sink_block,
     postgres_sink_block,
     snapshot_done,
     wait_until,
@@ -121,20 +122,27 @@ class Writers:
         return min(one.transactions for one in self.all)
 
 
-@pytest.mark.parametrize("target", ["delta", "delta-native", "jdbc"])
+@pytest.mark.parametrize("target", ["delta", "delta-native", "jdbc", "jdbc-mariadb"])
 def test_default_identity_tables_reach_upsert_targets_equal_across_a_restart(
     spark: Any,
     postgres: EmbeddedPostgres,
     pg_db: str,
     scratch: Path,
     monkeypatch: Any,
+    request: pytest.FixtureRequest,
     target: str,
 ) -> None:
+    """``jdbc-mariadb``: the absent values kept by MariaDB's upsert (``ON DUPLICATE KEY
+    UPDATE`` leaving the kept columns out), as PostgreSQL's ``ON CONFLICT`` does."""
     default_identity_tables(postgres, pg_db)
     if target.startswith("delta"):
         sink = "type: delta\npath: lake"
         if target == "delta-native":
             sink += "\nwriter: native"
+    elif target == "jdbc-mariadb":
+        mariadb: EmbeddedMariaDB = request.getfixturevalue("mariadb")
+        database = mariadb.create_database(f"target_{pg_db[-6:]}")
+        sink = mariadb_sink_block(mariadb, database, monkeypatch)
     else:
         sink = postgres_sink_block(
             postgres, postgres.create_database(f"target_{pg_db[-6:]}"), monkeypatch
