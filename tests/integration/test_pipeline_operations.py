@@ -14,7 +14,15 @@ from typing import Any
 
 from sparkcdc.core.table import TableId
 from sparkcdc.embedded import EmbeddedMariaDB
-from sparkcdc.pipeline.batch_report import BatchReport
+from sparkcdc.pipeline.batch_report import (
+    COUNTED,
+    OFFSETS,
+    PLANNED,
+    RECORDED,
+    RELEASED,
+    WRITTEN,
+    BatchReport,
+)
 from sparkcdc.pipeline.definition import load_pipeline
 from sparkcdc.pipeline.metrics import MetricsSnapshot
 from sparkcdc.pipeline.prometheus import serve_metrics
@@ -154,6 +162,11 @@ def test_metrics_and_status_through_snapshot_pause_and_idle(
         assert report.fetch_lag >= report.fetched - after_insert >= 3
         assert report.fetch_lag <= report.fetched - int(before_insert)
         assert report.emit_lag >= report.fetch_lag
+        # the runner's steps of the batch, each ended after the one before (benchmarks.soak
+        # --breakdown subtracts them); the report is handed over once its state is recorded
+        steps = [report.steps[s] for s in (OFFSETS, COUNTED, PLANNED, WRITTEN, RELEASED)]
+        assert report.started <= steps[0] and steps == sorted(steps), report.steps
+        assert steps[-1] <= report.written <= report.steps[RECORDED], report.steps
         samples = scrape(port)
         labels = frozenset({("table", str(table))})
         assert samples[("sparkcdc_changes_total", labels | {("kind", "insert")})] == 3

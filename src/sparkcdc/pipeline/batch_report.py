@@ -15,6 +15,18 @@ from sparkcdc.core.table import TableId
 #: A table's state, from the batch's end offset (snapshot/progress.py).
 PENDING, SNAPSHOTTING, STREAMING = "pending", "snapshotting", "streaming"
 
+#: The runner's steps of a batch, in order (``BatchReport.steps``): its offsets read and
+#: table events applied; split and counted (the count job); its write plan made; the sink's
+#: write returned; its cached rows released; its metrics and run state recorded.
+OFFSETS, COUNTED, PLANNED, WRITTEN, RELEASED, RECORDED = (
+    "offsets",
+    "counted",
+    "planned",
+    "written",
+    "released",
+    "recorded",
+)
+
 
 @dataclass(frozen=True)
 class TableCounts:
@@ -85,6 +97,10 @@ class BatchReport:
     started: float = 0.0  #: foreachBatch was called
     fetched: float = 0.0  #: the batch was read and counted (cached)
     written: float = 0.0  #: the sink's write returned
+    #: When each of the runner's steps of the batch ended (``OFFSETS`` ... ``RECORDED``,
+    #: the driver's wall clock), filled as they end: where a batch's seconds go on the
+    #: driver (``benchmarks.soak --breakdown``). A step the batch skipped is absent.
+    steps: dict[str, float] = field(default_factory=dict)
 
     @property
     def snapshot_rows(self) -> int:

@@ -25,7 +25,17 @@ from sparkcdc.core.folders import ensure_writable
 from sparkcdc.core.table import TableId
 from sparkcdc.core.table_events import TableEvent
 from sparkcdc.pipeline.applier import Captured, TableEventApplier
-from sparkcdc.pipeline.batch_report import STREAMING, BatchReport, table_states
+from sparkcdc.pipeline.batch_report import (
+    COUNTED,
+    OFFSETS,
+    PLANNED,
+    RECORDED,
+    RELEASED,
+    STREAMING,
+    WRITTEN,
+    BatchReport,
+    table_states,
+)
 from sparkcdc.pipeline.batch_split import BatchSplit, Split
 from sparkcdc.pipeline.checkpoint import BatchOffsets, ensure_query_id, private_folder, query_id
 from sparkcdc.pipeline.definition import PipelineDefinition
@@ -283,6 +293,7 @@ class PipelineRun:
         """One batch: its table events applied around the split (pipeline/applier.py), its
         rows handed to the sink (pipeline/write_plan.py), its counts recorded."""
         started = time.time()
+        steps: dict[str, float] = {}  # when each step ended (BatchReport.steps)
         checkpoint = self.definition.settings.checkpoint
         if self._pipeline_id is None:  # Spark wrote the checkpoint's metadata at start
             self._pipeline_id = f"{self.definition.settings.name}:{query_id(checkpoint)}"
@@ -294,7 +305,9 @@ class PipelineRun:
             events = offsets.events({t.source for t in self.tables})
             self._captured = self.applier.before_split(events, self._captured, self.envelope)
             version = None if offsets.text is None else self.probe.position(offsets.text).version
+            steps[OFFSETS] = time.time()
             split = self._splitter().of(frame, batch_id, version, alone)
+            steps[COUNTED] = time.time()
             if alone is not None:
                 split.uncounted = frozenset(t.table.source for t in self._into(alone))
             upsert = getattr(self.definition.source_config, "upsert", False)
@@ -310,12 +323,15 @@ class PipelineRun:
                 unchanged=upsert,
             )
             self._before_write(events, batch)
+            steps[PLANNED] = time.time()
             self.sink.write(batch)
             split.written(batch.read_frames)
+            steps[WRITTEN] = time.time()
         finally:
             frame.unpersist()
+        steps[RELEASED] = time.time()
         self._offsets = offsets
-        self._record(batch_id, split, offsets.text, started)
+        self._record(batch_id, split, offsets.text, started, steps)
 
     @property
     def _captured(self) -> Captured:
@@ -338,7 +354,14 @@ class PipelineRun:
         if gone:  # the running query's rows stay in the envelope when one table is left
             self.force_envelope = envelope
 
-    def _record(self, batch_id: int, split: Split, offset: str | None, started: float) -> None:
+    def _record(
+        self,
+        batch_id: int,
+        split: Split,
+        offset: str | None,
+        started: float,
+        steps: dict[str, float],
+    ) -> None:
         tally = split.tally
         report = BatchReport(
             batch_id,
@@ -349,10 +372,12 @@ class PipelineRun:
             started=started,
             fetched=split.fetched,
             written=time.time(),
+            steps=steps,
         )
         self.batches.append(report)
         self.metrics.record(report)
         save_run_state(self.definition.settings.checkpoint, self.metrics.state)
+        steps[RECORDED] = time.time()
         if self.on_batch is not None:
             self.on_batch(report)
 
