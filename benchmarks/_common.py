@@ -173,12 +173,13 @@ def run_quiet(argv: Sequence[str], password: str = "") -> float:
 # -- Spark -------------------------------------------------------------------------------
 
 
-def spark_session(cores: int) -> tuple[Any, float]:
-    """A local SparkSession with sparkcdc registered, and the seconds it took to start."""
+def spark_session(cores: int, conf: dict[str, str] | None = None) -> tuple[Any, float]:
+    """A local SparkSession with sparkcdc registered (``conf``: Spark settings besides
+    sparkcdc's), and the seconds it took to start."""
     from sparkcdc.spark.session import local_session
 
     started = time.perf_counter()
-    spark = local_session("sparkcdc-benchmark", master=f"local[{cores}]")
+    spark = local_session("sparkcdc-benchmark", master=f"local[{cores}]", conf=conf)
     return spark, time.perf_counter() - started
 
 

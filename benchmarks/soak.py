@@ -27,6 +27,12 @@ statement's commit on the source to the end of the write of the batch that appli
 (p50, p99, max per window). Which batch applied a change is known from the batches'
 per-table counts: a table's changes reach the log, and the batches, in the order the
 writer made them.
+
+``--breakdown`` prints where a batch's seconds go (benchmarks/batch_breakdown.py: Spark's
+progress, the runner's steps, Spark's jobs, the delta-rs commits), medians over the load's
+batches; ``--floor N`` first probes the batch's floor N times after the snapshot, before
+the load: an empty batch (one change to a table the pipeline does not capture), one row of
+one table, one row of every table (one transaction), each its own column of the breakdown.
 """
 
 from __future__ import annotations
@@ -37,9 +43,11 @@ import statistics
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from benchmarks import batch_breakdown
 from benchmarks._common import (
     DATABASE,
     ORDERS_COLUMNS,
@@ -54,7 +62,10 @@ from benchmarks._common import (
     start_mariadb,
 )
 from sparkcdc.embedded import EmbeddedMariaDB
-from sparkcdc.pipeline.batch_report import STREAMING
+from sparkcdc.pipeline.batch_report import STREAMING, BatchReport
+
+#: A table the pipeline does not capture: a change to it makes an empty batch (``--floor``).
+NOISE = "noise"
 
 
 class Writer:
@@ -130,8 +141,9 @@ def table_names(count: int) -> tuple[str, ...]:
     return (TABLE, *(f"{TABLE}_{i}" for i in range(2, count + 1)))
 
 
-def copy_orders(db: EmbeddedMariaDB, names: tuple[str, ...]) -> None:
-    """The other tables as unlogged copies of ``orders`` (a snapshot reads them)."""
+def copy_orders(db: EmbeddedMariaDB, names: tuple[str, ...], noise: bool = False) -> None:
+    """The other tables as unlogged copies of ``orders`` (a snapshot reads them); with
+    ``noise``, the table ``NOISE`` too, not captured."""
     conn = db.connect(DATABASE, account=db.root)
     try:
         cur = conn.cursor()
@@ -139,6 +151,9 @@ def copy_orders(db: EmbeddedMariaDB, names: tuple[str, ...]) -> None:
         for name in names[1:]:
             cur.execute(f"CREATE TABLE {name} LIKE {TABLE}")
             cur.execute(f"INSERT INTO {name} SELECT * FROM {TABLE}")
+        if noise:
+            cur.execute(f"CREATE TABLE {NOISE} (id INT PRIMARY KEY, v INT NOT NULL)")
+            cur.execute(f"INSERT INTO {NOISE} VALUES (1, 0)")
         conn.commit()
     finally:
         conn.close()
@@ -182,6 +197,46 @@ pipeline:
         encoding="utf-8",
     )
     return path
+
+
+def floor_probes(
+    run: Any, db: EmbeddedMariaDB, names: tuple[str, ...], rounds: int, trigger: float
+) -> dict[str, list[BatchReport]]:
+    """The batches of ``rounds`` rounds of the floor's probes (``--floor``), by probe: each
+    probe's statements committed on a quiet stream, then its batch waited for (a probe
+    whose changes came in more than one batch, or in none, is left out)."""
+    every = [f"UPDATE {name} SET quantity = quantity + 1 WHERE id = {{key}}" for name in names]
+    probes = {
+        "empty batch": (0, [f"UPDATE {NOISE} SET v = v + 1"]),
+        "1 row, 1 table": (1, [every[0]]),
+        f"1 row x {len(names)} tables": (
+            len(names),
+            ["START TRANSACTION", *every, "COMMIT"],
+        ),
+    }
+    found: dict[str, list[BatchReport]] = {name: [] for name in probes}
+    conn = db.connect(DATABASE, account=db.root)
+    conn.autocommit(True)
+    try:
+        cur = conn.cursor()
+        for key in range(1, rounds + 1):
+            for name, (changes, statements) in probes.items():
+                time.sleep(trigger + 0.5)  # the stream is idle: the batch before is done
+                before = len(run.batches)
+                for statement in statements:
+                    cur.execute(statement.format(key=key))
+                deadline = time.monotonic() + 5 * trigger + 30
+                while time.monotonic() < deadline and run.active:
+                    new = run.batches[before:]
+                    if new and sum(b.changes for b in new) >= changes:
+                        break
+                    time.sleep(0.05)
+                new = run.batches[before:]
+                if len(new) == 1 and new[0].changes == changes:
+                    found[name].append(new[0])
+    finally:
+        conn.close()
+    return found
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -236,29 +291,60 @@ def main(argv: list[str] | None = None) -> None:
         default=(50, 30, 20),
         help="shares of update, insert and delete statements (default 50,30,20)",
     )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print where a batch's seconds go (benchmarks/batch_breakdown.py)",
+    )
+    parser.add_argument(
+        "--floor",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --breakdown: N rounds of the floor's probes before the load (an empty "
+        "batch, one row of one table, one row of every table)",
+    )
     args = parser.parse_args(argv)
+    if args.floor and not args.breakdown:
+        parser.error("--floor needs --breakdown")
 
     from sparkcdc.pipeline.definition import load_pipeline
     from sparkcdc.pipeline.runner import prepare
 
-    with ProcessSampler() as memory, tempfile.TemporaryDirectory(prefix="sparkcdc-soak-") as tmp:
+    with (
+        ProcessSampler() as memory,
+        tempfile.TemporaryDirectory(prefix="sparkcdc-soak-") as tmp,
+        (
+            batch_breakdown.CommitClock().installed()
+            if args.breakdown
+            else nullcontext(batch_breakdown.CommitClock())
+        ) as commits,
+    ):
         db = start_mariadb("2G")
         try:
             names = table_names(args.tables)
             with memory.phase("load"):
                 populate_orders(db, args.rows)
-                copy_orders(db, names)
-            spark, _ = spark_session(args.cores)
+                copy_orders(db, names, noise=args.floor > 0)
+            conf = batch_breakdown.SESSION_CONF if args.breakdown else None
+            spark, _ = spark_session(args.cores, conf)
             spark.sparkContext.setLogLevel("ERROR")
             folder = Path(tmp)
             pipeline = pipeline_file(db, folder, args.trigger, args.writer, args.tables)
             run = prepare(load_pipeline(pipeline), spark=spark)
             writer = Writer(db, args.rows, args.rate, args.statement_rows, args.mix, names)
             windows: list[tuple[str, float, int, list[Any]]] = []
+            progress = batch_breakdown.ProgressLog()
             with memory.phase("snapshot"):
                 run.start()
+                if args.breakdown:
+                    progress.follow(lambda: run.query)
                 while not run.batches or set(run.batches[-1].table_states.values()) != {STREAMING}:
                     time.sleep(0.5)
+            probes: dict[str, list[BatchReport]] = {}
+            if args.floor:
+                with memory.phase("floor probes"):
+                    probes = floor_probes(run, db, names, args.floor, args.trigger)
             writer.thread.start()
             started = time.monotonic()
             end = started + args.minutes * 60
@@ -284,12 +370,17 @@ def main(argv: list[str] | None = None) -> None:
             if not run.active:
                 raise SystemExit("the pipeline's query ended before it caught up: see its log")
             run.stop()
+            progress.close(final=args.breakdown)
             log_batches = run.batches[writer_from:]
             latencies = dict(
                 zip(map(id, log_batches), change_latencies(writer, log_batches), strict=True)
             )
             equal = all(equal_tables(spark, db, folder, name) for name in names)
             report(args, windows, writer, caught_up, equal, latencies)
+            if args.breakdown:
+                loaded = [b for _, _, _, batches in windows for b in batches]
+                jobs = batch_breakdown.spark_jobs(spark)
+                print_breakdown(args, probes, loaded, progress, jobs, commits)
             spark.stop()
         finally:
             db.stop()
@@ -309,6 +400,30 @@ def equal_tables(spark: Any, db: EmbeddedMariaDB, folder: Path, table: str) -> b
     )
     target = spark.read.format("delta").load(str(folder / "lake" / DATABASE / table))
     return checksum(source) == checksum(target.select(*source.columns))
+
+
+def print_breakdown(
+    args: argparse.Namespace,
+    probes: dict[str, list[BatchReport]],
+    loaded: list[BatchReport],
+    progress: batch_breakdown.ProgressLog,
+    jobs: list[batch_breakdown.Job],
+    commits: batch_breakdown.CommitClock,
+) -> None:
+    """The breakdown's table: a column per floor probe, then the load's batches."""
+    clock = commits if args.writer == "native" else None
+    columns = {
+        name: batch_breakdown.breakdowns(found, progress, jobs, clock)
+        for name, found in probes.items()
+    }
+    columns["under load"] = batch_breakdown.breakdowns(loaded, progress, jobs, clock)
+    print(
+        batch_breakdown.table(
+            f"Where a batch's seconds go ({args.tables} table(s), writer {args.writer}, "
+            f"trigger {args.trigger} s)",
+            columns,
+        )
+    )
 
 
 def latency_text(latencies: list[float]) -> str:
