@@ -2,6 +2,7 @@
 against what a Spark user does instead, on the same table in one run.
 
     .venv/bin/python -m benchmarks.pipeline [--rows N] [--max-rows-per-trigger N]
+    .venv/bin/python -m benchmarks.pipeline --writers native,spark   # both Delta writers
     .venv/bin/python -m benchmarks.pipeline --sink postgres   # JDBC target
     .venv/bin/python -m benchmarks.pipeline --sink mariadb    # JDBC target
 
@@ -20,6 +21,10 @@ SparkSession (``local[--cores]``):
 * the pipeline: ``sparkcdc run --available-now`` (in process: ``prepare``, ``start``,
   ``wait``) of the same table into a new Delta table, default options but the read limit.
 
+``--writers`` picks the Delta sink's writer of the pipeline: ``spark`` (the default,
+Spark's Delta writer), ``native`` (delta-rs, docs/sinks-delta.md), or ``native,spark``:
+one pipeline per writer in every round, after the baseline, each into its own target.
+
 Both write the same rows; the figure is rows/s and the ratio to the baseline. Every path
 runs ``--rounds`` times (default 2), each time into new targets, and the figures are the
 last round's: in the first, whichever path runs first also warms the JVM (Delta's and
@@ -36,7 +41,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -175,15 +180,20 @@ def dump_into(db: EmbeddedMariaDB, load: list[str], load_env: dict[str, str]) ->
 
 
 def pipeline(
-    spark: Any, db: EmbeddedMariaDB, folder: Path, max_rows: int | None, sink: str = ""
+    spark: Any,
+    db: EmbeddedMariaDB,
+    folder: Path,
+    max_rows: int | None,
+    sink: str = "",
+    writer: str = "spark",
 ) -> float:
-    """Seconds of the pipeline's ``--available-now`` run (after ``prepare``) into Delta, or
-    into the sink block ``sink``."""
+    """Seconds of the pipeline's ``--available-now`` run (after ``prepare``) into Delta
+    with ``writer``, or into the sink block ``sink``."""
     from sparkcdc.pipeline.definition import load_pipeline
     from sparkcdc.pipeline.runner import prepare
 
     limit = f"  max-rows-per-trigger: {max_rows}\n" if max_rows else ""
-    sink = sink or "  type: delta\n  path: lake"
+    sink = sink or f"  type: delta\n  path: lake\n  writer: {writer}"
     text = f"""\
 {source_block(db, f"{DATABASE}.{TABLE}")}sink:
 {sink}
@@ -215,13 +225,19 @@ def history(spark: Any, path: Path) -> str:
 @dataclass(frozen=True)
 class Round:
     """Seconds of one round's paths, each writing a new target: the JDBC read's write, the
-    C clients' (JDBC targets only), the pipeline's; and what the pipeline's target holds."""
+    C clients' (JDBC targets only), the pipeline's per Delta writer (one entry, ``""``,
+    for a JDBC sink); and what each pipeline's target holds."""
 
     jdbc: float
     clients: float | None
-    ours: float
-    written: int
-    how: str = ""
+    ours: dict[str, float]
+    written: dict[str, int]
+    how: dict[str, str] = field(default_factory=dict)
+
+
+def named(writer: str) -> str:
+    """`` (writer: native)`` for a Delta writer's figure, nothing for a JDBC sink's."""
+    return f" (writer: {writer})" if writer else ""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -241,7 +257,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="rounds of every path in the same session, each into new targets; the figures "
         "are the last round's (the first warms the JVM for whichever path runs first)",
     )
+    parser.add_argument(
+        "--writers",
+        default="spark",
+        help="Delta writers to run the pipeline with, in this order in every round: spark "
+        "(Spark's Delta writer, the default), native (delta-rs), or both (native,spark)",
+    )
     args = parser.parse_args(argv)
+    args.writers = args.writers.split(",")
+    if not args.writers or set(args.writers) - {"spark", "native"}:
+        parser.error(f"--writers: spark, native or both, not {','.join(args.writers)!r}")
+    if args.sink != "delta" and args.writers != ["spark"]:
+        parser.error("--writers is the Delta sink's: leave it out with --sink " + args.sink)
     started = time.perf_counter()
     with ProcessSampler() as memory:
         db = start_mariadb(args.buffer_pool)
@@ -273,40 +300,51 @@ def _print_rounds(
     """Every round's seconds and ratio, then the last round's figures."""
     last = rounds[-1]
     target = {"postgres": "PostgreSQL", "mariadb": "MariaDB"}.get(args.sink, "Delta")
-    setup.append((f"pipeline's {target} table", f"{last.written:,} rows{last.how}"))
-    for i, r in enumerate(rounds, 1):
-        clients = "" if r.clients is None else f", C clients {r.clients:.2f} s"
+    for writer, written in last.written.items():
         setup.append(
             (
-                f"round {i}",
-                f"JDBC read {r.jdbc:.2f} s{clients}, pipeline {r.ours:.2f} s: "
-                f"{r.jdbc / r.ours:.2f} of the JDBC read's rate",
+                f"pipeline's {target} table{named(writer)}",
+                f"{written:,} rows{last.how.get(writer, '')}",
             )
         )
+    for i, r in enumerate(rounds, 1):
+        clients = "" if r.clients is None else f", C clients {r.clients:.2f} s"
+        ours = ", ".join(
+            f"pipeline{named(w)} {s:.2f} s: {r.jdbc / s:.2f} of the JDBC read's rate"
+            for w, s in r.ours.items()
+        )
+        setup.append((f"round {i}", f"JDBC read {r.jdbc:.2f} s{clients}, {ours}"))
     print_kv("Set-up", setup)
     for r in rounds:
-        if r.written != args.rows:
-            print(f"WARNING: the pipeline wrote {r.written:,} rows, not {args.rows:,}")
+        for writer, written in r.written.items():
+            if written != args.rows:
+                print(
+                    f"WARNING: the pipeline{named(writer)} wrote {written:,} rows, "
+                    f"not {args.rows:,}"
+                )
     writer = "delta" if args.sink == "delta" else "write.jdbc"
     base = Figure(
         f"spark.read.format('jdbc') ({args.jdbc_partitions} partitions) -> {writer}",
         args.rows,
         last.jdbc,
     )
-    clients = {
+    client_names = {
         "postgres": "mariadb --batch | psql COPY",
         "mariadb": "mariadb --batch | mariadb LOAD DATA LOCAL",
     }
     baselines = []
     if last.clients is not None:
-        baselines.append(Figure(clients[args.sink], args.rows, last.clients))
+        baselines.append(Figure(client_names[args.sink], args.rows, last.clients))
     print_figures(
         f"Initial load of {args.rows:,} rows into {target}, round {len(rounds)} of "
         f"{len(rounds)} (ratio: to the JDBC read)",
         [
             base,
             *baselines,
-            Figure(f"sparkcdc pipeline --available-now -> {args.sink}", args.rows, last.ours),
+            *(
+                Figure(f"sparkcdc pipeline --available-now -> {args.sink}{named(w)}", args.rows, s)
+                for w, s in last.ours.items()
+            ),
         ],
         base,
     )
@@ -321,11 +359,16 @@ def _into_delta(
         into.mkdir()
         with memory.phase(f"round {i}: baseline: jdbc -> delta"):
             jdbc = baseline(spark, db, args.rows, args.jdbc_partitions, into / "jdbc")
-        with memory.phase(f"round {i}: sparkcdc pipeline -> delta"):
-            ours = pipeline(spark, db, into, args.max_rows_per_trigger)
-        lake = into / "lake" / DATABASE / TABLE
-        written = spark.read.format("delta").load(str(lake)).count()
-        rounds.append(Round(jdbc, None, ours, written, f"; {history(spark, lake)}"))
+        ours, written, how = {}, {}, {}
+        for writer in args.writers:
+            place = into / writer
+            place.mkdir()
+            with memory.phase(f"round {i}: sparkcdc pipeline -> delta, writer {writer}"):
+                ours[writer] = pipeline(spark, db, place, args.max_rows_per_trigger, writer=writer)
+            lake = place / "lake" / DATABASE / TABLE
+            written[writer] = spark.read.format("delta").load(str(lake)).count()
+            how[writer] = f"; {history(spark, lake)}"
+        rounds.append(Round(jdbc, None, ours, written, how))
     return rounds
 
 
@@ -376,7 +419,7 @@ def _into_postgres(
             clients = ("mariadb | psql COPY", functools.partial(baseline_copy, db, pg, database))
             jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, target, clients, i)
             ((written,),) = pg.execute(f"SELECT count(*) FROM {TABLE}", dbname=database)
-            rounds.append(Round(jdbc, copy, ours, int(written)))
+            rounds.append(Round(jdbc, copy, {"": ours}, {"": int(written)}))
         return rounds
     finally:
         pg.stop()
@@ -407,7 +450,7 @@ def _into_mariadb(
             )
             jdbc, copy, ours = _into_jdbc(spark, db, folder, args, memory, jdbc_target, clients, i)
             ((written,),) = target.execute(f"SELECT count(*) FROM {TABLE}", database=database)
-            rounds.append(Round(jdbc, copy, ours, int(written)))
+            rounds.append(Round(jdbc, copy, {"": ours}, {"": int(written)}))
         return rounds
     finally:
         target.stop()
