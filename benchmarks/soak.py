@@ -225,7 +225,7 @@ def floor_probes(
                 before = len(run.batches)
                 for statement in statements:
                     cur.execute(statement.format(key=key))
-                deadline = time.monotonic() + 5 * trigger + 30
+                deadline = time.monotonic() + 10 * trigger + 120  # a loaded machine's batch
                 while time.monotonic() < deadline and run.active:
                     new = run.batches[before:]
                     if new and sum(b.changes for b in new) >= changes:
