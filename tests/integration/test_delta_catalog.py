@@ -176,24 +176,25 @@ def test_external_tables_are_registered_again_and_managed_ones_refused_in_memory
         spark.sql(f"DROP SCHEMA IF EXISTS spark_catalog.{schema_name} CASCADE")
 
 
-def test_another_catalogs_target_in_its_earlier_folder_is_taken_back_or_refused(
+def test_another_catalogs_target_in_its_earlier_folder_is_refused_never_taken(
     spark: Any, scratch: Path
 ) -> None:
     """Earlier versions kept a non-session catalog's external target in
     ``<location>/<schema>/<table>``; when its catalog forgot it, the folder of now is
-    empty: the table there is this pipeline's (taken back), another pipeline's (left
-    alone: the target is created in its own folder), or cannot be told (refused, not an
-    empty target beside it; sinks/delta/moved_folders.py)."""
-    from sparkcdc.sinks.delta.moved_folders import moved_target
+    empty: a table there that may be the target (this pipeline's, or whose cannot be told)
+    stops the run with what to do, never taken (it may be a same-named target of another
+    catalog); another pipeline's is left alone (sinks/delta/moved_folders.py)."""
+    from sparkcdc.sinks.delta.moved_folders import refuse_earlier_target
 
     parts = ("uc", "s", "t")
     earlier, folder = str(scratch / "ext" / "s" / "t"), str(scratch / "ext" / "uc" / "s" / "t")
-    assert moved_target(spark, parts, earlier, folder, "p:1") is None  # nothing there
+    refuse_earlier_target(spark, parts, earlier, folder, "p:1")  # nothing there
     spark.range(3).write.format("delta").save(earlier)
     with pytest.raises(SparkCdcError, match=r"neither in catalog 'uc'.*move that folder to"):
-        moved_target(spark, parts, earlier, folder, "p:1")
+        refuse_earlier_target(spark, parts, earlier, folder, "p:1")
     spark.sql(f"ALTER TABLE delta.`{earlier}` SET TBLPROPERTIES ('sparkcdc.appends-for' = 'p:2')")
-    assert moved_target(spark, parts, earlier, folder, "p:1") is None  # another pipeline's
-    assert moved_target(spark, parts, earlier, folder, "p:2") == earlier
+    refuse_earlier_target(spark, parts, earlier, folder, "p:1")  # another pipeline's
+    with pytest.raises(SparkCdcError, match=r"it is this pipeline's\. If it is this target"):
+        refuse_earlier_target(spark, parts, earlier, folder, "p:2")
     with pytest.raises(SparkCdcError, match="not marked as this pipeline's"):
-        moved_target(spark, parts, earlier, folder, None)  # whose cannot be told
+        refuse_earlier_target(spark, parts, earlier, folder, None)  # whose cannot be told

@@ -112,3 +112,30 @@ def test_a_target_created_right_before_a_crash_keeps_its_comments_and_mark(
         sink.close()
     # the table's comment is the sink's mark (the source's table comment is not kept)
     assert target_comments(server, database) == {**COMMENTS, "": TARGET_MARK}
+
+
+def test_a_comment_longer_than_mariadb_keeps_is_cut_not_refused(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """A PostgreSQL source's column comment may be longer than MySQL/MariaDB's 1024
+    characters; the sink's strict session would refuse the one CREATE TABLE holding it,
+    and the target could never be created: it is cut (and said) instead."""
+    long = "é" * 1500
+    schema = StructType([StructField("id", LongType(), False), StructField("name", StringType())])
+    comments = Comments(None, (("name", long),))
+    table = SinkTable(TableId("shop", "orders"), schema, ("id",), comments=comments)
+    user, password = f"long_{uuid.uuid4().hex[:6]}", "Long-" + uuid.uuid4().hex[:10]
+    mariadb.execute(f"CREATE USER '{user}'@'%%' IDENTIFIED BY %s", (password,))
+    mariadb.execute(f"GRANT ALL ON `{mysql_db}`.* TO '{user}'@'%'")
+    options = {
+        "url": f"mariadb://{mariadb.host}:{mariadb.port}/{mysql_db}",
+        "username": user,
+        "password": password,
+        "table-name": "crash_{table}",
+    }
+    sink = JdbcSink(JdbcSinkConfig.from_options(options), "long")
+    try:
+        sink.open(None, [table])
+    finally:
+        sink.close()
+    assert target_comments(mariadb, mysql_db) == {"name": long[:1024], "": TARGET_MARK}

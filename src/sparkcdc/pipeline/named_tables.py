@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from sparkcdc.core.errors import OptionError
 from sparkcdc.core.table import TableId
@@ -35,17 +35,28 @@ def check_named_tables(
     named: Mapping[str, Mapping[TableId, str]],
     targets: Sequence[Target],
     may_appear: Callable[[TableId], bool] = lambda _: False,
+    written: Collection[TableId] = (),
 ) -> None:
     """Refuse an entry of a sink option in ``named`` (option -> table -> entry) whose
-    table is none of ``targets`` and cannot ``may_appear`` later; log the ones that wait
-    for a table to be created."""
+    table is none of ``targets``, was not ``written`` by earlier runs (the checkpoint's:
+    a table dropped since left its target, and the entry was right when made) and cannot
+    ``may_appear`` later; log the ones that wait for a table to be created."""
     existing = {t.table.source for t in targets}
     for option, entries in named.items():
         for table, entry in entries.items():
             if table in existing:
                 continue
+            if table in written:
+                log.warning(
+                    "%s sink: option '%s' entry '%s' names a target earlier runs wrote whose "
+                    "table is not captured now; it applies to nothing until it is",
+                    sink_type,
+                    option,
+                    entry,
+                )
+                continue
             if may_appear(table):
-                log.info(
+                log.warning(
                     "%s sink: option '%s' entry '%s' names no target yet; it applies to "
                     "the target of a table created later (scan.newly-added-table.enabled)",
                     sink_type,
@@ -112,6 +123,8 @@ def _routes_to(route: RouteRule, name: TableId) -> bool:
     if not route.replace_symbol:
         return sink_table_id(route.sink_table) == name
     parts = route.sink_table.split(route.replace_symbol)
+    if len(parts) == 1:  # a sink-table without the symbol names one table
+        return sink_table_id(route.sink_table) == name
     pattern = "(.+)".join(re.escape(p) for p in parts)
     for spelt in {str(name), name.key}:
         found = re.fullmatch(pattern, spelt)

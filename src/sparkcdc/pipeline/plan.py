@@ -93,6 +93,7 @@ def plan(
         sink.named_tables(),
         targets,
         created_later(config.newly_added_tables, config.tables, definition.routes),
+        {*state.totals, *state.targets},
     )
     shared = shared_targets(sink, [t.table for t in targets])
     if shared:

@@ -9,13 +9,12 @@ and nothing changes. One that forgot it (a catalog kept in memory, a metastore r
 sends the sink to the new folder, where there is no table: left alone, the sink would
 create an empty target there while the checkpoint says its rows were written, and the
 target would silently lack them. So the folder of old is looked at first: a table there
-that this pipeline marked as its own (``sparkcdc.appends-for``) is registered again from
-there; one it cannot tell is its own is refused, with what to do.
+that may be the target stops the run with what to do (move it); it is never taken back
+by itself (see :func:`refuse_earlier_target`).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -23,8 +22,6 @@ from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.sinks.delta import catalog
 from sparkcdc.sinks.delta.config import location_join
 from sparkcdc.sinks.delta.targets import APPENDS_FOR, folder_name
-
-log = logging.getLogger(__name__)
 
 
 def earlier_folder(location: str, parts: Sequence[str], taken: Collection[str]) -> str | None:
@@ -38,37 +35,35 @@ def earlier_folder(location: str, parts: Sequence[str], taken: Collection[str]) 
     return None if earlier in taken else earlier
 
 
-def moved_target(
+def refuse_earlier_target(
     spark: Any, parts: Sequence[str], earlier: str, folder: str, pipeline_id: str | None
-) -> str | None:
-    """The external target ``parts``, which its catalog forgot and which is not in its
-    ``folder``, at its ``earlier`` folder (:func:`earlier_folder`) when a Delta table there
-    is this pipeline's (``pipeline_id``); None when there is none there or it is another
-    pipeline's. SparkCdcError when whose it is cannot be told: the sink must neither take
-    a table that may not be its target nor create an empty one beside it."""
+) -> None:
+    """Nothing when no Delta table is at the ``earlier`` folder (:func:`earlier_folder`) of
+    the external target ``parts``, which its catalog forgot and which is not in its
+    ``folder``, or when the table there is another pipeline's; SparkCdcError otherwise.
+
+    The table there is never taken as the target: whose it is says only which pipeline
+    wrote it (``sparkcdc.appends-for``), not which of its targets, and a same-named table
+    of another catalog, or a target its pipeline routes elsewhere now, would become this
+    one, two targets writing one table. Moving the folder is the user's one-time step; the
+    sink looks in the target's own folder first."""
     from delta.tables import DeltaTable
 
     if not DeltaTable.isDeltaTable(spark, earlier):
-        return None
+        return
     detail = DeltaTable.forPath(spark, earlier).detail().first()
     owner = (detail["properties"] or {}).get(APPENDS_FOR) if detail is not None else None
-    if owner is not None and owner == pipeline_id:
-        log.warning(
-            "delta sink: the target %s was in %s, its folder before the folders per catalog; "
-            "registering it from there (move it to %s at leisure: the sink looks there first)",
-            catalog.sql_name(parts),
-            earlier,
-            folder,
-        )
-        return earlier
-    if owner is not None and pipeline_id is not None:
-        return None  # another pipeline's table of the same schema and name
+    if owner is not None and pipeline_id is not None and owner != pipeline_id:
+        return  # another pipeline's table of the same schema and name
+    ours = owner is not None and owner == pipeline_id
+    whose = "this pipeline's" if ours else "not marked as this pipeline's"
     raise SparkCdcError(
         f"the Delta sink's target {catalog.sql_name(parts)} is neither in catalog "
         f"'{parts[0]}' nor in its folder {folder}, but a Delta table is in {earlier}, where "
         "earlier versions of sparkcdc kept the external targets of catalogs other than "
-        f"{catalog.SESSION_CATALOG}, and it is not marked as this pipeline's. If it is this "
-        f"target, move that folder to {folder} (the sink registers it from there); if it is "
-        "not, give this sink another 'location'. An empty target is not created beside it: "
-        "the rows the checkpoint says were written would be missing from it"
+        f"{catalog.SESSION_CATALOG}, and it is {whose}. If it is this target, move that "
+        f"folder to {folder} (the sink registers it from there); if it is not (e.g. a "
+        "same-named table of another catalog), give this sink another 'location' or move "
+        "that table. An empty target is not created beside it: the rows the checkpoint "
+        "says were written would be missing from it"
     )

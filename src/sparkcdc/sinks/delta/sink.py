@@ -31,6 +31,7 @@ write (type widening) is written with Spark's writer from then on.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -595,6 +596,14 @@ def _external_folder(spark: Any, location: str | None, parts: tuple[str, str, st
     return _qualified(spark, external_folder(location, parts))
 
 
+def _registered(spark: Any, targets: list[tuple[str, str, str]]) -> set[str]:
+    """The folders the catalogs keep ``targets`` in, as the catalog spells them and, for
+    local ones, as plain paths (how :func:`external_folder` spells a local location)."""
+    found = [f for f in (catalog.location_of(spark, p) for p in targets) if f is not None]
+    local = [re.sub(r"^file:(//)?", "", f) for f in found if f.startswith("file:")]
+    return {*found, *local}
+
+
 def _catalog_location(
     spark: Any,
     parts: tuple[str, str, str],
@@ -604,8 +613,8 @@ def _catalog_location(
 ) -> str | None:
     """Where the catalog keeps the table ``parts``, None when it does not exist; an
     external table (the sink's ``location``) the catalog forgot is registered again from
-    its folder first, or from the folder earlier versions gave it when this pipeline's
-    table is there (sinks/delta/moved_folders.py; ``names``: the sink's targets)."""
+    its folder first; a table in the folder earlier versions gave it stops the run
+    (sinks/delta/moved_folders.py; ``names``: the sink's targets)."""
     found = catalog.location_of(spark, parts)
     if found is None and location is not None:
         from delta.tables import DeltaTable
@@ -613,13 +622,15 @@ def _catalog_location(
         folder: str | None = _external_folder(spark, location, parts)
         assert folder is not None
         if not DeltaTable.isDeltaTable(spark, folder):
-            taken = {external_folder(location, p) for p in (names or {}).values()}
+            others = [p for p in (names or {}).values() if p != parts]
+            taken = {external_folder(location, p) for p in others}
+            # a same-named target of another catalog may be registered there (made so)
+            taken |= _registered(spark, [p for p in others if p[1:] == parts[1:]])
             earlier = moved_folders.earlier_folder(location, parts, taken)
             if earlier is not None:
                 earlier = _qualified(spark, earlier)
-                folder = moved_folders.moved_target(spark, parts, earlier, folder, pipeline_id)
-            else:
-                folder = None
+                moved_folders.refuse_earlier_target(spark, parts, earlier, folder, pipeline_id)
+            folder = None
         if folder is not None:
             catalog.register(spark, parts, folder)
             found = catalog.location_of(spark, parts)

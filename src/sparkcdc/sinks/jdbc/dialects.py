@@ -785,7 +785,7 @@ class MySqlTarget(TargetDialect):
         """One CREATE TABLE with the columns' comments and the table's mark: MySQL commits
         each DDL statement at once, so comments or a mark set after it would be lost to a
         crash between them (the table taken back, or adopted while empty, without them)."""
-        comments = [target.comments.column(f.name) for f in target.schema.fields]
+        comments = [self._column_comment(target, f.name) for f in target.schema.fields]
         ddl = f"{self.create_table_sql(target)} COMMENT = %s"
         cur.execute(ddl, (*(c for c in comments if c is not None), TARGET_MARK))
 
@@ -793,7 +793,7 @@ class MySqlTarget(TargetDialect):
         """``ADD COLUMN`` with its comment in the one statement (MySQL has no COMMENT ON,
         and commits each DDL statement: a comment set after it could be lost)."""
         table_sql = self.table_sql(target.qualifier, target.name)
-        comment = target.comments.column(field.name)
+        comment = self._column_comment(target, field.name)
         sql = f"ALTER TABLE {table_sql} ADD COLUMN {self.quote(field.name)} {column_type}"
         if comment is None:
             cur.execute(sql, ())
@@ -803,6 +803,25 @@ class MySqlTarget(TargetDialect):
     def column_sql(self, target: Target, field: Any, shares: Mapping[str, int]) -> str:
         sql = super().column_sql(target, field, shares)
         return sql if target.comments.column(field.name) is None else f"{sql} COMMENT %s"
+
+    #: MySQL's and MariaDB's longest column comment, in characters: a longer one fails the
+    #: statement in strict mode, which would keep the target from ever being created.
+    MAX_COLUMN_COMMENT = 1024
+
+    def _column_comment(self, target: Target, column: str) -> str | None:
+        """The column's comment as the server takes it: cut to :data:`MAX_COLUMN_COMMENT`
+        characters (a PostgreSQL source's may be longer), saying so."""
+        comment = target.comments.column(column)
+        if comment is not None and len(comment) > self.MAX_COLUMN_COMMENT:
+            log.warning(
+                "jdbc sink: the comment of %s.%s is %d characters; MySQL and MariaDB keep %d: cut",
+                target.name,
+                column,
+                len(comment),
+                self.MAX_COLUMN_COMMENT,
+            )
+            return comment[: self.MAX_COLUMN_COMMENT]
+        return comment
 
     def key_shares(self, target: Target) -> dict[str, int]:
         variable = [
