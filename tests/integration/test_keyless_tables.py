@@ -1,8 +1,8 @@
 """Tables without a primary key (MariaDB, MySQL 8, PostgreSQL): captured as multisets of rows
-with a chunk key column (docs/design.md, "Tables without a primary key"), exact under writes
-inside the chunks' log windows; the ones that cannot be captured are left out with a
-warning naming the fix, at the start and when created while the stream runs, never failing
-the tables around them.
+with a chunk key column, or on MySQL/MariaDB without one as one chunk while small
+(docs/design.md, "Tables without a primary key"), exact under writes inside the chunks' log
+windows; the ones that cannot be captured are left out with a warning naming the fix, at
+the start and when created while the stream runs, never failing the tables around them.
 """
 
 from __future__ import annotations
@@ -28,22 +28,25 @@ from tests.support.inprocess import run_batches
 def test_keyless_tables_never_fail_the_keyed_ones(
     mariadb: EmbeddedMariaDB, mysql_db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A pattern matching a keyed and a keyless table, and a keyless table created while
-    the stream runs (``scan.newly-added-table.enabled``): the keyed table replays to its
-    source under random writes to all three, the keyless ones emit nothing and are named
-    in one warning each."""
+    """A pattern matching a keyed and a keyless table, and keyless tables created while
+    the stream runs (``scan.newly-added-table.enabled``), two with no chunk key column and
+    too large to read as one chunk (more rows than ``scan.incremental.snapshot.chunk.size``),
+    one whose configured chunk key column it lacks: the keyed table replays to its source
+    under random writes, the keyless ones emit nothing and are named in one warning each."""
     execute = partial(mariadb.execute, database=mysql_db)
     execute("CREATE TABLE kept (id INT PRIMARY KEY, a INT)")
     execute("CREATE TABLE kept_too (id INT PRIMARY KEY, a INT)")  # two: the shared envelope
     execute("CREATE TABLE log_a (a INT, b INT)")
     execute("INSERT INTO kept VALUES (1, 1), (2, 2), (3, 3)")
-    execute("INSERT INTO log_a VALUES (1, 1), (1, 1), (2, 2)")
+    execute("INSERT INTO log_a VALUES (1, 1), (1, 1), (2, 2), (2, 2), (3, 3)")
     options = {
         **mariadb.source_options(),
         "database-name": mysql_db,
         "table-name": "kept|kept_too|log_.*",
         "server-id": "6300-6310",
         "scan.newly-added-table.enabled": "true",
+        "scan.incremental.snapshot.chunk.size": "3",
+        "scan.incremental.snapshot.chunk.key-column": f"{mysql_db}.log_c:missing",
     }
     state: dict[Any, Any] = {}
     seen_tables: set[str] = set()
@@ -77,15 +80,19 @@ def test_keyless_tables_never_fail_the_keyed_ones(
         with caplog.at_level(logging.WARNING, logger="sparkcdc.snapshot.keyless"):
             offset = run_batches(cdc, None, replay, between=writes, write_batches=3)
             execute("CREATE TABLE log_b (a INT)")
-            execute("INSERT INTO log_b VALUES (1), (1)")
+            execute("INSERT INTO log_b VALUES (1), (1), (2), (2)")
+            execute("CREATE TABLE log_c (a INT)")
             execute("UPDATE kept SET a = -1 WHERE id = 1")
             offset = run_batches(cdc, offset, replay, between=writes, write_batches=3)
         assert state == dict(execute("SELECT id, a FROM kept"))
         assert seen_tables <= {"kept", "kept_too"}
         warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
-        for name in ("log_a", "log_b"):
+        for name in ("log_a", "log_b", "log_c"):
             assert any(f"table {mysql_db}.{name} has no primary key" in w for w in warned), warned
         assert all("'scan.incremental.snapshot.chunk.key-column'" in w for w in warned), warned
+        too_large = [w for w in warned if "at most 3 rows" in w]
+        assert {w.split(" ")[1] for w in too_large} == {f"{mysql_db}.log_a", f"{mysql_db}.log_b"}
+        assert any(f"table {mysql_db}.log_c has no such column" in w for w in warned), warned
     finally:
         cdc.close()
 
@@ -220,6 +227,114 @@ def test_keyless_table_with_a_chunk_key_replays_as_a_multiset(
     assert tables == {"logs", "keyed"}
 
 
+@pytest.mark.parametrize("reader", ["native", "classic"])
+def test_small_keyless_table_without_a_chunk_key_is_read_as_one_chunk(
+    mariadb: EmbeddedMariaDB, mysql_db: str, reader: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Keyless tables with no chunk key column: one of at most
+    ``scan.incremental.snapshot.chunk.size`` rows (with duplicates) is read as one chunk,
+    one created while the stream runs too, one over the size is left out with the warning
+    naming the chunk key option while the others flow. Random inserts, updates and deletes
+    of one of two identical rows between batches and inside the chunk's log window; the
+    batch that read the one chunk replayed after a restart (its commit lost); a restart
+    after the table grew past the size keeps capturing it. The changelog replays to each
+    captured table as a multiset."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    for name in ("logs", "big"):
+        execute(f"CREATE TABLE {name} (a INT, b INT, note VARCHAR(10))")
+    execute("CREATE TABLE keyed (id INT PRIMARY KEY, a INT)")
+    rng = random.Random(642)
+    for _ in range(30):
+        execute("INSERT INTO logs VALUES (%s, %s, %s)", (rng.randrange(4), rng.randrange(3), "x"))
+    execute("INSERT INTO logs VALUES (1, 1, 'x'), (1, 1, 'x'), (NULL, 2, 'n'), (NULL, 2, 'n')")
+    execute("INSERT INTO big SELECT a, b, note FROM logs")
+    execute("INSERT INTO big SELECT a, b, note FROM logs")  # 68 rows: over the size
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "logs|big|keyed|new_.*",
+        "server-id": "6351-6360",
+        "scan.newly-added-table.enabled": "true",
+        "scan.incremental.snapshot.chunk.size": "50",
+        "scan.snapshot.reader": reader,
+    }
+    keyless = ["logs"]
+
+    def writes(_: int) -> None:
+        for name in keyless:
+            for _ in range(3):
+                row = (rng.choice([None, *range(4)]), rng.randrange(3), rng.choice(["x", "y"]))
+                execute(f"INSERT INTO {name} VALUES (%s, %s, %s), (%s, %s, %s)", row + row)
+                execute(
+                    f"DELETE FROM {name} WHERE a <=> %s AND b = %s LIMIT 1",
+                    (rng.choice([None, *range(4)]), rng.randrange(3)),
+                )
+                execute(
+                    f"UPDATE {name} SET a = %s, note = 'z' WHERE b = %s LIMIT 1",
+                    (rng.randrange(4), rng.randrange(3)),
+                )
+        execute("INSERT INTO big VALUES (1, 1, 'x')")
+        execute(
+            "INSERT INTO keyed VALUES (%s, %s) ON DUPLICATE KEY UPDATE a = a + 1",
+            (rng.randrange(5), rng.randrange(9)),
+        )
+
+    states: dict[str, Counter[tuple[Any, ...]]] = {}
+    seen: set[str] = set()
+
+    def replay(rows: list[dict[str, Any]]) -> None:
+        seen.update(r["table_name"] for r in rows)
+        for name in ("logs", "new_logs"):
+            state = states.setdefault(name, Counter())
+            _multiset_replay(state, [r for r in rows if r["table_name"] == name])
+
+    batches: list[list[dict[str, Any]]] = []
+    ends: list[Any] = []
+    caplog.set_level(logging.WARNING, logger="sparkcdc.snapshot.keyless")
+    cdc = MySqlCdcSource(parse_config(options))
+    try:
+        run_batches(
+            cdc, None, batches.append, max_rows=4, after_planning=writes, ends=ends, batches=2
+        )
+    finally:
+        cdc.close()
+    for rows in batches[:-1]:  # the last batch's commit is lost: it is read again
+        replay(rows)
+    restarted = MySqlCdcSource(parse_config(options))
+    try:
+        offset = run_batches(
+            restarted,
+            ends[-2],
+            replay,
+            max_rows=4,
+            between=writes,
+            after_planning=writes,
+            write_batches=3,
+        )
+        execute("CREATE TABLE new_logs (a INT, b INT, note VARCHAR(10))")
+        keyless.append("new_logs")
+        offset = run_batches(
+            restarted, offset, replay, between=writes, after_planning=writes, write_batches=3
+        )
+    finally:
+        restarted.close()
+    execute("INSERT INTO logs SELECT a, b, note FROM big")  # grown past the size
+    again = MySqlCdcSource(parse_config(options))
+    try:
+        run_batches(again, offset, replay, between=writes, after_planning=writes, write_batches=3)
+    finally:
+        again.close()
+    for name in ("logs", "new_logs"):
+        table = Counter(execute(f"SELECT a, b, note FROM {name}"))
+        assert +states[name] == table, name
+        assert min(states[name].values()) >= 0, f"{name}: a row removed more than added"
+    assert max(Counter(execute("SELECT a, b, note FROM logs")).values()) > 1
+    assert seen == {"logs", "new_logs", "keyed"}
+    warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
+    assert any(f"table {mysql_db}.big has no primary key" in w for w in warned), warned
+    assert all("'scan.incremental.snapshot.chunk.key-column'" in w for w in warned), warned
+
+
 @pytest.mark.parametrize("binlog_server", ["mysql8"], indirect=True)
 def test_mysql_watermark_chunks_of_a_keyless_table(
     binlog_server: BinlogServer, flavor_db: str
@@ -270,6 +385,55 @@ def test_mysql_watermark_chunks_of_a_keyless_table(
         touched.close()
 
 
+@pytest.mark.parametrize("binlog_server", ["mysql8"], indirect=True)
+def test_mysql_watermark_one_chunk_of_a_keyless_table(
+    binlog_server: BinlogServer, flavor_db: str
+) -> None:
+    """MySQL, watermark chunks: a small keyless table with no chunk key column is read as
+    one chunk, exact when its window holds no change of it (duplicates, deletes of one of
+    two identical rows streamed after); a change in its window fails the read naming the
+    table and the option instead of guessing."""
+    execute = partial(binlog_server.execute, database=flavor_db)
+    execute("CREATE TABLE logs (a INT, b INT, note VARCHAR(10))")
+    execute("INSERT INTO logs VALUES (1, 1, 'x'), (1, 1, 'x'), (2, 0, 'y'), (3, 1, 'x')")
+    options = {
+        **binlog_server.source_options(),
+        "database-name": flavor_db,
+        "table-name": "logs",
+        "server-id": "6361-6370",
+    }
+    rng = random.Random(644)
+
+    def writes(_: int) -> None:
+        for _ in range(3):
+            row = (rng.randrange(5), rng.randrange(2), rng.choice(["x", "y"]))
+            execute("INSERT INTO logs VALUES (%s, %s, %s), (%s, %s, %s)", row + row)
+            execute("DELETE FROM logs WHERE a = %s LIMIT 1", (rng.randrange(5),))
+            execute("UPDATE logs SET a = %s WHERE a = %s LIMIT 1", (rng.randrange(5), 1))
+
+    state: Counter[tuple[Any, ...]] = Counter()
+
+    def replay(rows: list[dict[str, Any]]) -> None:  # a one-table stream: the table's columns
+        for r in rows:
+            gone = r["_change_type"] in ("delete", "update_preimage")
+            state[(r["a"], r["b"], r["note"])] += -1 if gone else 1
+
+    cdc = MySqlCdcSource(parse_config(options))
+    try:
+        run_batches(cdc, None, replay, max_rows=3, between=writes)
+    finally:
+        cdc.close()
+    assert +state == Counter(execute("SELECT a, b, note FROM logs"))
+
+    touched = MySqlCdcSource(parse_config({**options, "server-id": "6371-6380"}))
+    try:
+        with pytest.raises(SourceConfigurationError, match=r"scan\.snapshot\.consistency") as e:
+            run_batches(touched, None, lambda rows: None, after_planning=writes)
+        assert f"table {flavor_db}.logs has no primary key" in str(e.value)
+    finally:
+        touched.close()
+
+
 def _postgres_source(postgres: EmbeddedPostgres, database: str, **extra: str) -> Any:
     found = connector("postgres")
     options = {
@@ -294,8 +458,9 @@ def test_postgres_keyless_table_replays_as_a_multiset(
     ``ctid``: no DELETE ... LIMIT), between batches and between a batch's planning and its
     chunk reads (the changes then lie in the reads' visibility windows), with a restart:
     the changelog replays to the table as a multiset, the keyed table of the pattern is
-    captured alongside. Keyless tables without a chunk key column or without FULL are left
-    out, each with a warning naming its fix, and kept out of the publication; under
+    captured alongside. Keyless tables without a chunk key column and too large to read
+    as one chunk, or without FULL, are left out, each with a warning naming its fix, and
+    kept out of the publication; under
     ``changelog-mode: upsert`` the keyless table is left out naming FULL and
     ``changelog-mode: all``."""
 
@@ -312,6 +477,7 @@ def test_postgres_keyless_table_replays_as_a_multiset(
     execute("CREATE TABLE log_default (a INT NOT NULL)")  # REPLICA IDENTITY DEFAULT
     for name in ("logs", "keyed", "log_nochunk"):
         execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+    execute("INSERT INTO log_nochunk VALUES (1), (1), (2), (3)")  # over the chunk size
     rng = random.Random(642)
     for _ in range(30):
         execute(
@@ -422,6 +588,134 @@ def test_postgres_keyless_table_replays_as_a_multiset(
         said = "\n".join(r.getMessage() for r in caplog.records)
         assert "table public.logs has no primary key: not captured (changelog-mode: upsert" in said
         assert "REPLICA IDENTITY FULL" in said and "changelog-mode: all" in said
+    finally:
+        execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            (slot,),
+        )
+
+
+def test_postgres_small_keyless_table_without_a_chunk_key_is_read_as_one_chunk(
+    postgres: EmbeddedPostgres, pg_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL: a ``REPLICA IDENTITY FULL`` keyless table with no chunk key column and at
+    most ``scan.incremental.snapshot.chunk.size`` rows is read as one chunk (duplicates,
+    random inserts, updates and deletes of one of two identical rows between batches and
+    inside its visibility window); the batch that read it replayed after a restart; a
+    keyless table created while the stream runs is captured once FULL; one over the size
+    is left out with the warning naming the chunk key option while the others flow; a
+    restart after the table grew past the size keeps capturing it. The changelog replays
+    to each captured table as a multiset."""
+
+    def execute(sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        return postgres.execute(sql, args, dbname=pg_db)
+
+    for name in ("logs", "big"):
+        execute(f"CREATE TABLE {name} (a INT, b INT, note TEXT)")
+    execute("CREATE TABLE keyed (id INT PRIMARY KEY, a INT)")
+    for name in ("logs", "big", "keyed"):
+        execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+    rng = random.Random(643)
+    for _ in range(30):
+        execute("INSERT INTO logs VALUES (%s, %s, 'x')", (rng.randrange(4), rng.randrange(3)))
+    execute("INSERT INTO logs VALUES (1, 1, 'x'), (1, 1, 'x'), (NULL, 2, 'n'), (NULL, 2, 'n')")
+    execute("INSERT INTO big SELECT a, b, note FROM logs")
+    execute("INSERT INTO big SELECT a, b, note FROM logs")  # 68 rows: over the size
+    options = {
+        "table-name": "logs|big|keyed|new_.*",
+        "scan.newly-added-table.enabled": "true",
+        "scan.incremental.snapshot.chunk.size": "50",
+        "scan.incremental.snapshot.chunk.key-column": "public.new_nullable:a",
+    }
+    keyless = ["logs"]
+
+    def writes(_: int) -> None:
+        for name in keyless:
+            one = f"SELECT ctid FROM {name} WHERE {{}} LIMIT 1"  # no DELETE ... LIMIT
+            for _ in range(3):
+                row = (rng.choice([None, *range(4)]), rng.randrange(3), rng.choice(["x", "y"]))
+                execute(f"INSERT INTO {name} VALUES (%s, %s, %s), (%s, %s, %s)", row + row)
+                execute(
+                    f"DELETE FROM {name} WHERE ctid = "
+                    f"({one.format('a IS NOT DISTINCT FROM %s AND b = %s')})",
+                    (rng.choice([None, *range(4)]), rng.randrange(3)),
+                )
+                execute(
+                    f"UPDATE {name} SET a = %s, note = 'z' WHERE ctid = ({one.format('b = %s')})",
+                    (rng.randrange(4), rng.randrange(3)),
+                )
+        execute("INSERT INTO big VALUES (1, 1, 'x')")
+        execute(
+            "INSERT INTO keyed VALUES (%s, %s) ON CONFLICT (id) DO UPDATE SET a = keyed.a + 1",
+            (rng.randrange(5), rng.randrange(9)),
+        )
+
+    states: dict[str, Counter[tuple[Any, ...]]] = {}
+    seen: set[str] = set()
+
+    def replay(rows: list[dict[str, Any]]) -> None:
+        seen.update(r["table_name"] for r in rows)
+        for name in ("logs", "new_logs"):
+            state = states.setdefault(name, Counter())
+            _multiset_replay(state, [r for r in rows if r["table_name"] == name])
+
+    slot = f"s_{pg_db[-6:]}"
+    batches: list[list[dict[str, Any]]] = []
+    ends: list[Any] = []
+    caplog.set_level(logging.WARNING, logger="sparkcdc.snapshot.keyless")
+    try:
+        cdc = _postgres_source(postgres, pg_db, **options)
+        try:
+            run_batches(
+                cdc, None, batches.append, max_rows=4, after_planning=writes, ends=ends, batches=2
+            )
+        finally:
+            cdc.close()
+        for rows in batches[:-1]:  # the last batch's commit is lost: it is read again
+            replay(rows)
+        restarted = _postgres_source(postgres, pg_db, **options)
+        try:
+            offset = run_batches(
+                restarted,
+                ends[-2],
+                replay,
+                max_rows=4,
+                between=writes,
+                after_planning=writes,
+                write_batches=3,
+            )
+            execute("CREATE TABLE new_logs (a INT, b INT, note TEXT)")
+            execute("ALTER TABLE new_logs REPLICA IDENTITY FULL")
+            execute("CREATE TABLE new_nullable (a INT)")  # its chunk key column may be NULL
+            execute("ALTER TABLE new_nullable REPLICA IDENTITY FULL")
+            keyless.append("new_logs")
+            offset = run_batches(
+                restarted, offset, replay, between=writes, after_planning=writes, write_batches=3
+            )
+        finally:
+            restarted.close()
+        execute("INSERT INTO logs SELECT a, b, note FROM big")  # grown past the size
+        again = _postgres_source(postgres, pg_db, **options)
+        try:
+            run_batches(
+                again, offset, replay, between=writes, after_planning=writes, write_batches=3
+            )
+        finally:
+            again.close()
+        for name in ("logs", "new_logs"):
+            table = Counter(execute(f"SELECT a, b, note FROM {name}"))
+            assert +states[name] == table, name
+            assert min(states[name].values()) >= 0, f"{name}: a row removed more than added"
+        assert max(Counter(execute("SELECT a, b, note FROM logs")).values()) > 1
+        assert seen == {"logs", "new_logs", "keyed"}
+        warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
+        assert any("table public.big has no primary key" in w for w in warned), warned
+        assert any("table public.new_nullable has no primary key" in w for w in warned), warned
+        assert any("chunk key column 'a' may be NULL" in w for w in warned), warned
+        assert all("'scan.incremental.snapshot.chunk.key-column'" in w for w in warned), warned
+        published = execute("SELECT tablename FROM pg_publication_tables ORDER BY tablename")
+        assert [name for (name,) in published] == ["keyed", "logs", "new_logs"]
     finally:
         execute(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "

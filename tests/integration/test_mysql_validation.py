@@ -338,20 +338,28 @@ def test_binlog_off_and_privileges_listed_together(binlog_off: EmbeddedMariaDB) 
 def test_table_without_primary_key(
     mariadb: EmbeddedMariaDB, mysql_db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A keyless table alone has nothing to capture; in a pattern, the keyed tables are
-    captured and the keyless one is left out with a warning naming it."""
+    """A keyless table with no chunk key column is read as one chunk while it holds at most
+    ``scan.incremental.snapshot.chunk.size`` rows; one over that alone has nothing to
+    capture; in a pattern, the keyed tables are captured and the keyless one is left out
+    with a warning naming it, the size and the chunk key option."""
     mariadb.execute("CREATE TABLE nokey (a INT, b INT)", database=mysql_db)
-    message = failure(opts(mariadb, database=mysql_db, table="nokey"), SchemaError)
+    mariadb.execute("INSERT INTO nokey VALUES (1, 1), (1, 1), (2, 2)", database=mysql_db)
+    small = open_source(opts(mariadb, database=mysql_db, table="nokey"))
+    assert small.names[:2] == ["a", "b"]
+    size = {"scan.incremental.snapshot.chunk.size": "2"}
+    message = failure(opts(mariadb, database=mysql_db, table="nokey", extra=size), SchemaError)
     assert "matches only tables without a primary key" in message
     assert f"{mysql_db}.nokey" in message
     mariadb.execute("CREATE TABLE keyed (id INT PRIMARY KEY)", database=mysql_db)
     with caplog.at_level(logging.WARNING, logger="sparkcdc.snapshot.keyless"):
-        schema = open_source(opts(mariadb, database=mysql_db, table="nokey|keyed"))
+        schema = open_source(opts(mariadb, database=mysql_db, table="nokey|keyed", extra=size))
     assert "id" in schema.names
     warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
     assert len(warned) == 1
     assert f"table {mysql_db}.nokey has no primary key: not captured" in warned[0]
     assert "give it a primary key" in warned[0]
+    assert "at most 2 rows ('scan.incremental.snapshot.chunk.size')" in warned[0]
+    assert "'scan.incremental.snapshot.chunk.key-column'" in warned[0]
 
 
 def chunk_keys(options: dict[str, str]) -> dict[str, str]:

@@ -61,6 +61,7 @@ class FakeTable:
     primary_key: tuple[str, ...] = ("k",)
     key_indexes: tuple[int, ...] = (0,)
     chunk_key_index: int = 0
+    one_chunk: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,9 @@ class PlainDatabase(Dialect[Count, FakeTable]):
     #: The log before this change index is gone (a purged binlog): reads from a position
     #: before it fail.
     purged: int = 0
+    #: Tables read as one chunk (``SourceTable.one_chunk``): their key is never asked
+    #: about (no statistics, no chunk ends).
+    one_chunk: frozenset[TableId] = frozenset()
     format_name = "fake-cdc"
 
     @property
@@ -132,7 +136,7 @@ class PlainDatabase(Dialect[Count, FakeTable]):
     # -- the dialect ------------------------------------------------------------------------
     def discover(self) -> list[FakeTable]:
         return [
-            FakeTable(t)
+            FakeTable(t, one_chunk=t in self.one_chunk)
             for t in sorted(self.initial)
             if t not in self.hidden and self.created.get(t, 0) <= self.now
         ]
@@ -153,10 +157,12 @@ class PlainDatabase(Dialect[Count, FakeTable]):
         return Count(0 if mode == "earliest-offset" else self.now)
 
     def key_stats(self, table: FakeTable) -> KeyStats:
+        assert not table.one_chunk, f"key statistics of {table.table_id}, read as one chunk"
         keys = sorted(self.state(table.table_id, self.now))
         return KeyStats(keys[0] if keys else None, keys[-1] if keys else None, len(keys))
 
     def next_chunk_end(self, table: FakeTable, lo: Key, size: int) -> Key:
+        assert not table.one_chunk, f"a chunk end of {table.table_id}, read as one chunk"
         keys = sorted(self.state(table.table_id, self.now))
         above = [k for k in keys if lo is None or k >= lo]
         return above[size] if len(above) > size else None
@@ -186,6 +192,7 @@ class PlainDatabase(Dialect[Count, FakeTable]):
         """Rows as of a snapshot position S, normalised to ``target`` by the log window."""
         s = self.snapshot_at(target.n, self.now)
         order, t = KeyOrder(), table.table_id
+        assert not table.one_chunk or list(chunks) == [Chunk()], f"{t} is read as one chunk"
         window = [c for c in self.changes[min(s, target.n) : max(s, target.n)] if c.table == t]
         if any(_is_alter(c) for c in window):
             raise ChunkCrossedChange(f"the window {s}..{target.n} holds an ALTER of {t}")
@@ -258,10 +265,10 @@ class FakeDatabase(
         return SchemaChange(table, Count(n - 1), Count(n), "CREATE TABLE", None, created=True)
 
     def table_to_json(self, table: FakeTable) -> dict[str, Any]:
-        return {"table": table.table_id.key}
+        return {"table": table.table_id.key, **({"one_chunk": True} if table.one_chunk else {})}
 
     def table_from_json(self, data: Mapping[str, Any]) -> FakeTable:
-        return FakeTable(TableId.from_key(data["table"]))
+        return FakeTable(TableId.from_key(data["table"]), one_chunk=bool(data.get("one_chunk")))
 
     def ensure_available(self, position: Count) -> None:
         self.check_purged(position)

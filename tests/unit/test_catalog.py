@@ -164,6 +164,52 @@ def test_a_table_discovery_left_out_fails_the_restart_instead_of_waiting_for_a_d
         catalog(db).parse(data)
 
 
+def test_a_one_chunk_table_grown_past_the_bound_stays_captured_at_a_restart() -> None:
+    """A keyless table read as one chunk that discovery now leaves out for its size (the
+    bound decides only when a table joins): the checkpoint keeps it captured, as the
+    server has it now, streaming; one the checkpoint chunks by a column is not kept so."""
+
+    class Grown(DroppingDatabase):
+        def left_out(self, table_id: TableId) -> str | None:
+            return "it holds more than 4 rows" if table_id == B else None
+
+        def still_captured(self, table_id: TableId, checkpointed: FakeTable) -> FakeTable | None:
+            return FakeTable(B, one_chunk=True) if checkpointed.one_chunk else None
+
+    db = Grown([], ROWS, hidden=frozenset({B}))
+
+    def checkpoint(one_chunk: bool) -> dict[str, object]:
+        schema = {"table": {"table": B.key, **({"one_chunk": True} if one_chunk else {})}}
+        done = dataclasses.replace(TableProgress.finished(), schema=schema)
+        a = dataclasses.replace(TableProgress.finished(), schema={"table": {"table": A.key}})
+        return SourceOffset(Count(0), {A: a, B: done}).to_json()
+
+    tables = catalog(db)
+    parsed = tables.parse(checkpoint(True))
+    assert set(parsed.tables) == {A, B} and parsed.tables[B].done
+    assert tables.tables[B] == FakeTable(B, one_chunk=True) and not tables.vanished(B)
+    with pytest.raises(SchemaError, match=f"table {B} is captured by the checkpoint"):
+        catalog(db).parse(checkpoint(False))
+
+
+def test_a_table_the_checkpoint_chunks_by_a_key_is_not_read_as_one_chunk_at_a_restart() -> None:
+    """It lost its primary key while the stream was stopped and is small: its entry's
+    cursor is a value of its old key, which one chunk has none of, so the restart fails
+    naming the option; one the checkpoint reads as one chunk already goes on."""
+    db = FakeDatabase([], ROWS, one_chunk=frozenset({B}))
+    started = TableProgress(started=True, cursor=1)
+
+    def checkpoint(one_chunk: bool) -> dict[str, object]:
+        schema = {"table": {"table": B.key, **({"one_chunk": True} if one_chunk else {})}}
+        entries = {A: started, B: dataclasses.replace(TableProgress(), schema=schema)}
+        return SourceOffset(Count(0), entries).to_json()
+
+    with pytest.raises(SchemaError, match=r"scan\.incremental\.snapshot\.chunk\.key-column") as e:
+        catalog(db).parse(checkpoint(False))
+    assert f"table {B} is captured by the checkpoint, but it has no primary key" in str(e.value)
+    assert set(catalog(db).parse(checkpoint(True)).tables) == {A, B}  # C: not newly added
+
+
 def test_tables_at_an_offset_have_the_columns_its_entries_hold() -> None:
     class Columns(FakeDatabase):
         def table_from_json(self, data: Mapping[str, object]) -> FakeTable:

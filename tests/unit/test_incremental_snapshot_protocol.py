@@ -127,6 +127,8 @@ def test_replayed_changelog_equals_source_at_every_batch(
     )
     db = FakeDatabase(log, initial, config, now=data.draw(st.integers(0, len(log))))
     db.readers = data.draw(st.none() | st.integers(1, 6), label="readers told apart")
+    # tables read as one chunk (a keyless table with no chunk key column): the same rule
+    db.one_chunk = frozenset(t for t in initial if data.draw(st.booleans(), label=f"{t} one chunk"))
     db.snapshot_at = lambda target, now: data.draw(st.integers(0, now), label="snapshot at S")
     max_rows = data.draw(st.none() | st.integers(1, 12), label="maxRowsPerTrigger")
     source = IncrementalSource(db)

@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from sparkcdc.core.errors import SparkCdcError
 from sparkcdc.core.rows import Row, RowChange
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.keys import PartitionKeys
 from sparkcdc.snapshot.multiset import (
     MultisetDelta,
     apply_delta,
@@ -149,6 +151,31 @@ def test_visibility_sets_reach_the_target(
     delta = visibility_delta(flagged, in_range(lo, lo + width))
     got = as_counter(apply_delta(chunk_of(snapshot_state, lo, lo + width), delta))
     assert got == as_counter(chunk_of(states[p], lo, lo + width))
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories)
+def test_a_table_read_as_one_chunk_reaches_the_target(
+    history: tuple[int, int, int, random.Random],
+) -> None:
+    """A keyless table with no chunk key column (``PartitionKeys.of_one_chunk``): its one
+    chunk holds every row and every image of the window, read at S and folded to P through
+    the readers' own ``fold_window``/``apply_window``, forward or backward."""
+    seed, initial, steps, rng = history
+    states, changes = build_history(seed, initial, steps)
+    keys = PartitionKeys.of_one_chunk(lambda row: (), (Chunk(),))
+    s, p = rng.randrange(steps + 1), rng.randrange(steps + 1)
+    window = [c for _, c in changes]
+    assert all(keys.touches(c.before, c.after) for c in window)
+    folded = fold_window(
+        window[s:p] if s <= p else window[p:s], s <= p, keys.key_of, keys.in_partition, True
+    )
+    snapshot = list(states[s].values())
+    rng.shuffle(snapshot)
+    got = as_counter(apply_window(snapshot, folded, keys.key_of, keys.in_partition))
+    assert got == as_counter(states[p].values())
+    with pytest.raises(AssertionError, match="read whole"):
+        PartitionKeys.of_one_chunk(lambda row: (), (Chunk(None, 3),))
 
 
 def test_deleting_one_of_two_identical_rows_leaves_one() -> None:

@@ -55,23 +55,16 @@ def test_changelog_mode_option() -> None:
     assert "all, upsert" in str(raised.value)
 
 
-def test_a_keyless_table_needs_a_chunk_key_full_identity_and_changelog_mode_all() -> None:
+def test_a_keyless_table_needs_full_identity_and_changelog_mode_all() -> None:
+    """Its chunk key column, or its size when it has none, is discovery's to check (a
+    small one is read as one chunk: ``snapshot/keyless.py: too_large``)."""
     table = TableId("s", "log")
-    assert keyless_help(table, "f", "a", upsert=False) is None
-    option = "'scan.incremental.snapshot.chunk.key-column'"
+    assert keyless_help(table, "f", upsert=False) is None
     full = 'ALTER TABLE "s"."log" REPLICA IDENTITY FULL;'
     for ident in ("d", "n", "i"):
-        not_full = keyless_help(table, ident, "a", upsert=False)
+        not_full = keyless_help(table, ident, upsert=False)
         assert not_full is not None and full in not_full.fix
-        no_column = keyless_help(table, ident, None, upsert=False)
-        assert no_column is not None
-        assert option in no_column.fix and "'s.log:<column>'" in no_column.fix
-        assert full in no_column.fix
-    no_column_full = keyless_help(table, "f", None, upsert=False)
-    assert no_column_full is not None and "ALTER TABLE" not in no_column_full.fix
     for ident in ("d", "f"):
-        for column in ("a", None):
-            under_upsert = keyless_help(table, ident, column, upsert=True)
-            assert under_upsert is UNDER_UPSERT
+        assert keyless_help(table, ident, upsert=True) is UNDER_UPSERT
     assert "REPLICA IDENTITY FULL" in UNDER_UPSERT.fix
     assert "changelog-mode: all" in UNDER_UPSERT.fix

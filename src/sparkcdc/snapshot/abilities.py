@@ -67,6 +67,13 @@ class FollowsTableDrops(FollowsSchemaChanges[P, T]):
         fails with this reason."""
         return None
 
+    def still_captured(self, table_id: TableId, checkpointed: T) -> T | None:
+        """The table as discovery described it, when discovery left it out only for a
+        reason that decides when a table joins the capture, and the checkpoint captures
+        it as ``checkpointed`` (a keyless table read as one chunk that has grown past the
+        bound since: it streams on); None: :meth:`left_out` stands."""
+        return None
+
 
 class UnloggedDdl(ABC):
     """The log records no DDL (PostgreSQL's WAL): a drop is found in the catalog, and may

@@ -174,6 +174,7 @@ class TableCatalog(Generic[P, T]):
         ``scan.newly-added-table.enabled`` says (see :meth:`_reconcile`)."""
         offset = SourceOffset.from_json(data, lambda _: position_of(self.dialect, LogAt.of(data)))
         captured = {t for t, p in offset.tables.items() if not p.dropped}
+        self._check_no_new_one_chunk(offset, captured)
         gone = sorted(captured - set(self.tables) - self._dropped)
         if gone:
             gone = self._kept_until_dropped(offset, gone)
@@ -181,6 +182,29 @@ class TableCatalog(Generic[P, T]):
         if not gone and not new:
             return offset
         return self._reconcile(offset, gone, new)
+
+    def _check_no_new_one_chunk(self, offset: SourceOffset[P], captured: set[TableId]) -> None:
+        """Fail for a table the checkpoint chunks by a key that discovery now reads as one
+        chunk (it lost its primary key, and no chunk key column is named for it): its
+        entry's cursor and chunk spans are values of that key, which one chunk has none of
+        (docs/design.md, "Tables without a primary key")."""
+        schemas = self.schemas
+        if schemas is None:
+            return
+        for table_id in sorted(captured):
+            table = self.tables.get(table_id)
+            schema = offset.schema_of(table_id)
+            if table is None or not table.one_chunk or schema is None:
+                continue
+            if schemas.table_from_json(schema.table).one_chunk:
+                continue
+            raise SchemaError(
+                f"table {table_id} is captured by the checkpoint, but it has no primary key "
+                "now and no chunk key column, and a table the checkpoint chunks by a key is "
+                "not read as one chunk. Name its chunk key column with "
+                f"'scan.incremental.snapshot.chunk.key-column' ('{table_id}:<column>'), "
+                "restore the primary key, or start a new checkpoint without it"
+            )
 
     def _reconcile(
         self, offset: SourceOffset[P], gone: list[TableId], new: list[TableId]
@@ -241,6 +265,15 @@ class TableCatalog(Generic[P, T]):
                 others.append(table_id)
                 continue
             reason = dialect.left_out(table_id)
+            kept = (
+                None
+                if reason is None
+                else dialect.still_captured(table_id, dialect.table_from_json(schema.table))
+            )
+            if kept is not None:
+                self.tables[table_id] = kept
+                log.info("%s stays captured as the checkpoint has it (%s)", table_id, reason)
+                continue
             if reason is not None:
                 raise SchemaError(
                     f"table {table_id} is captured by the checkpoint, but {reason}. Undo "

@@ -20,7 +20,7 @@ from typing import Generic
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.catalog import TableCatalog
 from sparkcdc.snapshot.chunk_planner import ChunkPlanner
-from sparkcdc.snapshot.chunks import Chunk
+from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import P, T
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.offset import SourceOffset
@@ -158,6 +158,17 @@ class ChunkPlans(Generic[P, T]):
     def _planner(self, table_id: TableId) -> ChunkPlanner:
         if table_id not in self._planners:
             table, dialect = self.catalog.tables[table_id], self.catalog.dialect
+            if table.one_chunk:  # no key to ask about: the empty statistics plan one chunk
+                self._planners[table_id] = ChunkPlanner(
+                    lambda: ONE_CHUNK,
+                    _no_chunk_end,
+                    self.catalog.order(table),
+                    self.settings.chunk_size,
+                    (self.settings.factor_lower, self.settings.factor_upper),
+                    str(table_id),
+                    "",
+                )
+                return self._planners[table_id]
             self._planners[table_id] = ChunkPlanner(
                 lambda: dialect.key_stats(table),
                 lambda lo, size: dialect.next_chunk_end(table, lo, size),
@@ -168,6 +179,15 @@ class ChunkPlans(Generic[P, T]):
                 table.column_names[table.chunk_key_index],
             )
         return self._planners[table_id]
+
+
+#: The key statistics of a table read as one chunk (``SourceTable.one_chunk``): none, so
+#: ``plan_chunks`` gives the one chunk ``[None, None)`` and the table is done after it.
+ONE_CHUNK = KeyStats(None, None, 0)
+
+
+def _no_chunk_end(lo: Key, size: int) -> Key:
+    raise AssertionError("a table read as one chunk has no chunk ends to look up")
 
 
 def _cursor(progress: TableProgress) -> TableProgress:

@@ -53,6 +53,8 @@ class SourceTable(Protocol):
     def key_indexes(self) -> tuple[int, ...]: ...
     @property
     def chunk_key_index(self) -> int: ...
+    @property
+    def one_chunk(self) -> bool: ...  # keyless, no chunk key column: read as one chunk
 
 
 T = TypeVar("T", bound=SourceTable)

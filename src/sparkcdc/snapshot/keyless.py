@@ -3,7 +3,9 @@ out with a warning, never a failure of the tables around them.
 
 A keyless table is captured as a multiset of rows when
 ``scan.incremental.snapshot.chunk.key-column`` names a column for it (docs/design.md,
-"Tables without a primary key"): its chunks need that column. PostgreSQL needs more (its
+"Tables without a primary key"): its chunks need that column. Without one, a table of at
+most ``scan.incremental.snapshot.chunk.size`` rows is read as one chunk (the whole table,
+no key range) and a larger one is left out (:func:`too_large`). PostgreSQL needs more (its
 own ``server/keyless.py``): REPLICA IDENTITY FULL and ``changelog-mode: all``, so each
 table left out there gets its own reason and fix. A pattern that matches a table left out
 captures the other tables and says which one it left out and what would capture it. A
@@ -22,6 +24,7 @@ from sparkcdc.core.table import TableId
 log = logging.getLogger(__name__)
 
 _OPTION = "scan.incremental.snapshot.chunk.key-column"
+_SIZE = "scan.incremental.snapshot.chunk.size"
 
 
 @dataclass(frozen=True)
@@ -39,15 +42,35 @@ class KeylessHelp:
         return f"it has no primary key and is no longer captured: {self.why} (fix: {self.fix})"
 
 
-#: MySQL/MariaDB: a chunk key column captures a keyless table.
-WITH_A_CHUNK_KEY = KeylessHelp(
-    f"a table without a primary key is captured only with a chunk key column ('{_OPTION}')",
-    f"set '{_OPTION}' to '<db>.<table>:<column>' (its rows are then captured as a multiset: "
-    "an append target, or a transform's primary-keys for an upsert target), give it a "
-    "primary key, or leave it out of 'tables' to silence this",
-    f"Name a chunk key column for them with '{_OPTION}', add a primary key, or select "
-    "tables that have one",
-)
+def too_large(bound: int) -> KeylessHelp:
+    """A keyless table with no chunk key column holds more than ``bound``
+    (``scan.incremental.snapshot.chunk.size``) rows, too many to read as one chunk; a
+    chunk key column captures it whatever its size."""
+    return KeylessHelp(
+        f"a table without a primary key is read as one chunk only when it holds at most "
+        f"{bound} rows ('{_SIZE}'); a larger one needs a chunk key column ('{_OPTION}')",
+        f"set '{_OPTION}' to '<db>.<table>:<column>' (its rows are then captured as a "
+        "multiset: an append target, or a transform's primary-keys for an upsert target), "
+        f"raise '{_SIZE}', give it a primary key, or leave it out of 'tables' to silence this",
+        f"Name a chunk key column for them with '{_OPTION}', add a primary key, or select "
+        "tables that have one",
+    )
+
+
+def bad_chunk_column(problem: str) -> KeylessHelp:
+    """A keyless table whose chunk key column (``scan.incremental.snapshot.chunk.key-column``)
+    cannot chunk it (``problem``: it has no such column, or on PostgreSQL it may be NULL):
+    left out like any keyless table that cannot be captured, at the start and when created
+    while the stream runs, never failing the others (a keyed table's stays an error: its
+    primary key would chunk it)."""
+    return KeylessHelp(
+        problem,
+        f"name a column it has in '{_OPTION}', drop its entry there to read it as one chunk "
+        f"while it holds at most '{_SIZE}' rows, give it a primary key, or leave it out of "
+        "'tables' to silence this",
+        f"Name columns they have with '{_OPTION}', add a primary key, or select tables that "
+        "have one",
+    )
 
 
 def leave_out_keyless(

@@ -90,14 +90,27 @@ class PartitionKeys:
 
     order: KeyOrder
     key_of: Callable[[Row], Any]
-    index: int  #: the chunk key's column
+    #: the chunk key's column; None: a table read as one chunk (no chunk key column), whose
+    #: one chunk ``[None, None)`` holds every row
+    index: int | None
     chunks: tuple[Chunk, ...]
 
     def in_partition(self, row: Row) -> bool:
+        if self.index is None:
+            return True
         return any(self.order.in_chunk(row[self.index], c) for c in self.chunks)
 
     def in_chunk(self, row: Row, chunk: Chunk) -> bool:
+        if self.index is None:
+            return True
         return self.order.in_chunk(row[self.index], chunk)
+
+    @classmethod
+    def of_one_chunk(cls, key_of: Callable[[Row], Any], chunks: tuple[Chunk, ...]) -> PartitionKeys:
+        """The keys of a table read as one chunk: every row is in it."""
+        if chunks != (Chunk(),):
+            raise AssertionError(f"a table read as one chunk is read whole, not as {chunks}")
+        return cls(KeyOrder(), key_of, None, chunks)
 
     def touches(self, before: Row | None, after: Row | None) -> bool:
         """Whether a change's images reach into the partition (its window keeps it)."""

@@ -85,6 +85,9 @@ class BatchPlanner(Generic[P, T]):
         if change is not None and change.created:
             if self.catalog.discover_again(change):
                 return self.plan(start, max_rows, cap)  # the offset takes the new table
+            if change.after <= offset.log:  # found in the catalog at the start (no CREATE
+                # in the log), and discovery left it out: planned again, it is not offered
+                return self.plan(start, max_rows, cap)
             end, change = change.after, None  # gone again: the batch passes it by
         if change is None:
             return self._with_chunks(offset, end, budget, set())

@@ -102,7 +102,8 @@ class PartitionReader(Generic[P, T]):
     def emitted_predicate(self, table: T, progress: TableProgress) -> Callable[[Row], bool]:
         """Whether a row's key had been emitted when the batch started (log events are
         emitted only for those keys)."""
-        if progress.done or not progress.started:  # no key comparison needed
+        if progress.done or not progress.started or table.one_chunk:  # no key to compare
+            # one chunk (no chunk key): not started before it and done after it, nothing between
             return lambda row: progress.done
         order = self.orders.of(table)
         k = table.chunk_key_index

@@ -208,7 +208,9 @@ class SchemaBatches(Generic[P, T]):
         assert new is not None
         fields = self.catalog.dialect.arrow_fields
 
-        def key(table: T) -> tuple[str, pa.DataType]:
+        def key(table: T) -> tuple[str, pa.DataType] | None:
+            if table.one_chunk:  # no chunk key column: its one chunk has no cursor
+                return None
             index = table.chunk_key_index
             return table.column_names[index], fields(table)[index].type
 

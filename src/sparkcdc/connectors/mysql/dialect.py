@@ -99,6 +99,8 @@ class MySqlDialect(
         self._conn: Any = None
         #: Tables discovery left out for having no primary key (``snapshot/keyless.py``).
         self._keyless: dict[TableId, KeylessHelp] = {}
+        #: Keyless tables discovery left out for being too large to read as one chunk.
+        self._over_bound: dict[TableId, CapturedTable] = {}
         #: The range the last schema-change scan walked and its transaction boundaries.
         self._walked: tuple[tuple[int, int], tuple[int, int], list[Boundary]] | None = None
         #: The connection the server identity was read on, and the identity.
@@ -145,7 +147,7 @@ class MySqlDialect(
                 "'scan.snapshot.consistency' is 'exact', which needs MariaDB's position of a "
                 "consistent snapshot; this server has none: set it to 'auto' or 'watermark'"
             )
-        found = discover_tables(self.conn, self.config, self._keyless)
+        found = discover_tables(self.conn, self.config, self._keyless, self._over_bound)
         for table in found:
             chunk_key_order(table, self.config)  # fails up front for keys we cannot order
         return found
@@ -156,6 +158,14 @@ class MySqlDialect(
     def left_out(self, table_id: TableId) -> str | None:
         says = self._keyless.get(table_id)
         return None if says is None else says.left_out
+
+    def still_captured(
+        self, table_id: TableId, checkpointed: CapturedTable
+    ) -> CapturedTable | None:
+        """A table the checkpoint reads as one chunk stays captured when it has grown past
+        the bound since: the bound decides only when a table joins (its one chunk is read,
+        or it is done and streams)."""
+        return self._over_bound.get(table_id) if checkpointed.one_chunk else None
 
     def key_order(self, table: CapturedTable) -> KeyOrder:
         return chunk_key_order(table, self.config)
@@ -225,7 +235,10 @@ class MySqlDialect(
             gtids = self.config.specific_gtid or ""
             position = position_for_gtid(self.conn, self.config, gtids, self.flavor, self._scan_id)
             ensure_available(self.conn, position)
-        tables = {t.table_id: t for t in discover_tables(self.conn, self.config, self._keyless)}
+        tables = {
+            t.table_id: t
+            for t in discover_tables(self.conn, self.config, self._keyless, self._over_bound)
+        }
         check_columns_since(
             position,
             self.current_position(),

@@ -7,32 +7,30 @@ from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import query, query_dicts
+from sparkcdc.connectors.mysql.server.sql import quote_table
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.keyless import WITH_A_CHUNK_KEY, KeylessHelp, leave_out_keyless
+from sparkcdc.snapshot.keyless import KeylessHelp, bad_chunk_column, leave_out_keyless, too_large
 from sparkcdc.snapshot.table import KeyedColumns
 
 SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 
-class KeylessTableError(SchemaError):
-    """The table has no primary key and no chunk key column is given for it (discovery
-    leaves it out: ``snapshot/keyless.py``)."""
+class MissingChunkColumn(SchemaError):
+    """The chunk key column the options name is not a column of the table; discovery
+    leaves a keyless one out (``snapshot/keyless.py: bad_chunk_column``)."""
 
-    def __init__(self, table_id: TableId) -> None:
-        super().__init__(
-            f"table {table_id} has no primary key and no chunk key column: name one with "
-            f"'scan.incremental.snapshot.chunk.key-column' ({table_id}:<column>) to capture "
-            "it, or add a primary key"
-        )
-        self.table_id = table_id
+    def __init__(self, message: str, keyless: bool) -> None:
+        super().__init__(message)
+        self.keyless = keyless
 
 
 @dataclass(frozen=True)
 class CapturedTable(KeyedColumns):
     """A table's schema as captured: columns in ordinal order, primary key (empty: a
-    keyless table, its rows a multiset), chunk key."""
+    keyless table, its rows a multiset), chunk key (empty: a keyless table with no chunk
+    key column, read as one chunk: ``KeyedColumns.one_chunk``)."""
 
     table_id: TableId
     columns: tuple[MySqlColumn, ...]
@@ -48,11 +46,17 @@ class CapturedTable(KeyedColumns):
 
 
 def discover_tables(
-    conn: Any, config: MySqlSourceConfig, left_out: dict[TableId, KeylessHelp] | None = None
+    conn: Any,
+    config: MySqlSourceConfig,
+    left_out: dict[TableId, KeylessHelp] | None = None,
+    over_bound: dict[TableId, CapturedTable] | None = None,
 ) -> list[CapturedTable]:
     """The base tables matching ``database-name``/``table-name``, with schemas; tables
     without a primary key are captured as multisets of rows when a chunk key column is
-    given for them, otherwise left out with a warning and added to ``left_out``."""
+    given for them, or read as one chunk when they hold at most
+    ``scan.incremental.snapshot.chunk.size`` rows; the larger ones are left out with a
+    warning, added to ``left_out``, and kept described in ``over_bound`` (a checkpoint that
+    captures one as one chunk keeps it: the bound decides only when a table joins)."""
     rows = query(
         conn,
         "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "
@@ -70,24 +74,49 @@ def discover_tables(
             f"against the whole name) that user '{config.username}' can see; check the names "
             "and that the user has SELECT on them"
         )
-    tables, problems, keyless = [], [], []
+    tables: list[CapturedTable] = []
+    problems: list[str] = []
+    large: dict[TableId, CapturedTable] = {}
+    left: dict[TableId, KeylessHelp] = {}
     for table_id in ids:
         chunk_key_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
         try:
             table = describe_table(
                 conn, table_id, chunk_key_column, config.tinyint1_boolean, config.include_comments
             )
-            tables.append(replace(table, comment=comments[table_id]))
-        except KeylessTableError:
-            keyless.append(table_id)
+        except MissingChunkColumn as exc:
+            if not exc.keyless:
+                problems.append(str(exc))
+            else:
+                left[table_id] = bad_chunk_column(str(exc))
+            continue
         except SchemaError as exc:
             problems.append(str(exc))
+            continue
+        table = replace(table, comment=comments[table_id])
+        if table.one_chunk and not fits_one_chunk(conn, table_id, config.chunk_size):
+            large[table_id] = table
+        else:
+            tables.append(table)
     if problems:
         raise SchemaError("\n".join(problems))
-    leave_out_keyless(
-        dict.fromkeys(keyless, WITH_A_CHUNK_KEY), len(tables), config.tables.label, left_out
-    )
+    if over_bound is not None:
+        over_bound.clear()
+        over_bound.update(large)
+    left.update(dict.fromkeys(large, too_large(config.chunk_size)))
+    leave_out_keyless(left, len(tables), config.tables.label, left_out)
     return tables
+
+
+def fits_one_chunk(conn: Any, table_id: TableId, bound: int) -> bool:
+    """Whether the table holds at most ``bound`` rows now: an exact count that stops past
+    the bound (bounded work on a huge table; statistics such as TABLE_ROWS may be stale)."""
+    ((rows,),) = query(
+        conn,
+        f"SELECT COUNT(*) FROM (SELECT 1 FROM {quote_table(table_id)} LIMIT {int(bound) + 1}) s",
+        (),
+    )
+    return int(rows) <= bound
 
 
 def describe_table(
@@ -100,7 +129,8 @@ def describe_table(
     """``table_id`` as the server describes it now; its TINYINT(1) columns are read as
     BOOLEAN when ``tinyint1_boolean`` (``treat-tinyint1-as-boolean.enabled``), its
     columns' comments kept when ``comments`` (``include-comments.enabled``: offsets
-    carry them then)."""
+    carry them then). A table without a primary key and without ``chunk_key_column`` has
+    the empty chunk key: it is read as one chunk (``KeyedColumns.one_chunk``)."""
     columns = tuple(
         MySqlColumn.from_information_schema(row, tinyint1_boolean, comments)
         for row in query_dicts(
@@ -120,17 +150,16 @@ def describe_table(
         )
     )
     names = [c.name for c in columns]
-    if not primary_key and not chunk_key_column:
-        raise KeylessTableError(table_id)
     chunk_key = primary_key[0] if primary_key else ""
     if chunk_key_column:
         # MySQL column names are case-insensitive
         by_lower = {n.lower(): n for n in names}
         chunk_key_column = by_lower.get(chunk_key_column.lower(), chunk_key_column)
         if chunk_key_column not in names:
-            raise SchemaError(
+            raise MissingChunkColumn(
                 f"'scan.incremental.snapshot.chunk.key-column' is '{chunk_key_column}', but "
-                f"table {table_id} has no such column. Columns: {', '.join(names)}"
+                f"table {table_id} has no such column. Columns: {', '.join(names)}",
+                keyless=not primary_key,
             )
         chunk_key = chunk_key_column
     return CapturedTable(table_id, columns, primary_key, chunk_key)

@@ -14,9 +14,14 @@ def chunk_query(
     table: CapturedTable, chunk: Chunk, columns: str | None = None
 ) -> tuple[str, list[Any]]:
     """``SELECT`` of one chunk; NULL chunk keys sort first, so they belong to the first.
-    ``columns`` replaces the classic reader's select list (text-exact expressions)."""
+    ``columns`` replaces the classic reader's select list (text-exact expressions). A table
+    read as one chunk (no chunk key column) is read whole: no ``WHERE``."""
     if columns is None:
         columns = ", ".join(snapshot_select_expression(c) for c in table.columns)
+    if table.one_chunk:
+        if chunk != Chunk():
+            raise AssertionError(f"{table.table_id} is read as one chunk, not as {chunk}")
+        return f"SELECT {columns} FROM {quote_table(table.table_id)}", []
     key = quote(table.chunk_key)
     conditions, args = [], []
     if chunk.lo is not None:

@@ -73,6 +73,8 @@ def partition_keys(
     config: MySqlSourceConfig, table: CapturedTable, chunks: Sequence[Chunk]
 ) -> PartitionKeys:
     """The partition's key order and row identity (collations: a weight table to load)."""
+    if table.one_chunk:
+        return PartitionKeys.of_one_chunk(row_key(table, config), tuple(chunks))
     return PartitionKeys(
         chunk_key_order(table, config), row_key(table, config), table.chunk_key_index, tuple(chunks)
     )

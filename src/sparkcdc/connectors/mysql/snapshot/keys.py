@@ -33,8 +33,12 @@ def chunk_key_order(table: CapturedTable, config: MySqlSourceConfig) -> KeyOrder
     String collations other than code-point ``_bin`` ones need the server's weight table,
     read once per process through ``config`` (see collation.py), so this may query the
     server the first time; collations whose order cannot be reproduced exactly raise
-    SchemaError naming the column and the way out.
+    SchemaError naming the column and the way out. A table read as one chunk has no chunk
+    key: nothing is ever compared (its one chunk holds every row, and its cursor is never
+    between the start and the end), so the plain order stands in.
     """
+    if table.one_chunk:
+        return KeyOrder()
     column = table.chunk_column
     if column.data_type == "set":
         raise _unorderable(table, column, "SET sorts by bit mask but compares as text")

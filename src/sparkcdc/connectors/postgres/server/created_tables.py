@@ -5,8 +5,9 @@ The WAL has no CREATE TABLE, and a new table's rows are decoded only once the pu
 has it, so the driver asks the catalog at each planning for matching tables whose OID it
 does not capture. A new table is captured (discovered, the publication extended, its
 snapshot started) only once it can be: the source user may read it and it has REPLICA
-IDENTITY FULL (a table without a primary key needs a chunk key column too, and is left out
-without one, or under ``changelog-mode: upsert``, as discovery leaves it out).
+IDENTITY FULL (a table without a primary key is left out under ``changelog-mode: upsert``,
+and, when it has no chunk key column, if it holds more than
+``scan.incremental.snapshot.chunk.size`` rows once it is ready, as discovery leaves it out).
 Until then it waits, warned about once with the statement that makes it
 ready; nothing is lost meanwhile, as its snapshot, taken when it is captured, reads every
 row it has by then.
@@ -20,10 +21,15 @@ from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
-from sparkcdc.connectors.postgres.server.discovery import REPLICA_IDENTITIES, PgTable
+from sparkcdc.connectors.postgres.server.discovery import (
+    REPLICA_IDENTITIES,
+    PgTable,
+    fits_one_chunk,
+)
 from sparkcdc.connectors.postgres.server.keyless import keyless_help
 from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.keyless import too_large
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +69,9 @@ class CreatedTables:
             table_id = TableId(schema, name)
             if table_id in names or not self.config.matches(schema, name):
                 continue
-            if not keyed:  # as discovery: captured as a multiset once it can be
-                chunk_column = self.config.chunk_key_columns.column_for(schema, name)
-                says = keyless_help(table_id, identity, chunk_column, self.config.upsert)
-                if says is not None and (chunk_column is None or self.config.upsert):
+            if not keyed and self.config.upsert:  # as discovery: never under upsert
+                says = keyless_help(table_id, identity, self.config.upsert)
+                if says is not None:
                     self._warn(
                         oid,
                         table_id,
@@ -78,8 +83,23 @@ class CreatedTables:
                 # offered once per state: a table discovery then leaves out anyway must not
                 # hold every later planning at the batch's start
                 self._offered.add(state)
+                if not keyed and not self._fits_one_chunk(conn, oid, table_id):
+                    continue
                 found.append(table_id)
         return found
+
+    def _fits_one_chunk(self, conn: Any, oid: int, table_id: TableId) -> bool:
+        """Whether a keyless table can be read as one chunk if it has no chunk key column
+        (counted as discovery counts it); one too large is warned about, not offered: the
+        discovery that would take it would leave it out, a planning spent on nothing."""
+        schema, name = table_id.database, table_id.table
+        if self.config.chunk_key_columns.column_for(schema, name) is not None:
+            return True
+        if fits_one_chunk(conn, oid, quote_table(table_id), self.config.chunk_size):
+            return True
+        says = too_large(self.config.chunk_size)
+        self._warn(oid, table_id, f"but has no primary key: not captured ({says.why}; {says.fix})")
+        return False
 
     def keep_ready(self, conn: Any, tables: list[PgTable], known: set[int]) -> list[PgTable]:
         """Of ``tables`` discovered again while the stream runs, the ``known`` (captured)

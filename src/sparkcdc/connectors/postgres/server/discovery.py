@@ -15,7 +15,7 @@ from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, c
 from sparkcdc.core.comments import Comments
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.keyless import KeylessHelp, leave_out_keyless
+from sparkcdc.snapshot.keyless import KeylessHelp, bad_chunk_column, leave_out_keyless, too_large
 from sparkcdc.snapshot.table import KeyedColumns
 
 _TABLES = """
@@ -105,13 +105,19 @@ def primary_key(conn: Any, oid: int) -> tuple[str, ...]:
 
 
 def discover_tables(
-    conn: Any, config: PostgresSourceConfig, left_out: dict[TableId, KeylessHelp] | None = None
+    conn: Any,
+    config: PostgresSourceConfig,
+    left_out: dict[TableId, KeylessHelp] | None = None,
+    over_bound: dict[TableId, PgTable] | None = None,
 ) -> list[PgTable]:
     """The tables matching ``schema-name``/``table-name``, with their schemas; fails with
     the fix for tables that cannot be captured (a partitioned parent). A table without a
     primary key is captured as a multiset of rows (empty ``primary_key``) when
     ``server/keyless.py`` says it can be, otherwise left out with a warning naming the fix
-    (``snapshot/keyless.py``) and added to ``left_out``."""
+    (``snapshot/keyless.py``) and added to ``left_out``; one with no chunk key column is
+    read as one chunk (empty ``chunk_key``) when it holds at most
+    ``scan.incremental.snapshot.chunk.size`` rows, else left out so too and kept described
+    in ``over_bound`` (a checkpoint that reads it as one chunk keeps it captured)."""
     found = [
         (int(oid), TableId(schema, name), kind, ident)
         for oid, schema, name, kind, ident in query(conn, _TABLES)
@@ -140,28 +146,60 @@ def discover_tables(
     keys = index_columns(conn, oids, "indisprimary")
     tables: list[PgTable] = []
     keyless: dict[TableId, KeylessHelp] = {}
+    large: dict[TableId, PgTable] = {}
     for oid, table_id, _, ident in found:
         chunk_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
         if not keys[oid]:
-            says = keyless_help(table_id, ident, chunk_column, config.upsert)
+            says = keyless_help(table_id, ident, config.upsert)
             if says is not None:
                 keyless[table_id] = says
                 continue
-        chunk_key = _chunk_key(table_id, columns[oid], chunk_column or keys[oid][0])
-        tables.append(
-            PgTable(
-                table_id,
-                oid,
-                tuple(columns[oid]),
-                tuple(keys[oid]),
-                chunk_key,
-                ident,
-                tuple(types[oid]),
-                tuple(attnums[oid]),
-            )
+        if keys[oid]:
+            chunk_key = _chunk_key(table_id, columns[oid], chunk_column or keys[oid][0])
+        elif chunk_column is not None:
+            try:
+                chunk_key = _chunk_key(table_id, columns[oid], chunk_column)
+            except SchemaError as exc:  # a keyless table never fails the others
+                keyless[table_id] = bad_chunk_column(str(exc))
+                continue
+        else:
+            chunk_key = ""  # read as one chunk (KeyedColumns.one_chunk), if small enough
+        table = PgTable(
+            table_id,
+            oid,
+            tuple(columns[oid]),
+            tuple(keys[oid]),
+            chunk_key,
+            ident,
+            tuple(types[oid]),
+            tuple(attnums[oid]),
         )
+        if table.one_chunk and not fits_one_chunk(conn, oid, table.sql_name, config.chunk_size):
+            keyless[table_id] = too_large(config.chunk_size)
+            large[table_id] = table
+            continue
+        tables.append(table)
+    if over_bound is not None:
+        over_bound.clear()
+        over_bound.update(large)
     leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
     return _with_comments(conn, tables) if config.include_comments else tables
+
+
+def fits_one_chunk(conn: Any, oid: int, sql_name: str, bound: int) -> bool:
+    """Whether the table holds at most ``bound`` rows now: an exact count that stops past
+    the bound (bounded work on a huge table; ``reltuples`` may be stale). One the source
+    user may not read is not counted: the checks after discovery name the GRANT it needs
+    (at the start), or it waits for it (created while the stream runs: ``created_tables``)
+    and is counted by the discovery that captures it."""
+    ((readable,),) = query(conn, "SELECT pg_catalog.has_table_privilege(%s, 'SELECT')", (oid,))
+    if not readable:
+        return True
+    ((rows,),) = query(
+        conn,
+        f"SELECT pg_catalog.count(*) FROM (SELECT 1 FROM {sql_name} LIMIT {int(bound) + 1}) s",
+    )
+    return int(rows) <= bound
 
 
 def _with_comments(conn: Any, tables: list[PgTable]) -> list[PgTable]:

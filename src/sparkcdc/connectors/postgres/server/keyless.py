@@ -4,7 +4,9 @@ A keyless table is captured as a multiset of rows (docs/design.md, "Tables witho
 primary key") when all of these hold; each one missing leaves it out with a warning that
 names what would capture it (``snapshot/keyless.py``), never failing the tables around it:
 
-* a chunk key column (``scan.incremental.snapshot.chunk.key-column``): its chunks need one;
+* a chunk key column (``scan.incremental.snapshot.chunk.key-column``) for its chunks, or
+  at most ``scan.incremental.snapshot.chunk.size`` rows when it joins the capture: it is
+  then read as one chunk (discovery counts them: ``snapshot/keyless.py: too_large``);
 * ``REPLICA IDENTITY FULL``: an UPDATE or DELETE of a keyless row names the row by its old
   values, which the WAL carries only under FULL (DEFAULT has no key to carry, NOTHING
   carries nothing), and the multiset normalisation needs the old image;
@@ -36,24 +38,13 @@ UNDER_UPSERT = KeylessHelp(
 )
 
 
-def keyless_help(
-    table_id: TableId, identity: str, chunk_column: str | None, upsert: bool
-) -> KeylessHelp | None:
-    """Why the keyless ``table_id`` (``pg_class.relreplident`` ``identity``, the chunk key
-    column the options name for it) cannot be captured, with the fix; None: it can."""
+def keyless_help(table_id: TableId, identity: str, upsert: bool) -> KeylessHelp | None:
+    """Why the keyless ``table_id`` (``pg_class.relreplident`` ``identity``) cannot be
+    captured, with the fix; None: it can (chunked by its chunk key column, or without one
+    read as one chunk if it is small enough, which discovery counts)."""
     if upsert:
         return UNDER_UPSERT
     full = f"ALTER TABLE {quote_table(table_id)} REPLICA IDENTITY FULL;"
-    if chunk_column is None:
-        then_full = "" if identity == "f" else f" and run {full}"
-        return KeylessHelp(
-            "a table without a primary key is captured only with a chunk key column "
-            f"('{_OPTION}') and REPLICA IDENTITY FULL",
-            f"set '{_OPTION}' to '{table_id}:<column>'{then_full} ({_AS_MULTISET}), give it "
-            f"a primary key, {_SILENCE}",
-            f"Name a chunk key column for them with '{_OPTION}' (and make them REPLICA "
-            "IDENTITY FULL), add a primary key, or select tables that have one",
-        )
     if identity != "f":
         return KeylessHelp(
             "a table without a primary key needs REPLICA IDENTITY FULL: only then do the WAL's "

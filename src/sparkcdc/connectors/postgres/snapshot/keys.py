@@ -15,7 +15,11 @@ from sparkcdc.snapshot.keys import KeyOrder, PartitionKeys
 
 def chunk_key_order(table: PgTable) -> KeyOrder:
     """Python ordering equal to the server's btree order of the table's chunk key; keys
-    whose order cannot be reproduced exactly (most collations, floats) are refused."""
+    whose order cannot be reproduced exactly (most collations, floats) are refused. A table
+    read as one chunk has no chunk key: nothing is ever compared (its one chunk holds every
+    row), so the plain order stands in."""
+    if table.one_chunk:
+        return KeyOrder()
     column = table.chunk_column
     try:
         collate = key_sort_function(column)
@@ -40,6 +44,8 @@ def row_key(table: PgTable) -> Callable[[Row], Any]:
 
 def partition_keys(table: PgTable, chunks: Sequence[Chunk]) -> PartitionKeys:
     """The partition's key order and row identity."""
+    if table.one_chunk:
+        return PartitionKeys.of_one_chunk(row_key(table), tuple(chunks))
     return PartitionKeys(
         chunk_key_order(table), row_key(table), table.chunk_key_index, tuple(chunks)
     )

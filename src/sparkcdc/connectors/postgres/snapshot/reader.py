@@ -71,7 +71,11 @@ Overrides = Window
 
 def chunk_query(table: PgTable, chunk: Chunk, columns: Sequence[str]) -> str:
     """The ``SELECT`` of one chunk, bounds as literals (chunk keys are NOT NULL: checked at
-    discovery)."""
+    discovery). A table read as one chunk (no chunk key column) is read whole: no ``WHERE``."""
+    if table.one_chunk:
+        if chunk != Chunk():
+            raise AssertionError(f"{table.table_id} is read as one chunk, not as {chunk}")
+        return f"SELECT {', '.join(columns)} FROM {table.sql_name}"
     key = quote(table.chunk_key)
     cast = "pg_catalog." + quote(table.chunk_column.type.name)  # built-in (keys.py)
     conditions = []
