@@ -17,9 +17,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Generic
 
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
+from sparkcdc.snapshot.dialect import T
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,18 @@ def bad_chunk_column(problem: str) -> KeylessHelp:
         f"Name columns they have with '{_OPTION}', add a primary key, or select tables that "
         "have one",
     )
+
+
+class KeepsGrownOneChunk(Generic[T]):
+    """``FollowsTableDrops.still_captured`` of a dialect whose discovery describes the
+    keyless tables it leaves out for being too large to read as one chunk in
+    ``over_bound``: a checkpoint that reads one as one chunk keeps it captured, streaming
+    (the bound decides only when a table joins). Listed before ``FollowsTableDrops``."""
+
+    over_bound: dict[TableId, T]
+
+    def still_captured(self, table_id: TableId, checkpointed: T) -> T | None:
+        return self.over_bound.get(table_id) if checkpointed.one_chunk else None
 
 
 def leave_out_keyless(

@@ -316,7 +316,8 @@ CHUNK_SIZE = OptionSpec(
     "scan.incremental.snapshot.chunk.size",
     parse_int(1),
     8096,
-    doc="rows per chunk",
+    doc="rows per chunk; also the most rows of a keyless table with no chunk key column "
+    "read as one chunk (a larger one is left out)",
     attr="chunk_size",
 )
 

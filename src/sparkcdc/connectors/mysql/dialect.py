@@ -72,7 +72,7 @@ from sparkcdc.snapshot.abilities import (
 )
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
-from sparkcdc.snapshot.keyless import KeylessHelp
+from sparkcdc.snapshot.keyless import KeepsGrownOneChunk, KeylessHelp
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
@@ -84,6 +84,7 @@ _COLUMN_FIELDS = [f.name for f in dataclasses.fields(MySqlColumn)]
 
 class MySqlDialect(
     Dialect[BinlogPosition, CapturedTable],
+    KeepsGrownOneChunk[CapturedTable],
     FollowsTableDrops[BinlogPosition, CapturedTable],
     DetectsLostLog[BinlogPosition],
     NamesServers[BinlogPosition],
@@ -97,10 +98,10 @@ class MySqlDialect(
     def __init__(self, config: MySqlSourceConfig) -> None:
         self.config = config
         self._conn: Any = None
-        #: Tables discovery left out for having no primary key (``snapshot/keyless.py``).
+        #: Tables discovery left out for having no primary key (``snapshot/keyless.py``),
+        #: and of them those too large to read as one chunk, described (``still_captured``).
         self._keyless: dict[TableId, KeylessHelp] = {}
-        #: Keyless tables discovery left out for being too large to read as one chunk.
-        self._over_bound: dict[TableId, CapturedTable] = {}
+        self.over_bound: dict[TableId, CapturedTable] = {}
         #: The range the last schema-change scan walked and its transaction boundaries.
         self._walked: tuple[tuple[int, int], tuple[int, int], list[Boundary]] | None = None
         #: The connection the server identity was read on, and the identity.
@@ -147,7 +148,7 @@ class MySqlDialect(
                 "'scan.snapshot.consistency' is 'exact', which needs MariaDB's position of a "
                 "consistent snapshot; this server has none: set it to 'auto' or 'watermark'"
             )
-        found = discover_tables(self.conn, self.config, self._keyless, self._over_bound)
+        found = discover_tables(self.conn, self.config, self._keyless, self.over_bound)
         for table in found:
             chunk_key_order(table, self.config)  # fails up front for keys we cannot order
         return found
@@ -158,14 +159,6 @@ class MySqlDialect(
     def left_out(self, table_id: TableId) -> str | None:
         says = self._keyless.get(table_id)
         return None if says is None else says.left_out
-
-    def still_captured(
-        self, table_id: TableId, checkpointed: CapturedTable
-    ) -> CapturedTable | None:
-        """A table the checkpoint reads as one chunk stays captured when it has grown past
-        the bound since: the bound decides only when a table joins (its one chunk is read,
-        or it is done and streams)."""
-        return self._over_bound.get(table_id) if checkpointed.one_chunk else None
 
     def key_order(self, table: CapturedTable) -> KeyOrder:
         return chunk_key_order(table, self.config)
@@ -237,7 +230,7 @@ class MySqlDialect(
             ensure_available(self.conn, position)
         tables = {
             t.table_id: t
-            for t in discover_tables(self.conn, self.config, self._keyless, self._over_bound)
+            for t in discover_tables(self.conn, self.config, self._keyless, self.over_bound)
         }
         check_columns_since(
             position,

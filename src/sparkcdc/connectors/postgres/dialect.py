@@ -60,7 +60,7 @@ from sparkcdc.snapshot.abilities import (
 )
 from sparkcdc.snapshot.chunks import Chunk, Key, KeyStats
 from sparkcdc.snapshot.dialect import Dialect
-from sparkcdc.snapshot.keyless import KeylessHelp
+from sparkcdc.snapshot.keyless import KeepsGrownOneChunk, KeylessHelp
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.retry import Retries, lost_mid_read
 from sparkcdc.snapshot.schema_change import SchemaChange
@@ -99,6 +99,7 @@ def _gone_statement(gone: Mapping[TableId, GoneTable]) -> str:
 
 class PostgresDialect(
     Dialect[LsnPosition, PgTable],
+    KeepsGrownOneChunk[PgTable],
     FollowsTableDrops[LsnPosition, PgTable],
     UnloggedDdl,
     PendingColumns[PgTable],
@@ -112,10 +113,10 @@ class PostgresDialect(
     def __init__(self, config: PostgresSourceConfig) -> None:
         self.config = config
         self._conn: Any = None
-        #: Tables discovery left out for having no primary key (``snapshot/keyless.py``).
+        #: Tables discovery left out for having no primary key (``snapshot/keyless.py``),
+        #: and of them those too large to read as one chunk, described (``still_captured``).
         self._keyless: dict[TableId, KeylessHelp] = {}
-        #: Keyless tables discovery left out for being too large to read as one chunk.
-        self._over_bound: dict[TableId, PgTable] = {}
+        self.over_bound: dict[TableId, PgTable] = {}
         self._moved_at = time.monotonic()
         self._commits: list[LsnPosition] = []
         #: The last planning scan (its start, its end LSN, what it found), which
@@ -166,7 +167,7 @@ class PostgresDialect(
     def discover(self) -> list[PgTable]:
         conn, config = self.conn, self.config
         validate_server(conn, config)
-        tables = discover_tables(conn, config, self._keyless, self._over_bound)
+        tables = discover_tables(conn, config, self._keyless, self.over_bound)
         if self._discovered:  # again while the stream runs: created tables not ready wait
             tables = self._created.keep_ready(conn, tables, self._discovered)
         validate_tables(conn, tables, self.config.upsert)
@@ -190,7 +191,7 @@ class PostgresDialect(
         check and never read would keep the server's WAL for ever): an existing slot or
         publication must fit, a missing one must be one the user could make."""
         validate_server(self.conn, self.config)
-        tables = discover_tables(self.conn, self.config, self._keyless, self._over_bound)
+        tables = discover_tables(self.conn, self.config, self._keyless, self.over_bound)
         validate_tables(self.conn, tables, self.config.upsert)
         ensure_publication(self.conn, self.config, tables, create=False)
         slot_state(self.conn, self.config)
@@ -204,12 +205,6 @@ class PostgresDialect(
     def left_out(self, table_id: TableId) -> str | None:
         says = self._keyless.get(table_id)
         return None if says is None else says.left_out
-
-    def still_captured(self, table_id: TableId, checkpointed: PgTable) -> PgTable | None:
-        """A table the checkpoint reads as one chunk stays captured when it has grown past
-        the bound since: the bound decides only when a table joins (it is in the
-        publication already, which is never narrowed)."""
-        return self._over_bound.get(table_id) if checkpointed.one_chunk else None
 
     @property
     def drops_waiting(self) -> bool:

@@ -52,11 +52,10 @@ def discover_tables(
     over_bound: dict[TableId, CapturedTable] | None = None,
 ) -> list[CapturedTable]:
     """The base tables matching ``database-name``/``table-name``, with schemas; tables
-    without a primary key are captured as multisets of rows when a chunk key column is
-    given for them, or read as one chunk when they hold at most
-    ``scan.incremental.snapshot.chunk.size`` rows; the larger ones are left out with a
-    warning, added to ``left_out``, and kept described in ``over_bound`` (a checkpoint that
-    captures one as one chunk keeps it: the bound decides only when a table joins)."""
+    without a primary key are captured as multisets of rows chunked by the column given
+    for them, or without one as one chunk while they hold at most ``chunk.size`` rows;
+    the others are left out with a warning and added to ``left_out`` (the large ones
+    described in ``over_bound``: ``KeepsGrownOneChunk``)."""
     rows = query(
         conn,
         "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "

@@ -118,22 +118,7 @@ def discover_tables(
     read as one chunk (empty ``chunk_key``) when it holds at most
     ``scan.incremental.snapshot.chunk.size`` rows, else left out so too and kept described
     in ``over_bound`` (a checkpoint that reads it as one chunk keeps it captured)."""
-    found = [
-        (int(oid), TableId(schema, name), kind, ident)
-        for oid, schema, name, kind, ident in query(conn, _TABLES)
-        if config.matches(schema, name)
-    ]
-    if not found:
-        raise SourceConfigurationError(
-            f"no table of database '{config.database}' matches {config.tables.label} "
-            "(both are regular expressions matched against whole names)"
-        )
-    parents = [str(t) for _, t, kind, _ in found if kind == "p"]
-    if parents:
-        raise SchemaError(
-            f"partitioned table(s) {', '.join(parents)}: capture the partitions instead (match "
-            "them with 'table-name'); a partitioned parent holds no rows of its own"
-        )
+    found = _matching(conn, config)
     oids = [oid for oid, _, _, _ in found]
     columns: dict[int, list[PgColumn]] = {oid: [] for oid in oids}
     attnums: dict[int, list[int]] = {oid: [] for oid in oids}
@@ -148,22 +133,10 @@ def discover_tables(
     keyless: dict[TableId, KeylessHelp] = {}
     large: dict[TableId, PgTable] = {}
     for oid, table_id, _, ident in found:
-        chunk_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
-        if not keys[oid]:
-            says = keyless_help(table_id, ident, config.upsert)
-            if says is not None:
-                keyless[table_id] = says
-                continue
-        if keys[oid]:
-            chunk_key = _chunk_key(table_id, columns[oid], chunk_column or keys[oid][0])
-        elif chunk_column is not None:
-            try:
-                chunk_key = _chunk_key(table_id, columns[oid], chunk_column)
-            except SchemaError as exc:  # a keyless table never fails the others
-                keyless[table_id] = bad_chunk_column(str(exc))
-                continue
-        else:
-            chunk_key = ""  # read as one chunk (KeyedColumns.one_chunk), if small enough
+        chunk_key = _chunk_key_of(config, table_id, ident, columns[oid], keys[oid])
+        if isinstance(chunk_key, KeylessHelp):
+            keyless[table_id] = chunk_key
+            continue
         table = PgTable(
             table_id,
             oid,
@@ -184,6 +157,53 @@ def discover_tables(
         over_bound.update(large)
     leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
     return _with_comments(conn, tables) if config.include_comments else tables
+
+
+def _matching(conn: Any, config: PostgresSourceConfig) -> list[tuple[int, TableId, str, str]]:
+    """The tables the options match: OID, name, kind and replica identity; fails when none
+    does, or for a partitioned parent."""
+    found = [
+        (int(oid), TableId(schema, name), kind, ident)
+        for oid, schema, name, kind, ident in query(conn, _TABLES)
+        if config.matches(schema, name)
+    ]
+    if not found:
+        raise SourceConfigurationError(
+            f"no table of database '{config.database}' matches {config.tables.label} "
+            "(both are regular expressions matched against whole names)"
+        )
+    parents = [str(t) for _, t, kind, _ in found if kind == "p"]
+    if parents:
+        raise SchemaError(
+            f"partitioned table(s) {', '.join(parents)}: capture the partitions instead (match "
+            "them with 'table-name'); a partitioned parent holds no rows of its own"
+        )
+    return found
+
+
+def _chunk_key_of(
+    config: PostgresSourceConfig,
+    table_id: TableId,
+    identity: str,
+    columns: list[PgColumn],
+    keys: list[str],
+) -> str | KeylessHelp:
+    """The table's chunk key: the option's column or the primary key's first; for a
+    keyless table, what leaves it out instead (``server/keyless.py``, or a chunk key column
+    it lacks or that may be NULL: a keyless table never fails the others), or the empty
+    key: read as one chunk (``KeyedColumns.one_chunk``) if it is small enough."""
+    chunk_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
+    if keys:
+        return _chunk_key(table_id, columns, chunk_column or keys[0])
+    says = keyless_help(table_id, identity, config.upsert)
+    if says is not None:
+        return says
+    if chunk_column is None:
+        return ""
+    try:
+        return _chunk_key(table_id, columns, chunk_column)
+    except SchemaError as exc:
+        return bad_chunk_column(str(exc))
 
 
 def fits_one_chunk(conn: Any, oid: int, sql_name: str, bound: int) -> bool:
