@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from sparkcdc.pipeline.one_pass import metrics_in, observed
 from sparkcdc.pipeline.shaping import conform
 from sparkcdc.pipeline.table_tasks import tasks_for
 from sparkcdc.sinks.base import SinkTable
+from sparkcdc.sinks.write_plan import EnvelopeRows
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class BatchSplit:
         rows only, pipeline/one_pass.py) split to be counted by its write."""
         if alone is None:
             changes, tally = self.split(frame, snapshot_version)
-            return Split(changes, tally, time.time())
+            return Split(changes, tally, time.time(), envelope=self.envelope_rows(frame))
         changes, observation, recount = self.split_once(frame, alone, snapshot_version)
 
         def finish(read_frames: Sequence[Any]) -> Tally:
@@ -97,6 +98,13 @@ class BatchSplit:
             return changes.coalesce(tasks_for(tally.rows.get(source, 0)))
 
         return LazyTables(by_source, typed), tally
+
+    def envelope_rows(self, frame: Any) -> Mapping[TableId, EnvelopeRows]:
+        """Each table's rows as the envelope has them (none for a one-table stream):
+        what a sink may decode itself instead of the typed changelog (``EnvelopeRows``)."""
+        if not self.envelope:
+            return {}
+        return {t.source: EnvelopeRows(frame, t.source, t.schema) for t in self.tables}
 
     def split_once(
         self, frame: Any, alone: TableId, snapshot_version: int | None
@@ -242,6 +250,9 @@ class Split:
     on_read: Callable[[Any], None] | None = None
     #: One pass: the tally from the DataFrames the sink read to their end.
     finish: Callable[[Sequence[Any]], Tally] | None = None
+    #: Each table's envelope rows (a batch of several tables), for the targets that mirror
+    #: one table (``TargetWrite.envelope``).
+    envelope: Mapping[TableId, EnvelopeRows] = field(default_factory=dict)
 
     def written(self, read_frames: Sequence[Any]) -> None:
         """The sink wrote the batch: a one-pass batch's tally is known now."""

@@ -55,6 +55,8 @@ def write_plan(
             kept_columns=kept_columns(target) if reread else (),
             read_once=name in split.uncounted,
             sources=source_ids(target),
+            # untouched rows of one table: a sink may decode them itself
+            envelope=split.envelope.get(name) if target.as_captured else None,
         )
     return WritePlan(
         pipeline, batch_id, writes, offset, version, split.on_read, unchanged=unchanged

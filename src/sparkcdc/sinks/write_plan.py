@@ -4,9 +4,11 @@ For every target, the batch's changes as a typed changelog DataFrame (the target
 columns, then ``_change_type``, ``_commit_version``, ``_commit_timestamp``) and what the
 pipeline knows of them from its count (how many rows, how many are snapshot rows of keys
 never emitted, how many are the log's inserts, which columns rows read again leave alone,
-whether the sink reads them once, uncounted). Spark may hand the same batch again after a
-crash (foreachBatch is at-least-once), so a sink must make a replayed plan change
-nothing where it declares exactly-once delivery, keyed by ``(pipeline, batch_id)``.
+whether the sink reads them once, uncounted), and, for a target that mirrors one table of a
+many-table batch, that table's rows as the envelope has them (:class:`EnvelopeRows`). Spark
+may hand the same batch again after a crash (foreachBatch is at-least-once), so a sink
+must make a replayed plan change nothing where it declares exactly-once delivery, keyed by
+``(pipeline, batch_id)``.
 
 Sinks also record the source offset each batch ended at, the part of it their target is
 made of (:meth:`WritePlan.offset_of`), so ``sparkcdc verify`` can compare a target with
@@ -23,6 +25,23 @@ from typing import Any
 from sparkcdc.core.changes import CHANGE_TYPE, COMMIT_VERSION
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.offset import LogJson, SourceOffset
+
+
+@dataclass(frozen=True)
+class EnvelopeRows:
+    """A target's rows as one captured table's rows in the batch's envelope, untouched (a
+    target that mirrors the table: no transform, no route): what a sink may decode itself,
+    several targets' in one Spark action (spark/envelope_fetch.py), instead of asking for
+    each target's DataFrame (:attr:`TargetWrite.changes`), whose plan per table (Spark's
+    ``from_json`` of the table's columns) costs the driver more than the rows in a batch
+    that changes hundreds of tables (issue 62)."""
+
+    #: The batch's envelope rows (a Spark DataFrame, cached while the sink writes).
+    frame: Any
+    #: The captured table (the envelope's ``database_name`` and ``table_name``).
+    table: TableId
+    #: The table's columns (a Spark StructType), as ``spark/envelope.unpack_table`` reads them.
+    schema: Any
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,9 @@ class TargetWrite:
     #: The source tables the target is made of (a route merges several), when known: what
     #: the target records of the offset (:meth:`WritePlan.offset_of`).
     sources: tuple[TableId, ...] | None = None
+    #: The target's rows as its one table's envelope rows, where they are that (None: only
+    #: :attr:`changes` has them).
+    envelope: EnvelopeRows | None = None
 
     @cached_property
     def changes(self) -> Any:

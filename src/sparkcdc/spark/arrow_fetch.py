@@ -25,7 +25,8 @@ from typing import Any
 #: At most this many rows (as the pipeline counted them) are fetched in one action: the
 #: driver holds one group's rows as Arrow at a time.
 ROWS_PER_FETCH = 500_000
-_PACKED = "frame INT, part BINARY"
+#: The packed rows' schema: which frame, one Arrow IPC stream of its rows.
+PACKED = "frame INT, part BINARY"
 
 
 def fetch_groups(counts: Sequence[int | None], limit: int = ROWS_PER_FETCH) -> list[list[int]]:
@@ -60,21 +61,36 @@ class _Packer:
         self.index = index
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, batch.schema) as writer:
-                writer.write_batch(batch)
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array([self.index], pa.int32()),
-                    pa.array([sink.getvalue().to_pybytes()], pa.binary()),
-                ],
-                names=["frame", "part"],
-            )
+            if batch.num_rows:
+                yield packed(self.index, batch)
+
+
+def packed(index: int, batch: Any) -> Any:
+    """One row of :data:`PACKED`: ``batch`` (Arrow) as an IPC stream, tagged with the frame
+    ``index`` it belongs to (also spark/envelope_fetch.py's)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return pa.RecordBatch.from_arrays(
+        [pa.array([index], pa.int32()), pa.array([sink.getvalue().to_pybytes()], pa.binary())],
+        names=["frame", "part"],
+    )
+
+
+def unpacked(collected: Any, count: int) -> list[list[Any]]:
+    """The Arrow tables of each of ``count`` frames in ``collected`` (rows of
+    :data:`PACKED`), in the order collected; they share its buffers (no copy)."""
+    import pyarrow as pa
+
+    parts: list[list[Any]] = [[] for _ in range(count)]
+    indexes = collected.column("frame").to_pylist()
+    streams = collected.column("part")
+    for row, index in enumerate(indexes):
+        parts[index].append(pa.ipc.open_stream(streams[row].as_buffer()).read_all())
+    return parts
 
 
 def to_arrow(frames: Sequence[Any]) -> list[Any]:
@@ -86,18 +102,12 @@ def to_arrow(frames: Sequence[Any]) -> list[Any]:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    packed = _union([f.mapInArrow(_Packer(i), _PACKED) for i, f in enumerate(frames)])
+    packs = _union([f.mapInArrow(_Packer(i), PACKED) for i, f in enumerate(frames)])
     # as many tasks as the cores, not one per frame's partition: a task's fixed cost (its
     # scheduling, the union's whole plan deserialised, a Python worker's round trip) was
     # most of a many-table batch's job (issue 62)
-    cores = max(1, packed.sparkSession.sparkContext.defaultParallelism)
-    collected = packed.coalesce(cores).toArrow()
-    parts: list[list[Any]] = [[] for _ in frames]
-    indexes = collected.column("frame").to_pylist()
-    streams = collected.column("part")
-    for row, index in enumerate(indexes):
-        buffer = streams[row].as_buffer()
-        parts[index].append(pa.ipc.open_stream(buffer).read_all())
+    cores = max(1, packs.sparkSession.sparkContext.defaultParallelism)
+    parts = unpacked(packs.coalesce(cores).toArrow(), len(frames))
     tables = []
     for frame, own in zip(frames, parts, strict=True):
         if own:

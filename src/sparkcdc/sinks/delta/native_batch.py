@@ -1,12 +1,15 @@
-"""A batch through the native writer (``writer: native``): every target's rows in one Spark
-action, then one delta-rs commit per target.
+"""A batch through the native writer (``writer: native``): every target's rows in one or two
+Spark actions, then one delta-rs commit per target.
 
-Spark's part is getting the rows to the driver: each target's changelog rows (a narrow
-plan over the batch's cached rows) are fetched together as Arrow
-(spark/arrow_fetch.py), in groups of at most ``ROWS_PER_FETCH`` counted rows, so the
-driver holds one group's rows at a time and a batch of ordinary size is one Spark job
-whatever the number of tables it changes. The rest is Python and delta-rs: the reduction
-to each key's last change (sinks/reduce_arrow.py) and the commit.
+Spark's part is getting the rows to the driver: the targets that mirror one table of a
+many-table batch as it is (``TargetWrite.envelope``) get their rows decoded from the
+batch's envelope rows on the executors, all in one plain plan (spark/envelope_fetch.py),
+and no DataFrame of their own is made; each other target's changelog rows (a narrow plan
+over the batch's cached rows) are fetched together as Arrow (spark/arrow_fetch.py). Both
+in groups of at most ``ROWS_PER_FETCH`` counted rows, so the driver holds one group's rows
+at a time and a batch of ordinary size is one or two Spark jobs whatever the number of
+tables it changes. The rest is Python and delta-rs: the reduction to each key's last
+change (sinks/reduce_arrow.py) and the commit.
 
 One commit per target per batch, each carrying Delta's transaction id ``(pipeline,
 batch)``, which is how a replayed batch is skipped (delta-rs records the id; the writer
@@ -44,6 +47,7 @@ from sparkcdc.sinks.reduce import DELETED, REREAD, last_change_per_key
 from sparkcdc.sinks.reduce_arrow import last_change_per_key as last_change_arrow
 from sparkcdc.sinks.reduce_arrow import snapshot_rows
 from sparkcdc.sinks.write_plan import TargetWrite, WritePlan
+from sparkcdc.spark import envelope_fetch
 from sparkcdc.spark.arrow_fetch import fetch_groups, to_arrow
 from sparkcdc.spark.concurrent_writes import WritesStopped, write_concurrently
 
@@ -53,19 +57,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+#: Whether targets whose rows are one table's envelope rows as they are (``EnvelopeRows``)
+#: get them decoded on the executors in one plain Spark action (spark/envelope_fetch.py)
+#: rather than through each target's DataFrame (``unpack_table``, unioned). An internal
+#: switch, not an option: benchmarks/many_tables.py sets it off to print the old path's
+#: figures beside the new in one run.
+DECODE_ENVELOPE = True
+
+
 def write_batch(
     sink: DeltaSink, spark: Any, batch: WritePlan, writes: Sequence[TargetWrite]
 ) -> None:
     """Every target of ``writes`` (each written by delta-rs), its rows fetched with the
-    others' in one Spark action per group, then committed, up to ``concurrent-writes``
-    targets at once (delta-rs works outside Python's lock)."""
-    frames = [_rows(sink, batch, w) for w in writes]
+    others' in one Spark action per group (two where some are decoded from the envelope
+    and some not), then committed, up to ``concurrent-writes`` targets at once (delta-rs
+    works outside Python's lock)."""
     counts = [None if w.read_once else w.rows for w in writes]
     for group in fetch_groups(counts):
         if sink.stopping is not None and sink.stopping():
             raise WritesStopped("the run is stopping: this batch's other targets are not written")
-        tables = to_arrow([frames[i] for i in group])
-        items = [(writes[i], rows) for i, rows in zip(group, tables, strict=True)]
+        chosen = [writes[i] for i in group]
+        items = list(zip(chosen, _fetched(sink, batch, chosen), strict=True))
 
         def commit(session: Any, item: tuple[TargetWrite, Any]) -> None:
             write, rows = item
@@ -73,6 +85,35 @@ def write_batch(
 
         threads = sink.config.concurrent_writes
         write_concurrently(spark, items, threads, commit, sink.sessions, sink.stopping)
+
+
+def decoded_from_envelope(write: TargetWrite) -> bool:
+    """Whether ``write``'s rows are fetched from the envelope (spark/envelope_fetch.py)
+    without its DataFrame being made: a target of one table's rows as they are, with no
+    reduction for Spark (kept columns) and not read once."""
+    return (
+        DECODE_ENVELOPE
+        and write.envelope is not None
+        and not write.kept_columns
+        and not write.read_once
+    )
+
+
+def _fetched(sink: DeltaSink, batch: WritePlan, writes: Sequence[TargetWrite]) -> list[Any]:
+    """The rows of each of ``writes`` as Arrow: those :func:`decoded_from_envelope` in one
+    action, the others' DataFrames (made here) in another."""
+    direct = {i: w.envelope for i, w in enumerate(writes) if decoded_from_envelope(w)}
+    others = [i for i in range(len(writes)) if i not in direct]
+    tables: list[Any] = [None] * len(writes)
+    fetched = to_arrow([_rows(sink, batch, writes[i]) for i in others])
+    for i, rows in zip(others, fetched, strict=True):
+        tables[i] = rows
+    decoded = envelope_fetch.fetch([e for e in direct.values() if e is not None])
+    for i, rows in zip(direct, decoded, strict=True):
+        table = sink.tables[writes[i].target]
+        absent = [UNCHANGED] if batch.unchanged else []
+        tables[i] = rows.select([*table.columns, *CHANGE_COLUMNS, *absent])
+    return tables
 
 
 def _rows(sink: DeltaSink, batch: WritePlan, write: TargetWrite) -> Any:

@@ -266,7 +266,8 @@ class DeltaSink(Sink):
         pending = list(batch.with_changes())
         if not pending:
             return
-        spark = pending[0].changes.sparkSession  # each target's rows made here, not in threads
+        first = pending[0]  # the session, without making a target's rows for it
+        spark = (first.envelope.frame if first.envelope else first.changes).sparkSession
         natives = [w for w in pending if self.native_location(w.target) is not None]
         if natives:
             write_batch(self, spark, batch, natives)
