@@ -266,8 +266,7 @@ class DeltaSink(Sink):
         pending = list(batch.with_changes())
         if not pending:
             return
-        first = pending[0]  # the session, without making a target's rows for it
-        spark = (first.envelope.frame if first.envelope else first.changes).sparkSession
+        spark = _session(pending[0])
         natives = [w for w in pending if self.native_location(w.target) is not None]
         if natives:
             write_batch(self, spark, batch, natives)
@@ -636,3 +635,9 @@ def _catalog_location(
             catalog.register(spark, parts, folder)
             found = catalog.location_of(spark, parts)
     return found
+
+
+def _session(write: TargetWrite) -> Any:
+    """The batch's Spark session, from the envelope where the write has it: making the
+    target's rows (``write.changes``) to ask them costs a plan the native writer skips."""
+    return (write.envelope.frame if write.envelope else write.changes).sparkSession
