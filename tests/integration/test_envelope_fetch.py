@@ -182,6 +182,10 @@ def test_the_executors_decode_gives_what_sparks_unpacking_gives(spark: Any, abse
         TableId("db", "first_half"): TYPES[:half],
         TableId("other", "second_half"): TYPES[half:],
         TableId("db", "not_fetched"): TYPES[:2],
+        # Spark's parser substitutes ${...} inside SQL string literals: names held as text
+        # there would filter another table's rows (none)
+        TableId("db", "price${usd}"): TYPES[:3],
+        TableId("s${env:HOME}", "t"): TYPES[:2],
     }
     frame, schemas = _envelope(spark, tables, absent)
     try:

@@ -67,8 +67,18 @@ def unpack_table(envelope: Any, database: str, table: str, schema: Any) -> Any:
     )
     metadata = [c for c in envelope.columns if c not in ENVELOPE_COLUMNS]
     kept = [quoted(c) for c in (*CHANGE_COLUMNS[1:], *metadata)]
-    rows = envelope.where(
-        f"database_name = {sql_string(database)} AND table_name = {sql_string(table)}"
-    )
+    rows = envelope.where(_of_table(database, table))
     exploded = rows.selectExpr(f"explode({images}) AS _c", *kept)
     return exploded.selectExpr("_c.image.*", f"_c.kind AS {change}", *kept)
+
+
+def _of_table(database: str, table: str) -> Any:
+    """A predicate on the envelope's rows of one table: SQL text (no Py4J call), or a
+    Column where a name holds ``$``: Spark's parser substitutes ``${...}`` even inside
+    string literals (``spark.sql.variable.substitute``), which would filter another name
+    and silently miss the table's rows."""
+    if "$" not in database and "$" not in table:
+        return f"database_name = {sql_string(database)} AND table_name = {sql_string(table)}"
+    from pyspark.sql import functions as F
+
+    return (F.col("database_name") == F.lit(database)) & (F.col("table_name") == F.lit(table))

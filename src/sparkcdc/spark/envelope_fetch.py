@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, change_columns
-from sparkcdc.core.identifiers import quoted, sql_string
+from sparkcdc.core.identifiers import quoted
 from sparkcdc.sinks.write_plan import EnvelopeRows
 from sparkcdc.spark.arrow_fetch import PACKED, packed, unpacked
 
@@ -119,13 +119,15 @@ def _nullable(data_type: Any) -> Any:
     return data_type
 
 
-def _only(tables: Sequence[EnvelopeRows]) -> str:
-    """A SQL predicate on the envelope's rows: those of ``tables``."""
-    by_database: dict[str, list[str]] = {}
-    for rows in tables:
-        by_database.setdefault(rows.table.database, []).append(rows.table.table)
-    return " OR ".join(
-        f"(database_name = {sql_string(database)} AND table_name IN "
-        f"({', '.join(sql_string(n) for n in names)}))"
-        for database, names in by_database.items()
-    )
+def _only(tables: Sequence[EnvelopeRows]) -> Any:
+    """A predicate (a Column) on the envelope's rows: those of every database and table
+    name of ``tables``, a superset where names pair across databases (:class:`_Decoding`
+    skips the pairs not asked for). Columns, not SQL text: Spark's parser substitutes
+    ``${...}`` even inside string literals (``spark.sql.variable.substitute``), so a table
+    named ``price${usd}`` would be filtered as ``price`` and its rows silently missed; and
+    one IN per column stays small where a thousand databases each have one table."""
+    from pyspark.sql import functions as F
+
+    databases = sorted({rows.table.database for rows in tables})
+    names = sorted({rows.table.table for rows in tables})
+    return F.col("database_name").isin(databases) & F.col("table_name").isin(names)

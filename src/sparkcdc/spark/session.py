@@ -49,6 +49,10 @@ SESSION_CONF: Mapping[str, str] = {
     # Spark keeps 100 compiled classes; one table's MERGE batch generates about 100
     # different ones, so with the default every batch compiled all of them again.
     "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+    # sparkcdc writes table and column names into SQL text (quoted), where Spark would
+    # substitute ${...} (inside literals and identifiers alike): a column named ${x}
+    # would be read as another name, its values silently NULL.
+    "spark.sql.variable.substitute": "false",
 }
 
 
