@@ -1,5 +1,5 @@
 """Tables without a primary key (MariaDB, MySQL 8, PostgreSQL): captured as multisets of rows
-with a chunk key column, or on MySQL/MariaDB without one as one chunk while small
+with a chunk key column, or without one as one chunk while small (MariaDB, PostgreSQL)
 (docs/design.md, "Tables without a primary key"), exact under writes inside the chunks' log
 windows; the ones that cannot be captured are left out with a warning naming the fix, at
 the start and when created while the stream runs, never failing the tables around them.
@@ -18,6 +18,8 @@ import pytest
 
 from sparkcdc.connectors.mysql.config import parse_config
 from sparkcdc.connectors.mysql.source import MySqlCdcSource
+from sparkcdc.connectors.postgres.server.connection import connect
+from sparkcdc.connectors.postgres.server.discovery import discover_tables
 from sparkcdc.connectors.registry import connector
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.embedded import EmbeddedMariaDB, EmbeddedPostgres
@@ -381,57 +383,173 @@ def test_mysql_watermark_chunks_of_a_keyless_table(
         with pytest.raises(SourceConfigurationError, match=r"scan\.snapshot\.consistency") as e:
             run_batches(touched, None, lambda rows: None, after_planning=writes)
         assert f"table {flavor_db}.logs has no primary key" in str(e.value)
+        # a restart replays the same batch: the message names the ways out of it
+        assert "start a new checkpoint" in str(e.value)
+        assert "leave the table out of 'tables'" in str(e.value)
     finally:
         touched.close()
 
 
-@pytest.mark.parametrize("binlog_server", ["mysql8"], indirect=True)
-def test_mysql_watermark_one_chunk_of_a_keyless_table(
-    binlog_server: BinlogServer, flavor_db: str
+@pytest.mark.parametrize("binlog_server", ["mysql8", "mariadb"], indirect=True)
+def test_watermark_chunks_never_read_a_keyless_table_as_one_chunk(
+    binlog_server: BinlogServer, flavor_db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """MySQL, watermark chunks: a small keyless table with no chunk key column is read as
-    one chunk, exact when its window holds no change of it (duplicates, deletes of one of
-    two identical rows streamed after); a change in its window fails the read naming the
-    table and the option instead of guessing."""
+    """Where chunks are placed by a watermark (MySQL under ``auto``, MariaDB under
+    ``scan.snapshot.consistency`` ``watermark``), a small keyless table with no chunk key
+    column is left out with a warning naming it and the fixes, as before one-chunk reads:
+    read as one chunk, a write while it is read would fail the read, and a restart
+    replays the same batch, failing forever. The pattern's keyed table streams, writes to
+    both landing in the chunks' windows; a pattern matching only the keyless table is
+    refused naming the fix. MariaDB's exact reader keeps reading it as one chunk
+    (``test_small_keyless_table_without_a_chunk_key_is_read_as_one_chunk``)."""
     execute = partial(binlog_server.execute, database=flavor_db)
     execute("CREATE TABLE logs (a INT, b INT, note VARCHAR(10))")
+    execute("CREATE TABLE keyed (id INT PRIMARY KEY, a INT)")
     execute("INSERT INTO logs VALUES (1, 1, 'x'), (1, 1, 'x'), (2, 0, 'y'), (3, 1, 'x')")
+    execute("INSERT INTO keyed VALUES (1, 1), (2, 2)")
     options = {
         **binlog_server.source_options(),
         "database-name": flavor_db,
-        "table-name": "logs",
+        "table-name": "logs|keyed",
         "server-id": "6361-6370",
+        "scan.envelope.enabled": "true",  # rows say their table: none is of logs
     }
+    if binlog_server.flavor == "mariadb":
+        options["scan.snapshot.consistency"] = "watermark"
     rng = random.Random(644)
 
     def writes(_: int) -> None:
-        for _ in range(3):
-            row = (rng.randrange(5), rng.randrange(2), rng.choice(["x", "y"]))
-            execute("INSERT INTO logs VALUES (%s, %s, %s), (%s, %s, %s)", row + row)
-            execute("DELETE FROM logs WHERE a = %s LIMIT 1", (rng.randrange(5),))
-            execute("UPDATE logs SET a = %s WHERE a = %s LIMIT 1", (rng.randrange(5), 1))
+        execute("INSERT INTO logs VALUES (%s, 1, 'x')", (rng.randrange(5),))
+        execute("DELETE FROM logs WHERE a = %s LIMIT 1", (rng.randrange(5),))
+        execute(
+            "INSERT INTO keyed VALUES (%s, %s) ON DUPLICATE KEY UPDATE a = a + 1",
+            (rng.randrange(5), rng.randrange(9)),
+        )
 
-    state: Counter[tuple[Any, ...]] = Counter()
+    state: dict[Any, Any] = {}
+    seen: set[str] = set()
 
-    def replay(rows: list[dict[str, Any]]) -> None:  # a one-table stream: the table's columns
-        for r in rows:
-            gone = r["_change_type"] in ("delete", "update_preimage")
-            state[(r["a"], r["b"], r["note"])] += -1 if gone else 1
+    def replay(rows: list[dict[str, Any]]) -> None:
+        for r in sorted(rows, key=lambda r: r["_commit_version"]):
+            seen.add(r["table_name"])
+            if r["table_name"] != "keyed":
+                continue
+            if r["before"]:
+                del state[json.loads(r["before"])["id"]]
+            if r["after"]:
+                image = json.loads(r["after"])
+                state[image["id"]] = image["a"]
 
+    caplog.set_level(logging.WARNING, logger="sparkcdc.snapshot.keyless")
     cdc = MySqlCdcSource(parse_config(options))
     try:
-        run_batches(cdc, None, replay, max_rows=3, between=writes)
+        run_batches(cdc, None, replay, max_rows=3, between=writes, after_planning=writes)
     finally:
         cdc.close()
-    assert +state == Counter(execute("SELECT a, b, note FROM logs"))
+    assert seen == {"keyed"}
+    assert state == dict(execute("SELECT id, a FROM keyed"))
+    warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
+    assert any(f"table {flavor_db}.logs has no primary key" in w for w in warned), warned
+    assert all("'scan.incremental.snapshot.chunk.key-column'" in w for w in warned), warned
+    assert all("MariaDB" in w for w in warned), warned
 
-    touched = MySqlCdcSource(parse_config({**options, "server-id": "6371-6380"}))
+    alone = MySqlCdcSource(parse_config({**options, "table-name": "logs"}))
     try:
-        with pytest.raises(SourceConfigurationError, match=r"scan\.snapshot\.consistency") as e:
-            run_batches(touched, None, lambda rows: None, after_planning=writes)
-        assert f"table {flavor_db}.logs has no primary key" in str(e.value)
+        with pytest.raises(SchemaError, match=r"matches only tables without a primary key"):
+            alone.arrow_schema()
     finally:
-        touched.close()
+        alone.close()
+
+
+def test_a_keyless_table_whose_count_waits_for_a_lock_is_left_out(
+    mariadb: EmbeddedMariaDB, mysql_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Discovery counts a keyless table with no chunk key column to decide whether it is
+    read as one chunk. One whose count waits for a lock held past the count's short lock
+    wait (``LOCK TABLES ... WRITE`` in another session, as an ALTER would) is left out with
+    a warning naming the error, while the pattern's other tables are captured and stream:
+    neither a failure of every table nor planning held until the lock goes."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    execute("CREATE TABLE keyed (id INT PRIMARY KEY, a INT)")
+    execute("CREATE TABLE logs (a INT)")
+    execute("CREATE TABLE locked (a INT)")
+    execute("INSERT INTO keyed VALUES (1, 1), (2, 2)")
+    execute("INSERT INTO logs VALUES (1), (1)")
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "keyed|logs|locked",
+        "server-id": "6391-6399",
+        "connect.timeout": "2s",  # the count waits at most half of it for a lock
+    }
+    seen: set[str] = set()
+
+    def writes(_: int) -> None:
+        execute("UPDATE keyed SET a = a + 1")
+
+    caplog.set_level(logging.WARNING, logger="sparkcdc.snapshot.keyless")
+    holder = mariadb.connect(database=mysql_db)
+    try:
+        with holder.cursor() as cur:
+            cur.execute("LOCK TABLES locked WRITE")
+        cdc = MySqlCdcSource(parse_config(options))
+        try:
+            run_batches(
+                cdc,
+                None,
+                lambda rows: seen.update(r["table_name"] for r in rows),
+                between=writes,
+                write_batches=2,
+            )
+        finally:
+            cdc.close()
+    finally:
+        holder.close()
+    assert seen == {"keyed", "logs"}
+    warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
+    assert any(f"table {mysql_db}.locked has no primary key" in w for w in warned), warned
+    assert any("error 1205" in w for w in warned), warned
+
+
+def test_a_one_chunk_table_given_a_chunk_key_before_its_chunk_is_read_fails_the_restart(
+    mariadb: EmbeddedMariaDB, mysql_db: str
+) -> None:
+    """The checkpoint reads a small keyless table as one chunk, not read yet; a chunk key
+    column named for it since would have planning plan key ranges where the checkpoint's
+    batch reads one chunk (every task retry failing): the restart fails naming the table,
+    the option and the way out. Once its one chunk is read, the restart goes on."""
+    execute = partial(mariadb.execute, database=mysql_db)
+    execute("CREATE TABLE keyed (id INT PRIMARY KEY, a INT)")
+    execute("CREATE TABLE logs (a INT, b INT)")
+    execute("INSERT INTO keyed VALUES (1, 1)")
+    execute("INSERT INTO logs VALUES (1, 1), (1, 1), (2, 2)")
+    options = {
+        **mariadb.source_options(),
+        "database-name": mysql_db,
+        "table-name": "keyed|logs",
+        "server-id": "6401-6410",
+    }
+    keyed_now = {**options, "scan.incremental.snapshot.chunk.key-column": f"{mysql_db}.logs:a"}
+    cdc = MySqlCdcSource(parse_config(options))
+    try:
+        start = cdc.initial_offset()
+        read = run_batches(cdc, start, lambda rows: None)
+    finally:
+        cdc.close()
+    restarted = MySqlCdcSource(parse_config(keyed_now))
+    try:
+        with pytest.raises(
+            SchemaError, match=r"scan\.incremental\.snapshot\.chunk\.key-column"
+        ) as e:
+            restarted.latest_offset(start, None)
+        assert f"table {mysql_db}.logs is read as one chunk by the checkpoint" in str(e.value)
+        assert "start a new checkpoint" in str(e.value)
+        execute("INSERT INTO logs VALUES (3, 3)")
+        seen: set[str] = set()
+        run_batches(restarted, read, lambda rows: seen.update(r["table_name"] for r in rows))
+        assert seen == {"logs"}
+    finally:
+        restarted.close()
 
 
 def _postgres_source(postgres: EmbeddedPostgres, database: str, **extra: str) -> Any:
@@ -722,6 +840,53 @@ def test_postgres_small_keyless_table_without_a_chunk_key_is_read_as_one_chunk(
             "WHERE slot_name = %s",
             (slot,),
         )
+
+
+def test_postgres_keyless_table_whose_count_waits_for_a_lock_is_left_out(
+    postgres: EmbeddedPostgres, pg_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL: discovery counts a FULL keyless table with no chunk key column to decide
+    whether it is read as one chunk; one whose count waits for a lock held past the count's
+    short ``lock_timeout`` (an ACCESS EXCLUSIVE lock in another session, as an ALTER TABLE
+    takes) is left out with a warning naming the error, and the other tables are captured,
+    instead of discovery failing or waiting."""
+
+    def execute(sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        return postgres.execute(sql, args, dbname=pg_db)
+
+    execute("CREATE TABLE keyed (id INT PRIMARY KEY, a INT)")
+    execute("CREATE TABLE logs (a INT)")
+    execute("CREATE TABLE locked (a INT)")
+    for name in ("keyed", "logs", "locked"):
+        execute(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+    execute("INSERT INTO logs VALUES (1), (1)")
+    config = connector("postgres").parse_config(
+        {
+            "hostname": postgres.host,
+            "port": str(postgres.port),
+            "username": postgres.user,
+            "password": postgres.password,
+            "database-name": pg_db,
+            "schema-name": "public",
+            "slot.name": f"s_{pg_db[-6:]}",  # never made: discovery alone runs
+            "table-name": "keyed|logs|locked",
+            "connect.timeout": "2s",  # the count waits at most half of it for a lock
+        }
+    )
+    caplog.set_level(logging.WARNING, logger="sparkcdc.snapshot.keyless")
+    holder = postgres.connect(pg_db)
+    conn = connect(config)
+    try:
+        holder.execute("BEGIN")
+        holder.execute("LOCK TABLE locked IN ACCESS EXCLUSIVE MODE")
+        found = discover_tables(conn, config)  # discovery's tables, as the dialect's
+    finally:
+        conn.close()
+        holder.close()
+    assert sorted(t.table_id.table for t in found) == ["keyed", "logs"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "sparkcdc.snapshot.keyless"]
+    assert any("table public.locked has no primary key" in w for w in warned), warned
+    assert any("SQLSTATE 55P03" in w for w in warned), warned
 
 
 def test_postgres_keyless_table_whose_column_change_needs_a_re_read_stops_the_stream(

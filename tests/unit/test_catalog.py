@@ -210,6 +210,28 @@ def test_a_table_the_checkpoint_chunks_by_a_key_is_not_read_as_one_chunk_at_a_re
     assert set(catalog(db).parse(checkpoint(True)).tables) == {A, B}  # C: not newly added
 
 
+def test_a_table_the_checkpoint_reads_as_one_chunk_is_not_chunked_by_a_key_at_a_restart() -> None:
+    """The checkpoint reads B as one chunk, not read yet; a chunk key column named for it
+    since (or a primary key added) would have the planner plan key ranges where the
+    planned batch's readers read one chunk: the restart fails naming the option. Once
+    its one chunk is read (done), or when the checkpoint chunks it by a key too, it goes
+    on."""
+    db = FakeDatabase([], ROWS)  # B has a chunk key now
+
+    def checkpoint(one_chunk: bool, progress: TableProgress) -> dict[str, object]:
+        schema = {"table": {"table": B.key, **({"one_chunk": True} if one_chunk else {})}}
+        entries = {A: TableProgress(started=True, cursor=1)}
+        entries[B] = dataclasses.replace(progress, schema=schema)
+        return SourceOffset(Count(0), entries).to_json()
+
+    with pytest.raises(SchemaError, match=r"scan\.incremental\.snapshot\.chunk\.key-column") as e:
+        catalog(db).parse(checkpoint(True, TableProgress()))
+    assert f"table {B} is read as one chunk by the checkpoint" in str(e.value)
+    assert "start a new checkpoint" in str(e.value)
+    assert B in catalog(db).parse(checkpoint(True, TableProgress.finished())).tables
+    assert B in catalog(db).parse(checkpoint(False, TableProgress())).tables
+
+
 def test_tables_at_an_offset_have_the_columns_its_entries_hold() -> None:
     class Columns(FakeDatabase):
         def table_from_json(self, data: Mapping[str, object]) -> FakeTable:

@@ -21,7 +21,7 @@ from typing import Any, Generic
 from sparkcdc.core.errors import SchemaError
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.abilities import FollowsSchemaChanges, FollowsTableDrops, UnloggedDdl
-from sparkcdc.snapshot.dialect import Dialect, P, T
+from sparkcdc.snapshot.dialect import Dialect, P, SourceTable, T
 from sparkcdc.snapshot.key_orders import KeyOrders
 from sparkcdc.snapshot.keys import KeyOrder
 from sparkcdc.snapshot.offset import LogAt, SourceOffset
@@ -160,12 +160,15 @@ class TableCatalog(Generic[P, T]):
             schema = offset.schema_of(table_id)
             if schema is None or table_id not in tables or progress.dropped:
                 continue
-            data = schema.table
-            key = repr(data)
-            if key not in self._shapes:
-                self._shapes[key] = schemas.table_from_json(data)
-            tables[table_id] = self._shapes[key]
+            tables[table_id] = self._shape(schemas, schema.table)
         return tables
+
+    def _shape(self, schemas: FollowsSchemaChanges[P, T], data: Mapping[str, Any]) -> T:
+        """The table an offset's schema entry describes, decoded once per distinct JSON."""
+        key = repr(data)
+        if key not in self._shapes:
+            self._shapes[key] = schemas.table_from_json(data)
+        return self._shapes[key]
 
     # -- the checkpoint's table set -------------------------------------------------------
     def parse(self, data: Mapping[str, Any]) -> SourceOffset[P]:
@@ -187,14 +190,19 @@ class TableCatalog(Generic[P, T]):
         """Fail for a table the checkpoint chunks by a key that discovery now reads as one
         chunk (it lost its primary key, and no chunk key column is named for it): its
         entry's cursor and chunk spans are values of that key, which one chunk has none of
-        (docs/design.md, "Tables without a primary key")."""
+        (docs/design.md, "Tables without a primary key"); and the other way round, one it
+        reads as one chunk, not read yet, that has a chunk key now (``_check_still_one_chunk``)."""
         schemas = self.schemas
         if schemas is None:
             return
         for table_id in sorted(captured):
             table = self.tables.get(table_id)
             schema = offset.schema_of(table_id)
-            if table is None or not table.one_chunk or schema is None:
+            if table is None or schema is None:
+                continue
+            if not table.one_chunk:
+                if offset.tables[table_id].reading:
+                    _check_still_one_chunk(table_id, self._shape(schemas, schema.table))
                 continue
             if schemas.table_from_json(schema.table).one_chunk:
                 continue
@@ -347,3 +355,20 @@ class TableCatalog(Generic[P, T]):
         self._dropped.add(table_id)
         for listener in self.on_forget:
             listener(table_id)
+
+
+def _check_still_one_chunk(table_id: TableId, checkpointed: SourceTable) -> None:
+    """Fail for a table the checkpoint reads as one chunk, its chunk not read yet, that
+    discovery now chunks by a key (a chunk key column named for it since, or a primary
+    key added): the batch planned before the restart reads one chunk, a planning now key
+    ranges, and a partition of one shape cannot be read with the other (every task retry
+    would fail). Once its one chunk is read, the key no longer shapes a read."""
+    if not checkpointed.one_chunk:
+        return
+    raise SchemaError(
+        f"table {table_id} is read as one chunk by the checkpoint (it had no primary key and "
+        "no chunk key column) and that chunk is not read yet, but it has a chunk key now "
+        "('scan.incremental.snapshot.chunk.key-column' names a column for it, or it got a "
+        "primary key): remove its entry from 'scan.incremental.snapshot.chunk.key-column' "
+        "(or the primary key) and restart, or start a new checkpoint"
+    )

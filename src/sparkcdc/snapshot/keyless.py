@@ -59,6 +59,21 @@ def too_large(bound: int) -> KeylessHelp:
     )
 
 
+def not_counted(error: str, lock_wait: int) -> KeylessHelp:
+    """A keyless table with no chunk key column whose bounded count failed (``error``: no
+    SELECT on it, or a lock held past ``lock_wait`` seconds): not known to fit one chunk,
+    so left out, never failing the tables around it; a later discovery (a restart, with
+    ``scan.newly-added-table.enabled``) counts it again."""
+    return KeylessHelp(
+        f"its rows could not be counted to decide whether it is read as one chunk "
+        f"({error}; a lock is waited for at most {lock_wait} s, half of 'connect.timeout')",
+        "grant the source user SELECT on it, or restart once no lock is held on it (with "
+        "'scan.newly-added-table.enabled' 'true' a restart then adds it); or set "
+        f"'{_OPTION}' for it, or leave it out of 'tables' to silence this",
+        "Grant the source user SELECT on them, or restart once no lock is held on them",
+    )
+
+
 def bad_chunk_column(problem: str) -> KeylessHelp:
     """A keyless table whose chunk key column (``scan.incremental.snapshot.chunk.key-column``)
     cannot chunk it (``problem``: it has no such column, or on PostgreSQL it may be NULL):
@@ -72,6 +87,26 @@ def bad_chunk_column(problem: str) -> KeylessHelp:
         "'tables' to silence this",
         f"Name columns they have with '{_OPTION}', add a primary key, or select tables that "
         "have one",
+    )
+
+
+def without_exact_snapshot(reader: str) -> KeylessHelp:
+    """A keyless table with no chunk key column on a server whose snapshot is placed only
+    by a watermark (``reader``: MySQL's, or ``scan.snapshot.consistency`` ``watermark``):
+    its one chunk would fail whenever the table is written while it is read, and Spark
+    replays the same batch after a restart, so it would fail forever. Left out as before
+    one-chunk reads, with the fix: a chunk key column (whose chunks fail the same way only
+    when their own rows are written), or the exact reader."""
+    return KeylessHelp(
+        f"a table without a primary key is captured only with a chunk key column ('{_OPTION}') "
+        f"when snapshots are placed by a watermark ({reader}): read as one chunk, any write "
+        "while it is read would fail the read",
+        f"set '{_OPTION}' to '<db>.<table>:<column>' (its rows are then captured as a "
+        "multiset: an append target, or a transform's primary-keys for an upsert target), "
+        "capture it from MariaDB ('scan.snapshot.consistency' 'exact' or 'auto'), give it a "
+        "primary key, or leave it out of 'tables' to silence this",
+        f"Name a chunk key column for them with '{_OPTION}', capture them from MariaDB, add "
+        "a primary key, or select tables that have one",
     )
 
 

@@ -99,7 +99,8 @@ class MySqlDialect(
         self.config = config
         self._conn: Any = None
         #: Tables discovery left out for having no primary key (``snapshot/keyless.py``),
-        #: and of them those too large to read as one chunk, described (``still_captured``).
+        #: and of them those too large to read as one chunk or met under a watermark,
+        #: described (``still_captured``: a checkpoint reading one as one chunk keeps it).
         self._keyless: dict[TableId, KeylessHelp] = {}
         self.over_bound: dict[TableId, CapturedTable] = {}
         #: The range the last schema-change scan walked and its transaction boundaries.
@@ -148,10 +149,22 @@ class MySqlDialect(
                 "'scan.snapshot.consistency' is 'exact', which needs MariaDB's position of a "
                 "consistent snapshot; this server has none: set it to 'auto' or 'watermark'"
             )
-        found = discover_tables(self.conn, self.config, self._keyless, self.over_bound)
+        found = discover_tables(
+            self.conn, self.config, self._keyless, self.over_bound, self._watermark
+        )
         for table in found:
             chunk_key_order(table, self.config)  # fails up front for keys we cannot order
         return found
+
+    @property
+    def _watermark(self) -> str | None:
+        """How snapshots are placed when only by a watermark (chunk readers place theirs
+        so: ``snapshot/consistent.py: placed``), else None (MariaDB's exact position)."""
+        if self.config.snapshot_consistency == "watermark":
+            return "'scan.snapshot.consistency' is 'watermark'"
+        if not flavor_of(self.conn).exact_snapshot:
+            return "MySQL reports no snapshot's binlog position"
+        return None
 
     def matches(self, table_id: TableId) -> bool:
         return self.config.matches(table_id.database, table_id.table)
@@ -230,7 +243,9 @@ class MySqlDialect(
             ensure_available(self.conn, position)
         tables = {
             t.table_id: t
-            for t in discover_tables(self.conn, self.config, self._keyless, self.over_bound)
+            for t in discover_tables(
+                self.conn, self.config, self._keyless, self.over_bound, self._watermark
+            )
         }
         check_columns_since(
             position,

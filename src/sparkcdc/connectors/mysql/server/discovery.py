@@ -7,11 +7,17 @@ from typing import Any
 
 from sparkcdc.connectors.mysql.config import MySqlSourceConfig
 from sparkcdc.connectors.mysql.server.connection import query, query_dicts
-from sparkcdc.connectors.mysql.server.sql import quote_table
+from sparkcdc.connectors.mysql.server.one_chunk_count import lock_wait_seconds, one_chunk_fit
 from sparkcdc.connectors.mysql.server.types import MySqlColumn
 from sparkcdc.core.errors import SchemaError, SourceConfigurationError
 from sparkcdc.core.table import TableId
-from sparkcdc.snapshot.keyless import KeylessHelp, bad_chunk_column, leave_out_keyless, too_large
+from sparkcdc.snapshot.keyless import (
+    KeylessHelp,
+    bad_chunk_column,
+    leave_out_keyless,
+    too_large,
+    without_exact_snapshot,
+)
 from sparkcdc.snapshot.table import KeyedColumns
 
 SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -50,12 +56,16 @@ def discover_tables(
     config: MySqlSourceConfig,
     left_out: dict[TableId, KeylessHelp] | None = None,
     over_bound: dict[TableId, CapturedTable] | None = None,
+    watermark: str | None = None,
 ) -> list[CapturedTable]:
     """The base tables matching ``database-name``/``table-name``, with schemas; tables
     without a primary key are captured as multisets of rows chunked by the column given
     for them, or without one as one chunk while they hold at most ``chunk.size`` rows;
     the others are left out with a warning and added to ``left_out`` (the large ones
-    described in ``over_bound``: ``KeepsGrownOneChunk``)."""
+    described in ``over_bound``: ``KeepsGrownOneChunk``). Where snapshots are placed by a
+    ``watermark`` (its name: MySQL's, or the option's), no table joins as one chunk
+    (``without_exact_snapshot``); those are described in ``over_bound`` too, so that a
+    checkpoint that reads one as one chunk already keeps it."""
     rows = query(
         conn,
         "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "
@@ -73,9 +83,11 @@ def discover_tables(
             f"against the whole name) that user '{config.username}' can see; check the names "
             "and that the user has SELECT on them"
         )
+    lock_wait = lock_wait_seconds(config.connect_timeout)
     tables: list[CapturedTable] = []
     problems: list[str] = []
     large: dict[TableId, CapturedTable] = {}
+    unread: dict[TableId, CapturedTable] = {}  #: left out uncounted: a checkpoint keeps one
     left: dict[TableId, KeylessHelp] = {}
     for table_id in ids:
         chunk_key_column = config.chunk_key_columns.column_for(table_id.database, table_id.table)
@@ -93,29 +105,26 @@ def discover_tables(
             problems.append(str(exc))
             continue
         table = replace(table, comment=comments[table_id])
-        if table.one_chunk and not fits_one_chunk(conn, table_id, config.chunk_size):
-            large[table_id] = table
-        else:
+        if not table.one_chunk:
             tables.append(table)
+        elif watermark is not None:  # kept described: a checkpoint reading it goes on
+            left[table_id], unread[table_id] = without_exact_snapshot(watermark), table
+        else:
+            fit = one_chunk_fit(conn, table_id, config.chunk_size, lock_wait)
+            if fit is True:
+                tables.append(table)
+            elif fit is False:
+                large[table_id] = table
+            elif fit is not None:  # not counted (None: dropped since it was listed)
+                left[table_id], unread[table_id] = fit, table
     if problems:
         raise SchemaError("\n".join(problems))
     if over_bound is not None:
         over_bound.clear()
-        over_bound.update(large)
+        over_bound.update({**unread, **large})
     left.update(dict.fromkeys(large, too_large(config.chunk_size)))
     leave_out_keyless(left, len(tables), config.tables.label, left_out)
     return tables
-
-
-def fits_one_chunk(conn: Any, table_id: TableId, bound: int) -> bool:
-    """Whether the table holds at most ``bound`` rows now: an exact count that stops past
-    the bound (bounded work on a huge table; statistics such as TABLE_ROWS may be stale)."""
-    ((rows,),) = query(
-        conn,
-        f"SELECT COUNT(*) FROM (SELECT 1 FROM {quote_table(table_id)} LIMIT {int(bound) + 1}) s",
-        (),
-    )
-    return int(rows) <= bound
 
 
 def describe_table(

@@ -204,6 +204,8 @@ def window_overrides(
             "chunk's rows: rows without a key cannot be placed exactly there (docs/"
             "design.md, 'Tables without a primary key'). Capture it from MariaDB "
             "('scan.snapshot.consistency' 'exact'), give it a primary key, or take the "
-            "snapshot while it is not written"
+            "snapshot while it is not written. A restart replays this same batch and fails "
+            "again: start a new checkpoint (and target) once the table is quiet, or leave the "
+            "table out of 'tables' (with 'scan.newly-added-table.enabled' 'true')"
         )
     return fold_window(changes, forward, key_of, relevant, table.keyless)

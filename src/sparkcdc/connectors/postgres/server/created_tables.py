@@ -21,12 +21,9 @@ from typing import Any
 
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
-from sparkcdc.connectors.postgres.server.discovery import (
-    REPLICA_IDENTITIES,
-    PgTable,
-    fits_one_chunk,
-)
+from sparkcdc.connectors.postgres.server.discovery import REPLICA_IDENTITIES, PgTable
 from sparkcdc.connectors.postgres.server.keyless import keyless_help
+from sparkcdc.connectors.postgres.server.one_chunk_count import lock_wait_seconds, one_chunk_fit
 from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.core.table import TableId
 from sparkcdc.snapshot.keyless import too_large
@@ -83,23 +80,34 @@ class CreatedTables:
                 # offered once per state: a table discovery then leaves out anyway must not
                 # hold every later planning at the batch's start
                 self._offered.add(state)
-                if not keyed and not self._fits_one_chunk(conn, oid, table_id):
-                    continue
-                found.append(table_id)
+                fit = True if keyed else self._fits_one_chunk(conn, oid, table_id)
+                if fit is None:  # not counted (a lock): counted again at the next planning
+                    self._offered.discard(state)
+                if fit:
+                    found.append(table_id)
         return found
 
-    def _fits_one_chunk(self, conn: Any, oid: int, table_id: TableId) -> bool:
+    def _fits_one_chunk(self, conn: Any, oid: int, table_id: TableId) -> bool | None:
         """Whether a keyless table can be read as one chunk if it has no chunk key column
         (counted as discovery counts it); one too large is warned about, not offered: the
-        discovery that would take it would leave it out, a planning spent on nothing."""
+        discovery that would take it would leave it out, a planning spent on nothing. None:
+        it could not be counted now (warned about once), or was dropped since it was
+        listed; not offered."""
         schema, name = table_id.database, table_id.table
         if self.config.chunk_key_columns.column_for(schema, name) is not None:
             return True
-        if fits_one_chunk(conn, oid, quote_table(table_id), self.config.chunk_size):
+        lock_wait = lock_wait_seconds(self.config.connect_timeout)
+        fit = one_chunk_fit(
+            conn, oid, table_id, quote_table(table_id), self.config.chunk_size, lock_wait
+        )
+        if fit is True:
             return True
-        says = too_large(self.config.chunk_size)
-        self._warn(oid, table_id, f"but has no primary key: not captured ({says.why}; {says.fix})")
-        return False
+        says = too_large(self.config.chunk_size) if fit is False else fit
+        if says is not None:
+            self._warn(
+                oid, table_id, f"but has no primary key: not captured ({says.why}; {says.fix})"
+            )
+        return False if fit is False else None
 
     def keep_ready(self, conn: Any, tables: list[PgTable], known: set[int]) -> list[PgTable]:
         """Of ``tables`` discovered again while the stream runs, the ``known`` (captured)

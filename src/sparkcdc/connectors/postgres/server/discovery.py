@@ -10,6 +10,7 @@ from typing import Any
 from sparkcdc.connectors.postgres.config import PostgresSourceConfig
 from sparkcdc.connectors.postgres.server.connection import query
 from sparkcdc.connectors.postgres.server.keyless import keyless_help
+from sparkcdc.connectors.postgres.server.one_chunk_count import lock_wait_seconds, one_chunk_fit
 from sparkcdc.connectors.postgres.server.sql import quote_table
 from sparkcdc.connectors.postgres.server.types import COLUMNS_QUERY, PgColumn, column_from_row
 from sparkcdc.core.comments import Comments
@@ -129,9 +130,11 @@ def discover_tables(
     for oid, type_oid, typmod in query(conn, _COLUMN_TYPES, (oids,)):
         types[int(oid)].append((int(type_oid), int(typmod)))
     keys = index_columns(conn, oids, "indisprimary")
+    lock_wait = lock_wait_seconds(config.connect_timeout)
     tables: list[PgTable] = []
     keyless: dict[TableId, KeylessHelp] = {}
     large: dict[TableId, PgTable] = {}
+    unread: dict[TableId, PgTable] = {}  #: left out uncounted: a checkpoint keeps one
     for oid, table_id, _, ident in found:
         chunk_key = _chunk_key_of(config, table_id, ident, columns[oid], keys[oid])
         if isinstance(chunk_key, KeylessHelp):
@@ -147,14 +150,21 @@ def discover_tables(
             tuple(types[oid]),
             tuple(attnums[oid]),
         )
-        if table.one_chunk and not fits_one_chunk(conn, oid, table.sql_name, config.chunk_size):
+        fit = (
+            one_chunk_fit(conn, oid, table_id, table.sql_name, config.chunk_size, lock_wait)
+            if table.one_chunk
+            else True
+        )
+        if fit is True:
+            tables.append(table)
+        elif fit is False:
             keyless[table_id] = too_large(config.chunk_size)
             large[table_id] = table
-            continue
-        tables.append(table)
+        elif fit is not None:  # not counted (None: dropped since it was listed)
+            keyless[table_id], unread[table_id] = fit, table
     if over_bound is not None:
         over_bound.clear()
-        over_bound.update(large)
+        over_bound.update({**unread, **large})
     leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
     return _with_comments(conn, tables) if config.include_comments else tables
 
@@ -204,22 +214,6 @@ def _chunk_key_of(
         return _chunk_key(table_id, columns, chunk_column)
     except SchemaError as exc:
         return bad_chunk_column(str(exc))
-
-
-def fits_one_chunk(conn: Any, oid: int, sql_name: str, bound: int) -> bool:
-    """Whether the table holds at most ``bound`` rows now: an exact count that stops past
-    the bound (bounded work on a huge table; ``reltuples`` may be stale). One the source
-    user may not read is not counted: the checks after discovery name the GRANT it needs
-    (at the start), or it waits for it (created while the stream runs: ``created_tables``)
-    and is counted by the discovery that captures it."""
-    ((readable,),) = query(conn, "SELECT pg_catalog.has_table_privilege(%s, 'SELECT')", (oid,))
-    if not readable:
-        return True
-    ((rows,),) = query(
-        conn,
-        f"SELECT pg_catalog.count(*) FROM (SELECT 1 FROM {sql_name} LIMIT {int(bound) + 1}) s",
-    )
-    return int(rows) <= bound
 
 
 def _with_comments(conn: Any, tables: list[PgTable]) -> list[PgTable]:
