@@ -186,8 +186,12 @@ def test_the_executors_decode_gives_what_sparks_unpacking_gives(spark: Any, abse
         # there would filter another table's rows (none)
         TableId("db", "price${usd}"): TYPES[:3],
         TableId("s${env:HOME}", "t"): TYPES[:2],
+        TableId("db", "odd_columns"): [(f"c${{env:HOME}}{n}", t, v) for n, t, v in TYPES[:2]],
     }
     frame, schemas = _envelope(spark, tables, absent)
+    # on, as in a user's own session (sparkcdc's sessions turn it off)
+    substitute = spark.conf.get("spark.sql.variable.substitute")
+    spark.conf.set("spark.sql.variable.substitute", "true")
     try:
         fetched = {t: s for t, s in schemas.items() if t.table != "not_fetched"}
         expected = _spark_way(frame, fetched)
@@ -200,6 +204,7 @@ def test_the_executors_decode_gives_what_sparks_unpacking_gives(spark: Any, abse
                 want = _comparable(old.column(name).to_pylist())
                 assert _comparable(new.column(name).to_pylist()) == want, (table, name)
     finally:
+        spark.conf.set("spark.sql.variable.substitute", substitute)
         frame.unpersist()
 
 

@@ -46,7 +46,7 @@ def check_named_tables(
         for table, entry in entries.items():
             if table in existing:
                 continue
-            if table in written:
+            if table in written and not _routed_elsewhere(table, targets):
                 log.warning(
                     "%s sink: option '%s' entry '%s' names a target earlier runs wrote whose "
                     "table is not captured now; it applies to nothing until it is",
@@ -70,6 +70,13 @@ def check_named_tables(
                 "table as the sink writes it: the source table, or a route's sink-table "
                 "when routed; fix the entry or remove it"
             )
+
+
+def _routed_elsewhere(table: TableId, targets: Sequence[Target]) -> bool:
+    """Whether ``table`` is a source table a route writes into another target now: an
+    entry naming it means that target (the checkpoint's counts name source tables, so it
+    looks written)."""
+    return any(s.table.source == table for t in targets for s in t.sources)
 
 
 def _meant(table: TableId, targets: Sequence[Target]) -> str:

@@ -67,8 +67,9 @@ def not_counted(error: str, lock_wait: int) -> KeylessHelp:
     return KeylessHelp(
         f"its rows could not be counted to decide whether it is read as one chunk "
         f"({error}; a lock is waited for at most {lock_wait} s, half of 'connect.timeout')",
-        "grant the source user SELECT on it, or restart once no lock is held on it (with "
-        "'scan.newly-added-table.enabled' 'true' a restart then adds it); or set "
+        "grant the source user SELECT on it, or restart once no lock is held on it (a "
+        "restart adds it with 'scan.newly-added-table.enabled' 'true'; without that, only "
+        "a new checkpoint does); or set "
         f"'{_OPTION}' for it, or leave it out of 'tables' to silence this",
         "Grant the source user SELECT on them, or restart once no lock is held on them",
     )

@@ -109,3 +109,13 @@ def test_a_route_sink_table_without_its_replace_symbol_names_one_table() -> None
     may_appear = created_later(True, table_patterns("app.\\.*"), routes)
     assert may_appear(TableId("lake", "orders"))
     assert not may_appear(TableId("lake", "others"))
+
+
+def test_a_routed_source_table_earlier_runs_counted_is_still_refused() -> None:
+    """The checkpoint's counts name source tables: an entry naming a source table a route
+    writes elsewhere is the typo it was, not a target earlier runs wrote."""
+    routed = targets(route("app.orders", "lake.orders"))
+    with pytest.raises(OptionError, match=r"a route writes that source table to lake\.orders"):
+        check_named_tables(
+            "delta", named("app.orders:region"), routed, written={TableId("app", "orders")}
+        )
