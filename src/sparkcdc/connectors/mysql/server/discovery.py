@@ -66,23 +66,8 @@ def discover_tables(
     ``watermark`` (its name: MySQL's, or the option's), no table joins as one chunk
     (``without_exact_snapshot``); those are described in ``over_bound`` too, so that a
     checkpoint that reads one as one chunk already keeps it."""
-    rows = query(
-        conn,
-        "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "
-        "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
-    )
-    comments = {
-        TableId(db, name): (comment or None) if config.include_comments else None
-        for db, name, comment in rows
-        if db.lower() not in SYSTEM_DATABASES and config.matches(db, name)
-    }
+    comments = _matching(conn, config)
     ids = list(comments)
-    if not ids:
-        raise SourceConfigurationError(
-            f"no table matches {config.tables.label} (both are regular expressions matched "
-            f"against the whole name) that user '{config.username}' can see; check the names "
-            "and that the user has SELECT on them"
-        )
     lock_wait = lock_wait_seconds(config.connect_timeout)
     tables: list[CapturedTable] = []
     problems: list[str] = []
@@ -125,6 +110,28 @@ def discover_tables(
     left.update(dict.fromkeys(large, too_large(config.chunk_size)))
     leave_out_keyless(left, len(tables), config.tables.label, left_out)
     return tables
+
+
+def _matching(conn: Any, config: MySqlSourceConfig) -> dict[TableId, str | None]:
+    """The base tables the selection matches, with their comments (None without
+    ``include-comments.enabled``); SourceConfigurationError when there is none."""
+    rows = query(
+        conn,
+        "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "
+        "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+    )
+    comments = {
+        TableId(db, name): (comment or None) if config.include_comments else None
+        for db, name, comment in rows
+        if db.lower() not in SYSTEM_DATABASES and config.matches(db, name)
+    }
+    if not comments:
+        raise SourceConfigurationError(
+            f"no table matches {config.tables.label} (both are regular expressions matched "
+            f"against the whole name) that user '{config.username}' can see; check the names "
+            "and that the user has SELECT on them"
+        )
+    return comments
 
 
 def describe_table(

@@ -121,14 +121,7 @@ def discover_tables(
     in ``over_bound`` (a checkpoint that reads it as one chunk keeps it captured)."""
     found = _matching(conn, config)
     oids = [oid for oid, _, _, _ in found]
-    columns: dict[int, list[PgColumn]] = {oid: [] for oid in oids}
-    attnums: dict[int, list[int]] = {oid: [] for oid in oids}
-    for row in query(conn, COLUMNS_QUERY, (oids,)):
-        columns[int(row[0])].append(column_from_row(row))
-        attnums[int(row[0])].append(int(row[1]))
-    types: dict[int, list[tuple[int, int]]] = {oid: [] for oid in oids}
-    for oid, type_oid, typmod in query(conn, _COLUMN_TYPES, (oids,)):
-        types[int(oid)].append((int(type_oid), int(typmod)))
+    columns, attnums, types = _columns_of(conn, oids)
     keys = index_columns(conn, oids, "indisprimary")
     lock_wait = lock_wait_seconds(config.connect_timeout)
     tables: list[PgTable] = []
@@ -167,6 +160,22 @@ def discover_tables(
         over_bound.update({**unread, **large})
     leave_out_keyless(keyless, len(tables), config.tables.label, left_out)
     return _with_comments(conn, tables) if config.include_comments else tables
+
+
+def _columns_of(
+    conn: Any, oids: list[int]
+) -> tuple[dict[int, list[PgColumn]], dict[int, list[int]], dict[int, list[tuple[int, int]]]]:
+    """Each table's columns, their attribute numbers and their (type OID, typmod), by the
+    table's OID, in two catalog queries for all tables."""
+    columns: dict[int, list[PgColumn]] = {oid: [] for oid in oids}
+    attnums: dict[int, list[int]] = {oid: [] for oid in oids}
+    for row in query(conn, COLUMNS_QUERY, (oids,)):
+        columns[int(row[0])].append(column_from_row(row))
+        attnums[int(row[0])].append(int(row[1]))
+    types: dict[int, list[tuple[int, int]]] = {oid: [] for oid in oids}
+    for oid, type_oid, typmod in query(conn, _COLUMN_TYPES, (oids,)):
+        types[int(oid)].append((int(type_oid), int(typmod)))
+    return columns, attnums, types
 
 
 def _matching(conn: Any, config: PostgresSourceConfig) -> list[tuple[int, TableId, str, str]]:
