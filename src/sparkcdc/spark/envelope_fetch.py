@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sparkcdc.core.changes import CHANGE_TYPE, change_columns
-from sparkcdc.core.identifiers import quoted
+from sparkcdc.core.identifiers import quoted, sql_string
 from sparkcdc.sinks.write_plan import EnvelopeRows
 from sparkcdc.spark.arrow_fetch import PACKED, packed, unpacked
 
@@ -120,14 +120,25 @@ def _nullable(data_type: Any) -> Any:
 
 
 def _only(tables: Sequence[EnvelopeRows]) -> Any:
-    """A predicate (a Column) on the envelope's rows: those of every database and table
-    name of ``tables``, a superset where names pair across databases (:class:`_Decoding`
-    skips the pairs not asked for). Columns, not SQL text: Spark's parser substitutes
-    ``${...}`` even inside string literals (``spark.sql.variable.substitute``), so a table
-    named ``price${usd}`` would be filtered as ``price`` and its rows silently missed; and
-    one IN per column stays small where a thousand databases each have one table."""
+    """A predicate on the envelope's rows: those of every database and table name of
+    ``tables``, a superset where names pair across databases (:class:`_Decoding` skips the
+    pairs not asked for); one IN per column stays small where a thousand databases each
+    have one table. SQL text (no Py4J call per name), except for names holding ``$``:
+    Spark's parser substitutes ``${...}`` even inside string literals
+    (``spark.sql.variable.substitute``), so a table named ``price${usd}`` would be
+    filtered as ``price`` and its rows silently missed; those go by Column."""
     from pyspark.sql import functions as F
 
-    databases = sorted({rows.table.database for rows in tables})
-    names = sorted({rows.table.table for rows in tables})
-    return F.col("database_name").isin(databases) & F.col("table_name").isin(names)
+    plain = [r.table for r in tables if "$" not in r.table.database + r.table.table]
+    odd = [r.table for r in tables if "$" in r.table.database + r.table.table]
+    chosen = F.lit(False)
+    if plain:
+        databases = ", ".join(sql_string(d) for d in sorted({t.database for t in plain}))
+        names = ", ".join(sql_string(n) for n in sorted({t.table for t in plain}))
+        chosen = F.expr(f"database_name IN ({databases}) AND table_name IN ({names})")
+    for table in odd:
+        one = (F.col("database_name") == F.lit(table.database)) & (
+            F.col("table_name") == F.lit(table.table)
+        )
+        chosen = chosen | one
+    return chosen
